@@ -1,0 +1,86 @@
+"""`python -m bot`: run the configured platforms, the console, or show a persona's prompt."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from bot.app import open_app
+from bot.config import Config, ConfigError, load_config
+from bot.console import ConsolePort, ConsoleSession, console_key
+from graph.models.factory import ProviderError
+from personas import PersonaError
+
+EXIT_CONFIG = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", type=Path, default=Path("config.toml"), help="config file (default: ./config.toml)")
+    parser = argparse.ArgumentParser(prog="python -m bot", description="Roundtable: multi-persona group chats.", parents=[common])
+    commands = parser.add_subparsers(dest="command")
+
+    commands.add_parser("run", parents=[common], help="run what config.toml and the environment enable (the default)")
+
+    console = commands.add_parser("console", parents=[common], help="chat in a local console channel")
+    console.add_argument("--channel", default="general", help="channel name (default: general)")
+    console.add_argument("--script", type=Path, help="read lines from FILE, print the transcript and exit")
+    console.add_argument("--verbose", action="store_true", help="also print the moderator's decisions")
+
+    prompt = commands.add_parser("prompt", parents=[common], help="print the messages a persona would receive next")
+    prompt.add_argument("--channel", required=True, help="console channel name or full channel key")
+    prompt.add_argument("--persona", required=True, help="persona id")
+    return parser
+
+
+async def _console(config: Config, channel: str, script: Path | None, verbose: bool) -> int:
+    port = ConsolePort(verbose=verbose)
+    async with open_app(config, port) as app:
+        session = ConsoleSession(app, channel)
+        print(session.banner(), flush=True)
+        if script is not None:
+            await session.run_script(script)
+        else:
+            await session.run_interactive()
+    return 0
+
+
+async def _prompt(config: Config, channel: str, persona_id: str) -> int:
+    async with open_app(config, ConsolePort()) as app:
+        if persona_id not in app.personas:
+            print(f"error: no persona {persona_id!r}; known: {', '.join(app.personas)}", file=sys.stderr)
+            return EXIT_CONFIG
+        for message in await app.engine.prompt_for(console_key(channel), persona_id):
+            print(f"--- {message.type} ---\n{message.content}")
+    return 0
+
+
+async def _run(config: Config) -> int:
+    # Slack and Discord adapters join here when their tokens are set; without them, the console.
+    return await _console(config, "general", None, False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("ROUNDTABLE_LOG_LEVEL", "WARNING").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = load_config(args.config)
+        if args.command == "console":
+            if args.script is not None and not args.script.is_file():
+                raise ConfigError(f"{args.script}: script file not found")
+            return asyncio.run(_console(config, args.channel, args.script, args.verbose))
+        if args.command == "prompt":
+            return asyncio.run(_prompt(config, args.channel, args.persona))
+        return asyncio.run(_run(config))
+    except (ConfigError, PersonaError, ProviderError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,150 @@
+"""config.toml: loaded with tomllib, validated with pydantic. Secrets never live here, only in the environment."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SECRET_ENV_VARS = (
+    "GOOGLE_API_KEY",
+    "OPENAI_API_KEY",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "DISCORD_TOKEN",
+)
+
+
+_SECRET_KEY_ENDINGS = ("token", "secret", "api_key", "password")
+
+
+class ConfigError(ValueError):
+    """config.toml is unreadable or invalid. The message is one line naming the file and the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BotSection(_Section):
+    participants: list[str] = Field(default_factory=lambda: ["nova", "sage", "rex"], min_length=1)
+    console_user: Annotated[str, Field(min_length=1, max_length=40)] = "you"
+    personas_dir: str = "personas"
+
+
+class ModerationSection(_Section):
+    enabled: bool = False
+    max_turns: Annotated[int, Field(ge=1, le=50)] = 6
+
+
+class LocalModelSection(_Section):
+    threads: Annotated[int, Field(ge=1, le=64)] = 2
+    context_size: Annotated[int, Field(ge=256, le=32768)] = 2048
+    max_tokens: Annotated[int, Field(ge=8, le=1024)] = 96
+    cache_dir: str = ""
+
+
+class LlmSection(_Section):
+    provider: Literal["auto", "local", "gemini", "openai", "scripted"] = "auto"
+    model: Annotated[str, Field(min_length=1)] = "gemini-2.5-flash"
+    moderator_model: Annotated[str, Field(min_length=1)] = "gemini-2.5-flash-lite"
+    requests_per_minute: Annotated[float, Field(gt=0)] = 60
+    model_requests_per_minute: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    base_url: str = ""
+    timeout_seconds: Annotated[float, Field(gt=0)] = 60
+    max_attempts: Annotated[int, Field(ge=1, le=10)] = 4
+    backoff_seconds: Annotated[float, Field(ge=0)] = 1.0
+    local: LocalModelSection = LocalModelSection()
+
+    def rpm_for(self, model: str) -> float:
+        return self.model_requests_per_minute.get(model, self.requests_per_minute)
+
+
+class StorageSection(_Section):
+    data_dir: str = "data"
+
+
+class HistorySection(_Section):
+    token_budget: Annotated[int, Field(ge=200, le=1_000_000)] = 3000
+
+
+class ReviewSection(_Section):
+    min_chars: Annotated[int, Field(ge=0, le=2000)] = 20
+
+
+class Settings(_Section):
+    bot: BotSection = BotSection()
+    moderation: ModerationSection = ModerationSection()
+    llm: LlmSection = LlmSection()
+    storage: StorageSection = StorageSection()
+    history: HistorySection = HistorySection()
+    review: ReviewSection = ReviewSection()
+
+
+@dataclass(frozen=True)
+class Config:
+    """Validated settings plus where they came from, with paths resolved against the config file."""
+
+    path: Path
+    settings: Settings
+
+    @property
+    def data_dir(self) -> Path:
+        return self._resolve(self.settings.storage.data_dir)
+
+    @property
+    def personas_dir(self) -> Path:
+        return self._resolve(self.settings.bot.personas_dir)
+
+    def _resolve(self, value: str) -> Path:
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else (self.path.parent / path).resolve()
+
+
+def _expected(error: dict) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "missing required key"
+    return f"expected {error['msg'][0].lower()}{error['msg'][1:]}, got {error.get('input')!r}"
+
+
+def _key_of(loc: tuple) -> str:
+    parts = [str(p) for p in loc]
+    if len(parts) == 1:
+        return f"[{parts[0]}]" if parts[0] in Settings.model_fields else parts[0]
+    return f"[{'.'.join(parts[:-1])}] {parts[-1]}"
+
+
+def load_config(path: Path) -> Config:
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found (pass --config PATH)")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    for section, values in raw.items():
+        for key in values if isinstance(values, dict) else ():
+            if key.lower().endswith(_SECRET_KEY_ENDINGS):
+                raise ConfigError(
+                    f"{path}: [{section}] {key}: secrets are read only from the environment "
+                    f"({', '.join(SECRET_ENV_VARS)}), never from config.toml"
+                )
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"{path}: {_key_of(first['loc'])}: {_expected(first)}") from None
+    return Config(path=path.resolve(), settings=settings)
+
+
+def secret(name: str) -> str | None:
+    """A secret from the environment; empty counts as unset."""
+    assert name in SECRET_ENV_VARS, name
+    return os.environ.get(name) or None

@@ -1,0 +1,81 @@
+"""The local console channel: type as a user, or replay a script, and read the transcript."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from bot.app import App
+from bot.inbound import Inbound
+from personas import Persona
+
+Write = Callable[[str], None]
+
+
+def write_stdout(text: str) -> None:
+    print(text, flush=True)
+
+
+def console_key(channel: str) -> str:
+    return channel if ":" in channel else f"console:{channel}"
+
+
+class ConsolePort:
+    """The outbound port for a terminal: one transcript line per event."""
+
+    def __init__(self, write: Write = write_stdout, *, verbose: bool = False) -> None:
+        self.write = write
+        self.verbose = verbose
+
+    async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
+        self.write(f"[{persona.display_name}] {text}")
+
+    async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
+        self.write(f"[system] {text}")
+
+    async def trace(self, channel_key: str, text: str) -> None:
+        if self.verbose:
+            self.write(text)
+
+
+class ConsoleSession:
+    def __init__(self, app: App, channel: str, write: Write = write_stdout) -> None:
+        self.app = app
+        self.key = console_key(channel)
+        self.user = app.config.settings.bot.console_user
+        self.write = write
+
+    def banner(self) -> str:
+        return f"[system] Roundtable console #{self.key.split(':', 1)[-1]}, model: {self.app.models.description}"
+
+    async def say(self, text: str) -> None:
+        reply = await self.app.service.handle(
+            Inbound(channel_key=self.key, author_id=f"console:{self.user}", author_name=self.user, text=text)
+        )
+        if reply is not None and not reply.announced:
+            for line in reply.reply.splitlines():
+                self.write(f"[system] {line}")
+
+    async def run_script(self, path: Path) -> None:
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            text = raw.strip()
+            if not text or text.startswith("#"):
+                continue
+            self.write(f"[{self.user}] {text}" if self.user != "you" else f"[you] {text}")
+            await self.say(text)
+            await self.app.service.wait_idle(self.key)
+
+    async def run_interactive(self) -> None:
+        self.write("[system] Type a message, /personas, /invite ID, /dismiss ID, /moderate on|off|status, /scene TEXT; /quit or Ctrl-D ends.")
+        while True:
+            raw = await asyncio.to_thread(sys.stdin.readline)
+            if not raw:
+                break
+            text = raw.strip()
+            if text in ("/quit", "/exit"):
+                break
+            if text:
+                await self.say(text)
+        await self.app.service.wait_idle(self.key)

@@ -1,0 +1,16 @@
+"""What an adapter hands the service: a platform event reduced to plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Inbound:
+    channel_key: str  # "console:general", "slack:T01:C02", "discord:123"
+    author_id: str
+    author_name: str
+    text: str
+    mentions: tuple[str, ...] = field(default=())  # persona ids the platform says were @mentioned
+    event_id: str | None = None  # the platform's id, for dedupe of redeliveries
+    thread: str | None = None

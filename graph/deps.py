@@ -1,0 +1,23 @@
+"""What the round's nodes work with. Built once by bot/ and handed to the graph."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from graph.models.base import Models
+from graph.port import OutboundPort
+from graph.settings import EngineSettings
+from personas import Persona
+from storage.database import Database
+
+
+@dataclass
+class EngineDeps:
+    db: Database
+    personas: Mapping[str, Persona]
+    models: Models
+    port: OutboundPort
+    settings: EngineSettings = field(default_factory=EngineSettings)
+    rng: random.Random = field(default_factory=random.Random)

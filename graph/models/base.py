@@ -1,0 +1,24 @@
+"""What the graph needs from a model provider: a model per persona and one for the moderator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
+
+from personas import Persona
+
+ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
+
+
+class Models(Protocol):
+    description: str
+
+    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+        """The model that writes this persona's replies; other_names feed stop strings where supported."""
+
+    def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
+        """A model whose reply text is a JSON decision, constrained to choices + FINISH where supported."""

@@ -1,0 +1,71 @@
+"""Models backed by LangChain chat models: one instance and one rate limiter per model name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.rate_limiters import InMemoryRateLimiter
+
+from graph.models.base import ChatRunnable
+from graph.moderator import decision_schema
+from personas import Persona
+
+MakeChatModel = Callable[[str, InMemoryRateLimiter | None], BaseChatModel]
+BindPersona = Callable[[BaseChatModel, Persona, Sequence[str]], ChatRunnable]
+BindModerator = Callable[[BaseChatModel, dict[str, Any]], ChatRunnable]
+
+
+def rate_limiter(requests_per_minute: float) -> InMemoryRateLimiter:
+    limiter = InMemoryRateLimiter(
+        requests_per_second=requests_per_minute / 60,
+        check_every_n_seconds=0.05,
+        max_bucket_size=max(1.0, requests_per_minute / 60),
+    )
+    # The limiter starts empty, which would delay the very first request; start it full instead.
+    limiter.available_tokens = limiter.max_bucket_size
+    return limiter
+
+
+def bind_plain(model: BaseChatModel, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+    return model
+
+
+class ChatModels:
+    def __init__(
+        self,
+        *,
+        description: str,
+        make: MakeChatModel,
+        persona_model_name: str,
+        moderator_model_name: str,
+        requests_per_minute: Callable[[str], float] | None,
+        bind_moderator: BindModerator,
+        bind_persona: BindPersona = bind_plain,
+    ) -> None:
+        self.description = description
+        self._make = make
+        self._persona_model_name = persona_model_name
+        self._moderator_model_name = moderator_model_name
+        self._rpm = requests_per_minute
+        self._bind_moderator = bind_moderator
+        self._bind_persona = bind_persona
+        self._models: dict[str, BaseChatModel] = {}
+
+    def _model(self, name: str) -> BaseChatModel:
+        if name not in self._models:
+            limiter = rate_limiter(self._rpm(name)) if self._rpm else None
+            self._models[name] = self._make(name, limiter)
+        return self._models[name]
+
+    @property
+    def models(self) -> Mapping[str, BaseChatModel]:
+        return self._models
+
+    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+        model = self._model(persona.model or self._persona_model_name)
+        return self._bind_persona(model, persona, other_names)
+
+    def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
+        return self._bind_moderator(self._model(self._moderator_model_name), decision_schema(choices))

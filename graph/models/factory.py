@@ -1,0 +1,163 @@
+"""The one place a provider name becomes models: gemini, openai-compatible, local llama.cpp or scripted."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.rate_limiters import InMemoryRateLimiter
+
+from graph.models.base import ChatRunnable, Models
+from graph.models.chat import ChatModels
+from graph.models.scripted import ScriptedModels
+from personas import Persona
+
+PROVIDERS = ("auto", "local", "gemini", "openai", "scripted")
+
+
+class ProviderError(ValueError):
+    """The provider cannot be set up (a missing key, say). The message is one line."""
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    provider: str = "auto"
+    model: str = "gemini-2.5-flash"
+    moderator_model: str = "gemini-2.5-flash-lite"
+    requests_per_minute: float = 60
+    model_requests_per_minute: Mapping[str, float] = field(default_factory=dict)
+    base_url: str = ""
+    timeout_seconds: float = 60
+    local_threads: int = 2
+    local_context_size: int = 2048
+    local_max_tokens: int = 96
+    local_cache_dir: Path = Path.home() / ".cache" / "roundtable"
+
+    def rpm_for(self, model: str) -> float:
+        return self.model_requests_per_minute.get(model, self.requests_per_minute)
+
+
+def resolve_provider(config: ProviderConfig, environ: Mapping[str, str]) -> str:
+    """`auto` means Gemini with a Google key, an OpenAI-compatible endpoint when one is configured,
+    and otherwise the embedded local model. The scripted double is only ever chosen explicitly."""
+    if config.provider != "auto":
+        return config.provider
+    if environ.get("GOOGLE_API_KEY"):
+        return "gemini"
+    if environ.get("OPENAI_API_KEY") or config.base_url:
+        return "openai"
+    return "local"
+
+
+def build_models(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
+    provider = resolve_provider(config, environ)
+    if provider == "scripted":
+        return ScriptedModels()
+    if provider == "gemini":
+        return _gemini(config, environ)
+    if provider == "openai":
+        return _openai(config, environ)
+    if provider == "local":
+        return _local(config)
+    raise ProviderError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
+
+
+def _gemini(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
+    from langchain_google_genai import ChatGoogleGenerativeAI
+
+    key = environ.get("GOOGLE_API_KEY")
+    if not key:
+        raise ProviderError("provider 'gemini' needs the GOOGLE_API_KEY environment variable")
+
+    def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
+        return ChatGoogleGenerativeAI(
+            model=name,
+            google_api_key=key,
+            base_url=config.base_url or None,
+            rate_limiter=limiter,
+            max_retries=1,  # tenacity does the retrying (graph/models/retry.py)
+            timeout=config.timeout_seconds,
+        )
+
+    def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
+        return model.bind(response_mime_type="application/json", response_json_schema=schema)
+
+    return ChatModels(
+        description=f"Gemini ({config.model}; moderator {config.moderator_model})",
+        make=make,
+        persona_model_name=config.model,
+        moderator_model_name=config.moderator_model,
+        requests_per_minute=config.rpm_for,
+        bind_moderator=bind_moderator,
+    )
+
+
+def _openai_response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "moderator_decision", "schema": schema, "strict": True}}
+
+
+def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
+    from langchain_openai import ChatOpenAI
+
+    key = environ.get("OPENAI_API_KEY")
+    if not key and not config.base_url:
+        raise ProviderError("provider 'openai' needs OPENAI_API_KEY or [llm] base_url (e.g. an Ollama endpoint)")
+
+    def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
+        return ChatOpenAI(
+            model=name,
+            api_key=key or "unused",  # local OpenAI-compatible servers such as Ollama ignore the key
+            base_url=config.base_url or None,
+            rate_limiter=limiter,
+            max_retries=0,
+            timeout=config.timeout_seconds,
+        )
+
+    def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
+        return model.bind(response_format=_openai_response_format(schema))
+
+    return ChatModels(
+        description=f"OpenAI-compatible ({config.model} at {config.base_url or 'api.openai.com'})",
+        make=make,
+        persona_model_name=config.model,
+        moderator_model_name=config.moderator_model,
+        requests_per_minute=config.rpm_for,
+        bind_moderator=bind_moderator,
+    )
+
+
+def _local(config: ProviderConfig) -> Models:
+    from graph.models.gguf import ensure_gguf
+    from graph.models.local import LocalLlamaChatModel
+
+    model_path = ensure_gguf(config.local_cache_dir)
+    shared = LocalLlamaChatModel(
+        model_path=str(model_path),
+        n_threads=config.local_threads,
+        n_ctx=config.local_context_size,
+        max_tokens=config.local_max_tokens,
+    )
+
+    def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
+        return shared  # one embedded model serves personas and moderator alike
+
+    def bind_persona(model: BaseChatModel, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+        # A base model continues the transcript; stopping at other names is the impersonation guard.
+        stops = ["\n", *(f"{name}:" for name in other_names)]
+        return model.bind(speaker=persona.display_name, stop=stops)
+
+    def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
+        return model.bind(response_format=_openai_response_format(schema))
+
+    return ChatModels(
+        description=f"embedded Gemma 3 270M via llama.cpp ({model_path.name})",
+        make=make,
+        persona_model_name="gemma-3-270m",
+        moderator_model_name="gemma-3-270m",
+        requests_per_minute=None,
+        bind_moderator=bind_moderator,
+        bind_persona=bind_persona,
+    )

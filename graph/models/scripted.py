@@ -1,0 +1,151 @@
+"""The scripted test double (`provider = "scripted"`): deterministic, offline, and documented as such.
+
+- A persona replies with its catchphrase and, quoted, the first 60 characters of the newest line it
+  received from someone else.
+- The moderator picks the first participant, in participant order, who has not spoken since the
+  newest human line and is not the last speaker; when nobody is left it returns FINISH.
+- A human line containing `!!act NAME {json}` makes the next persona turn call tool NAME with those
+  arguments; `!!fail N` makes the next N model calls raise ScriptedFailure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from graph.models.base import ChatRunnable
+from graph.moderator import read_facts
+from graph.routing import FINISH
+from personas import Persona
+
+QUOTE_CHARS = 60
+_FAIL = re.compile(r"!!fail\s+(\d+)")
+_ACT = re.compile(r"!!act\s+([A-Za-z_][\w]*)\s+(\{.*\})", re.DOTALL)
+_SPEAKER_TAG = re.compile(r"^(?:\[[^\]]+\]|[^:\n]{1,80}:)\s*")
+
+
+class ScriptedFailure(RuntimeError):
+    """A model failure requested by `!!fail N`."""
+
+
+@dataclass
+class Directives:
+    """`!!` directives seen so far, shared by every scripted model of one bot."""
+
+    seen: set[str] = field(default_factory=set)
+    failures_left: int = 0
+    actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def absorb(self, messages: Sequence[BaseMessage]) -> None:
+        for message in messages:
+            text = str(message.content)
+            if message.id is None or message.id in self.seen or not _from_a_human(message):
+                continue
+            self.seen.add(message.id)
+            if fail := _FAIL.search(text):
+                self.failures_left += int(fail.group(1))
+            if act := _ACT.search(text):
+                try:
+                    arguments = json.loads(act.group(2))
+                except json.JSONDecodeError:
+                    arguments = {"_unparsed": act.group(2)}
+                self.actions.append((act.group(1), arguments if isinstance(arguments, dict) else {"value": arguments}))
+
+    def maybe_fail(self) -> None:
+        if self.failures_left > 0:
+            self.failures_left -= 1
+            raise ScriptedFailure("scripted failure (!!fail)")
+
+
+def _from_a_human(message: BaseMessage) -> bool:
+    text = str(message.content)
+    return message.type == "human" and not text.startswith("[")
+
+
+def _newest_line_from_someone_else(messages: Sequence[BaseMessage]) -> str:
+    for message in reversed(messages):
+        text = str(message.content)
+        if message.type == "human" and not text.startswith("[system]"):
+            return _SPEAKER_TAG.sub("", text, count=1)
+    return ""
+
+
+class ScriptedPersonaModel(BaseChatModel):
+    persona_name: str
+    catchphrase: str
+    directives: Directives
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.directives.absorb(messages)
+        self.directives.maybe_fail()
+        quote = _newest_line_from_someone_else(messages)[:QUOTE_CHARS].replace("\n", " ")
+        opener = self.catchphrase or f"{self.persona_name} here."
+        text = f'{opener} "{quote}" is worth a second thought.' if quote else f"{opener} Nothing to answer yet, so hello!"
+        tool_calls = []
+        if self.directives.actions:
+            name, arguments = self.directives.actions.pop(0)
+            tool_calls.append({"name": name, "args": arguments, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"})
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, tool_calls=tool_calls))])
+
+
+class ScriptedModeratorModel(BaseChatModel):
+    directives: Directives
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-moderator"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.directives.absorb(messages)
+        self.directives.maybe_fail()
+        facts = read_facts(messages)
+        spoken = set(facts["spoken_since_newest_human_line"])
+        pick = next(
+            (name for name in facts["participants"] if name not in spoken and name != facts["last_speaker"]),
+            None,
+        )
+        if pick is None:
+            decision = {"next_speaker": FINISH, "reason": "everyone has had their say since the last human message"}
+        else:
+            decision = {"next_speaker": pick, "reason": f"{pick} has not spoken since the last human message"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=json.dumps(decision)))])
+
+
+class ScriptedModels:
+    description = "scripted test double (deterministic, offline; not a language model)"
+
+    def __init__(self) -> None:
+        self.directives = Directives()
+
+    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+        return ScriptedPersonaModel(
+            persona_name=persona.display_name, catchphrase=persona.catchphrase, directives=self.directives
+        )
+
+    def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
+        return ScriptedModeratorModel(directives=self.directives)

@@ -1,0 +1,216 @@
+"""The round's node functions. Each reads what it needs, does one thing and returns a state update."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from graph import routing
+from graph.deps import EngineDeps
+from graph.models.retry import ainvoke_with_retry
+from graph.moderator import moderator_messages, parse_decision, reask_messages
+from graph.prompt import assemble_prompt, max_lines_within, system_text
+from graph.review import cut_impersonation, review_reply
+from graph.routing import FINISH, Speaker
+from graph.state import RoundState
+from personas import Persona
+from storage import channels, history
+from storage.records import LineKind
+
+log = logging.getLogger(__name__)
+
+Update = dict[str, Any]
+
+
+class RoundNodes:
+    def __init__(self, deps: EngineDeps) -> None:
+        self.deps = deps
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    async def _speakers(self, channel_key: str) -> list[Speaker]:
+        ids = await channels.participants(self.deps.db, channel_key)
+        return [
+            Speaker(id=p.id, name=p.display_name, talkativeness=p.talkativeness)
+            for p in (self.deps.personas.get(i) for i in ids)
+            if p is not None
+        ]
+
+    def _name(self, persona_id: str | None) -> str | None:
+        persona = self.deps.personas.get(persona_id or "")
+        return persona.display_name if persona else persona_id
+
+    async def persona_prompt(self, channel_key: str, persona: Persona) -> list[BaseMessage]:
+        """Exactly what the persona receives: also what `python -m bot prompt` prints."""
+        channel = await channels.get_channel(self.deps.db, channel_key)
+        others = [s.name for s in await self._speakers(channel_key) if s.id != persona.id]
+        budget = self.deps.settings.token_budget
+        newest_first = await history.recent_lines_for(
+            self.deps.db, channel_key, persona.id, limit=max_lines_within(budget)
+        )
+        return assemble_prompt(system_text(persona, others, channel.scene if channel else ""), newest_first, persona.id, budget)
+
+    async def _invoke(self, model, messages: list[BaseMessage]) -> BaseMessage:
+        settings = self.deps.settings
+        return await ainvoke_with_retry(
+            model, messages, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
+        )
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    async def start(self, state: RoundState) -> Update:
+        channel = await channels.get_channel(self.deps.db, state["channel_key"])
+        moderated = bool(channel and channel.moderated)
+        max_turns = (channel.max_turns if channel else None) or self.deps.settings.max_turns
+        # A moderated round follows a human line, so nobody has "just spoken" yet; an unmoderated
+        # round keeps the channel's last persona from answering itself straight away.
+        last = None if moderated else await history.last_persona_speaker(self.deps.db, state["channel_key"])
+        return {"moderated": moderated, "moderated_now": moderated, "max_turns": max_turns, "last_speaker": last}
+
+    async def select(self, state: RoundState) -> Update:
+        speakers = await self._speakers(state["channel_key"])
+        order = routing.speakers_for_unmoderated_round(
+            state["text"], state["mentions"], speakers, state["last_speaker"], self.deps.rng
+        )
+        if not order:
+            return {"speaker": None, "queue": [], "planned_turns": 0}
+        return {"speaker": order[0], "queue": order[1:], "planned_turns": len(order)}
+
+    async def moderator(self, state: RoundState) -> Update:
+        key = state["channel_key"]
+        speakers = await self._speakers(key)
+        if not speakers:
+            return {"speaker": None}
+        if len(speakers) == 1:
+            pick = routing.single_participant_pick(speakers[0].id, state["spoken_since_human"])
+            return {"speaker": None if pick == FINISH else pick, "planned_turns": state["max_turns"]}
+        pick, reason = await self._ask_moderator(key, speakers, state)
+        if pick == FINISH:
+            await self.deps.port.trace(key, f"[moderator] next: FINISH ({reason})")
+            return {"speaker": None}
+        await self.deps.port.trace(key, f"[moderator] next: {self._name(pick)} ({reason})")
+        return {"speaker": pick, "planned_turns": state["max_turns"]}
+
+    async def _ask_moderator(self, key: str, speakers: list[Speaker], state: RoundState) -> tuple[str, str]:
+        lines = await history.recent_channel_lines(self.deps.db, key, limit=self.deps.settings.moderator_window)
+        messages = moderator_messages(
+            lines,
+            [s.name for s in speakers],
+            self._name(state["last_speaker"]),
+            [n for n in (self._name(i) for i in state["spoken_since_human"]) if n],
+        )
+        model = self.deps.models.moderator_model([s.name for s in speakers])
+        for _ in range(2):  # the first answer, and one more with the error attached
+            try:
+                answer = (await self._invoke(model, messages)).text
+            except Exception as exc:  # a failing moderator falls back to natural order
+                log.warning("moderator model failed in %s: %s", key, type(exc).__name__)
+                break
+            parsed = parse_decision(answer)
+            if isinstance(parsed, str):
+                error = parsed
+            else:
+                pick, error = routing.check_moderator_pick(parsed[0], speakers, state["last_speaker"])
+                if pick is not None:
+                    return pick, parsed[1] or "no reason given"
+            assert error is not None
+            messages = reask_messages(messages, answer, error)
+        fallback = routing.natural_order(speakers, state["last_speaker"], self.deps.rng)[0]
+        return fallback, "fallback to natural order after an invalid decision"
+
+    async def persona(self, state: RoundState) -> Update:
+        persona = self.deps.personas[state["speaker"] or ""]
+        key = state["channel_key"]
+        messages = await self.persona_prompt(key, persona)
+        if state["review_note"]:
+            messages.append(
+                HumanMessage(content=f"[system] Your last draft was not posted: {state['review_note']}. Write it again.")
+            )
+        others = [s.name for s in await self._speakers(key) if s.id != persona.id]
+        model = self.deps.models.persona_model(persona, [*others, state["author_name"]])
+        try:
+            reply = await self._invoke(model, messages)
+        except Exception as exc:
+            log.warning("persona %s failed in %s: %s", persona.id, key, type(exc).__name__)
+            return {"turn_failed": True, "draft": ""}
+        return {"turn_failed": False, "draft": reply.text}
+
+    async def review(self, state: RoundState) -> Update:
+        persona = self.deps.personas[state["speaker"] or ""]
+        others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
+        text = cut_impersonation(state["draft"], persona.display_name, [*others, state["author_name"]])
+        reason = review_reply(text, self.deps.settings.min_chars)
+        if reason and state["review_attempts"] < self.deps.settings.max_review_retries:
+            return {"draft": "", "review_note": reason, "review_attempts": state["review_attempts"] + 1}
+        return {"draft": text, "review_note": "", "turn_failed": not text}
+
+    async def deliver(self, state: RoundState) -> Update:
+        persona = self.deps.personas[state["speaker"] or ""]
+        key = state["channel_key"]
+        await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, state["draft"])
+        await self.deps.port.post(key, persona, state["draft"], state["thread"])
+        return await self._turn_over(state, spoke=persona.id)
+
+    async def skip(self, state: RoundState) -> Update:
+        key = state["channel_key"]
+        name = self._name(state["speaker"])
+        await self.deps.port.notice(key, f"{name} could not answer (model error) and was skipped.", state["thread"])
+        update = await self._turn_over(state, spoke=None)
+        if routing.too_many_failures(update["failures"], state["planned_turns"]):
+            await self.deps.port.notice(key, "Round stopped: more than half of its turns failed.", state["thread"])
+        return update
+
+    async def _turn_over(self, state: RoundState, spoke: str | None) -> Update:
+        channel = await channels.get_channel(self.deps.db, state["channel_key"])
+        update: Update = {
+            "turns_taken": state["turns_taken"] + 1,
+            "failures": state["failures"] + (0 if spoke else 1),
+            "moderated_now": bool(channel and channel.moderated),
+            "draft": "",
+            "review_attempts": 0,
+            "review_note": "",
+            "turn_failed": False,
+        }
+        if spoke:
+            update["last_speaker"] = spoke
+            update["spoken_since_human"] = [*state["spoken_since_human"], spoke]
+        return update
+
+    async def advance(self, state: RoundState) -> Update:
+        return {"speaker": state["queue"][0], "queue": state["queue"][1:]}
+
+
+# -- edges: plain functions over the state ------------------------------------------------------
+
+
+def after_start(state: RoundState) -> str:
+    return "moderator" if state["moderated"] else "select"
+
+
+def after_pick(state: RoundState) -> str:
+    return "persona" if state["speaker"] else "end"
+
+
+def after_persona(state: RoundState) -> str:
+    return "skip" if state["turn_failed"] else "review"
+
+
+def after_review(state: RoundState) -> str:
+    if state["review_note"]:
+        return "persona"
+    return "skip" if state["turn_failed"] else "deliver"
+
+
+def after_turn(state: RoundState) -> str:
+    step = routing.after_turn(
+        moderated=state["moderated"],
+        still_moderated=state["moderated_now"],
+        queue=state["queue"],
+        turns_taken=state["turns_taken"],
+        max_turns=state["max_turns"],
+        failures=state["failures"],
+        planned_turns=state["planned_turns"],
+    )
+    return {"persona": "advance", "moderator": "moderator", "end": "end"}[step]

@@ -1,0 +1,16 @@
+"""The engine's tunables, as plain values: bot/ maps config.toml onto this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    max_turns: int = 6
+    token_budget: int = 3000
+    min_chars: int = 20
+    max_review_retries: int = 2
+    moderator_window: int = 30
+    model_attempts: int = 4
+    backoff_seconds: float = 1.0

@@ -1,0 +1,54 @@
+"""The state of one round: from a human line until the last persona of the round has spoken."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class RoundState(TypedDict):
+    channel_key: str
+    thread: str | None
+    text: str  # the human line that started the round
+    author_name: str
+    mentions: list[str]
+    moderated: bool  # the mode the round started in
+    moderated_now: bool  # re-read after each turn: /moderate off stops a round after the current turn
+    max_turns: int
+    queue: list[str]  # unmoderated rounds: who speaks after the current speaker
+    speaker: str | None
+    last_speaker: str | None
+    spoken_since_human: list[str]
+    turns_taken: int
+    planned_turns: int
+    failures: int
+    turn_failed: bool
+    draft: str
+    review_attempts: int
+    review_note: str
+
+
+def initial_state(
+    channel_key: str, *, text: str, author_name: str, mentions: list[str], thread: str | None
+) -> RoundState:
+    """Every key is set: the channel's thread is reused, so nothing may carry over from the last round."""
+    return RoundState(
+        channel_key=channel_key,
+        thread=thread,
+        text=text,
+        author_name=author_name,
+        mentions=mentions,
+        moderated=False,
+        moderated_now=False,
+        max_turns=0,
+        queue=[],
+        speaker=None,
+        last_speaker=None,
+        spoken_since_human=[],
+        turns_taken=0,
+        planned_turns=0,
+        failures=0,
+        turn_failed=False,
+        draft="",
+        review_attempts=0,
+        review_note="",
+    )

@@ -1,0 +1,61 @@
+"""Channels and their settings: moderation, participants (in join order), scene."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from storage.database import Database
+from storage.records import Channel
+
+
+def _channel(row) -> Channel:
+    return Channel(key=row["key"], moderated=bool(row["moderated"]), max_turns=row["max_turns"], scene=row["scene"])
+
+
+async def get_channel(db: Database, key: str) -> Channel | None:
+    row = await db.fetch_one("SELECT * FROM channels WHERE key = ?", (key,))
+    return _channel(row) if row else None
+
+
+async def ensure_channel(db: Database, key: str, *, participants: Sequence[str], moderated: bool) -> Channel:
+    """The channel, created with the default participants the first time it is seen."""
+    existing = await get_channel(db, key)
+    if existing:
+        return existing
+    now = time.time()
+    async with db.transaction() as conn:
+        cursor = await conn.execute(
+            "INSERT OR IGNORE INTO channels (key, moderated, created_at) VALUES (?, ?, ?)",
+            (key, int(moderated), now),
+        )
+        if cursor.rowcount:
+            await conn.executemany(
+                "INSERT INTO participants (channel_key, persona_id, position, joined_at) VALUES (?, ?, ?, ?)",
+                [(key, persona_id, position, now) for position, persona_id in enumerate(participants)],
+            )
+    channel = await get_channel(db, key)
+    assert channel is not None
+    return channel
+
+
+async def participants(db: Database, key: str) -> list[str]:
+    """Active persona ids in the order they joined."""
+    rows = await db.fetch_all(
+        "SELECT persona_id FROM participants WHERE channel_key = ? AND active = 1 ORDER BY position",
+        (key,),
+    )
+    return [row["persona_id"] for row in rows]
+
+
+async def set_moderated(db: Database, key: str, moderated: bool, max_turns: int | None = None) -> None:
+    async with db.transaction() as conn:
+        await conn.execute(
+            "UPDATE channels SET moderated = ?, max_turns = COALESCE(?, max_turns) WHERE key = ?",
+            (int(moderated), max_turns, key),
+        )
+
+
+async def set_scene(db: Database, key: str, scene: str) -> None:
+    async with db.transaction() as conn:
+        await conn.execute("UPDATE channels SET scene = ? WHERE key = ?", (scene, key))
