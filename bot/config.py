@@ -77,6 +77,19 @@ class ReviewSection(_Section):
     min_chars: Annotated[int, Field(ge=0, le=2000)] = 20
 
 
+class SlackSection(_Section):
+    api_base_url: str = "https://slack.com/api/"
+    host: str = "0.0.0.0"
+    port: Annotated[int, Field(ge=0, le=65535)] = 3000
+    approvals_channel: str = ""
+
+
+class DiscordSection(_Section):
+    api_base_url: str = "https://discord.com/api/v10"
+    gateway_url: str = ""
+    manager_role: str = ""
+
+
 class Settings(_Section):
     bot: BotSection = BotSection()
     moderation: ModerationSection = ModerationSection()
@@ -84,6 +97,8 @@ class Settings(_Section):
     storage: StorageSection = StorageSection()
     history: HistorySection = HistorySection()
     review: ReviewSection = ReviewSection()
+    slack: SlackSection = SlackSection()
+    discord: DiscordSection = DiscordSection()
 
 
 @dataclass(frozen=True)
