@@ -1,0 +1,83 @@
+"""Shared fixtures: a throwaway config, data directory and app per test."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App, open_app
+from bot.config import Config, load_config
+from graph.models.base import Models
+from graph.port import OutboundPort
+from tests.recording_port import RecordingPort
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f'"{k}" = {_toml_value(v)}' for k, v in value.items()) + " }"
+    return str(value)
+
+
+def write_config(directory: Path, sections: dict[str, dict[str, Any]] | None = None) -> Path:
+    """A config.toml in directory: scripted model, data in directory/data, the repo's personas."""
+    merged: dict[str, dict[str, Any]] = {
+        "bot": {"personas_dir": str(REPO / "personas")},
+        "llm": {"provider": "scripted", "backoff_seconds": 0.0},
+        "storage": {"data_dir": str(directory / "data")},
+    }
+    for section, values in (sections or {}).items():
+        merged.setdefault(section, {}).update(values)
+    text = "\n".join(
+        f"[{section}]\n" + "\n".join(f"{key} = {_toml_value(value)}" for key, value in values.items()) + "\n"
+        for section, values in merged.items()
+    )
+    path = directory / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def make_config(tmp_path: Path) -> Callable[..., Config]:
+    def make(sections: dict[str, dict[str, Any]] | None = None) -> Config:
+        return load_config(write_config(tmp_path, sections))
+
+    return make
+
+
+@pytest.fixture
+def port() -> RecordingPort:
+    return RecordingPort()
+
+
+@pytest.fixture
+def open_test_app(make_config: Callable[..., Config], port: RecordingPort):
+    """`async with open_test_app(sections, models=...) as app:` with a seeded RNG and the recording port."""
+
+    def opener(
+        sections: dict[str, dict[str, Any]] | None = None,
+        *,
+        models: Models | None = None,
+        outbound: OutboundPort | None = None,
+        seed: int = 7,
+    ) -> Any:
+        return open_app(make_config(sections), outbound or port, models=models, environ={}, rng=random.Random(seed))
+
+    return opener
+
+
+@pytest.fixture
+async def app(open_test_app) -> AsyncIterator[App]:
+    async with open_test_app() as opened:
+        yield opened
