@@ -19,9 +19,11 @@ EXIT_CONFIG = 2
 
 
 def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bot", description="Roundtable: multi-persona group chats.")
+    parser.add_argument("--config", type=Path, default=Path("config.toml"), help="config file (default: ./config.toml)")
+    # Subcommands accept --config too; SUPPRESS keeps their unset default from hiding the top-level one.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", type=Path, default=Path("config.toml"), help="config file (default: ./config.toml)")
-    parser = argparse.ArgumentParser(prog="python -m bot", description="Roundtable: multi-persona group chats.", parents=[common])
+    common.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="config file (default: ./config.toml)")
     commands = parser.add_subparsers(dest="command")
 
     commands.add_parser("run", parents=[common], help="run what config.toml and the environment enable (the default)")
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         if args.command == "console":
-            if args.script is not None and not args.script.is_file():
+            if args.script is not None and not args.script.exists():
                 raise ConfigError(f"{args.script}: script file not found")
             return asyncio.run(_console(config, args.channel, args.script, args.verbose))
         if args.command == "prompt":

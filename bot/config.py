@@ -127,13 +127,14 @@ def _expected(error: dict) -> str:
         return "unknown key"
     if kind == "missing":
         return "missing required key"
-    return f"expected {error['msg'][0].lower()}{error['msg'][1:]}, got {error.get('input')!r}"
+    message = error["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
+    return f"expected {message}, got {error.get('input')!r}"
 
 
 def _key_of(loc: tuple) -> str:
     parts = [str(p) for p in loc]
     if len(parts) == 1:
-        return f"[{parts[0]}]" if parts[0] in Settings.model_fields else parts[0]
+        return f"[{parts[0]}]"
     return f"[{'.'.join(parts[:-1])}] {parts[-1]}"
 
 

@@ -58,9 +58,7 @@ class ChannelService:
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
         """Take one inbound message: run it as a command, or record it and queue its round."""
-        await channels.ensure_channel(
-            self.db, inbound.channel_key, participants=self.defaults.participants, moderated=self.defaults.moderated
-        )
+        await self._ensure_channel(inbound.channel_key)
         try:
             command = parse_command(inbound.text)
         except CommandError as exc:
@@ -75,6 +73,11 @@ class ChannelService:
             return None
         self._enqueue(inbound)
         return None
+
+    async def _ensure_channel(self, key: str) -> None:
+        await channels.ensure_channel(
+            self.db, key, participants=self.defaults.participants, moderated=self.defaults.moderated
+        )
 
     def _enqueue(self, inbound: Inbound) -> None:
         key = inbound.channel_key
@@ -121,6 +124,7 @@ class ChannelService:
     # -- commands ------------------------------------------------------------------------------
 
     async def run_command(self, key: str, command: Command, *, thread: str | None = None) -> CommandReply:
+        await self._ensure_channel(key)
         match command:
             case Moderate(mode="status"):
                 return CommandReply(await self._moderation_status(key))

@@ -1,0 +1,93 @@
+"""Who speaks and when a round stops: the pure routing functions."""
+
+import random
+
+from graph.routing import (
+    FINISH,
+    Speaker,
+    addressed,
+    after_turn,
+    check_moderator_pick,
+    natural_order,
+    single_participant_pick,
+    speakers_for_unmoderated_round,
+    too_many_failures,
+)
+
+NOVA = Speaker("nova", "Nova", 0.7)
+SAGE = Speaker("sage", "Sage", 0.4)
+REX = Speaker("rex", "Rex", 0.5)
+ALL = [NOVA, SAGE, REX]
+
+
+def test_addressed_in_mention_order_whole_words_any_case():
+    assert addressed("REX and then nova, what now?", [], ALL) == ["rex", "nova"]
+    assert addressed("novas and sages are not names; sage! is", [], ALL) == ["sage"]
+    assert addressed("nobody here", [], ALL) == []
+
+
+def test_platform_mentions_come_first_and_are_not_repeated():
+    assert addressed("Nova, and Sage too", ["sage"], ALL) == ["sage", "nova"]
+    assert addressed("hi", ["ghost"], ALL) == []
+
+
+def test_natural_order_is_reproducible_with_a_seed():
+    picks = [tuple(natural_order(ALL, None, random.Random(seed))) for seed in range(20)]
+    again = [tuple(natural_order(ALL, None, random.Random(seed))) for seed in range(20)]
+    assert picks == again
+    assert len(set(picks)) > 3  # the rolls really vary with the seed
+
+
+def test_natural_order_never_lets_the_last_speaker_answer_itself():
+    eager = [Speaker("nova", "Nova", 1.0), Speaker("sage", "Sage", 1.0)]
+    for seed in range(50):
+        assert natural_order(eager, "nova", random.Random(seed)) == ["sage"]
+
+
+def test_natural_order_picks_one_at_random_when_nobody_wins_the_roll():
+    shy = [Speaker("nova", "Nova", 0.0), Speaker("sage", "Sage", 0.0), Speaker("rex", "Rex", 0.0)]
+    seen = set()
+    for seed in range(30):
+        order = natural_order(shy, "rex", random.Random(seed))
+        assert len(order) == 1 and order[0] != "rex"
+        seen.add(order[0])
+    assert seen == {"nova", "sage"}
+
+
+def test_addressed_beats_natural_order():
+    assert speakers_for_unmoderated_round("Rex?", [], ALL, "rex", random.Random(1)) == ["rex"]
+
+
+def test_moderator_pick_validation():
+    assert check_moderator_pick("Sage", ALL, "nova") == ("sage", None)
+    assert check_moderator_pick("finish", ALL, "nova") == (FINISH, None)
+    pick, error = check_moderator_pick("Bob", ALL, "nova")
+    assert pick is None and "not a participant" in error
+    pick, error = check_moderator_pick("nova", ALL, "nova")
+    assert pick is None and "may not answer itself" in error
+
+
+def test_single_participant_needs_no_moderator():
+    assert single_participant_pick("nova", []) == "nova"
+    assert single_participant_pick("nova", ["nova"]) == FINISH
+
+
+def test_unmoderated_round_never_returns_to_the_moderator():
+    common = dict(turns_taken=1, max_turns=6, failures=0, planned_turns=2)
+    assert after_turn(moderated=False, still_moderated=False, queue=["sage"], **common) == "persona"
+    assert after_turn(moderated=False, still_moderated=False, queue=[], **common) == "end"
+    assert after_turn(moderated=False, still_moderated=True, queue=[], **common) == "end"
+
+
+def test_moderated_round_stops_at_max_turns_or_when_switched_off():
+    assert after_turn(moderated=True, still_moderated=True, queue=[], turns_taken=2, max_turns=6, failures=0, planned_turns=6) == "moderator"
+    assert after_turn(moderated=True, still_moderated=True, queue=[], turns_taken=6, max_turns=6, failures=0, planned_turns=6) == "end"
+    assert after_turn(moderated=True, still_moderated=False, queue=[], turns_taken=1, max_turns=6, failures=0, planned_turns=6) == "end"
+
+
+def test_round_stops_when_more_than_half_of_its_turns_failed():
+    assert not too_many_failures(1, 3)
+    assert too_many_failures(2, 3)
+    assert not too_many_failures(3, 6)
+    assert too_many_failures(4, 6)
+    assert after_turn(moderated=False, still_moderated=False, queue=["rex"], turns_taken=2, max_turns=6, failures=2, planned_turns=3) == "end"
