@@ -13,10 +13,12 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.config import Config, ConfigError
 from bot.service import ChannelDefaults, ChannelService
+from bot.timers import DurableTimers
 from graph.deps import EngineDeps
 from graph.engine import RoundEngine
 from graph.models.base import Models
 from graph.models.factory import ProviderConfig, build_models
+from graph.policy import PolicySettings
 from graph.port import OutboundPort
 from graph.settings import EngineSettings
 from personas import Persona, load_personas
@@ -24,6 +26,7 @@ from storage.database import Database
 
 DATABASE_FILE = "roundtable.sqlite3"
 CHECKPOINT_FILE = "checkpoints.sqlite3"
+TIMERS_FILE = "timers.sqlite3"
 
 
 @dataclass
@@ -34,6 +37,7 @@ class App:
     models: Models
     engine: RoundEngine
     service: ChannelService
+    timers: DurableTimers
 
 
 def provider_config(config: Config) -> ProviderConfig:
@@ -62,7 +66,13 @@ def engine_settings(config: Config) -> EngineSettings:
         min_chars=s.review.min_chars,
         model_attempts=s.llm.max_attempts,
         backoff_seconds=s.llm.backoff_seconds,
+        approval_timeout_seconds=s.approvals.timeout_minutes * 60,
     )
+
+
+def policy_settings(config: Config) -> PolicySettings:
+    a = config.settings.approvals
+    return PolicySettings(sensitive=tuple(a.sensitive), max_actions_per_turn=a.max_actions_per_turn, auto_relax=a.auto_relax)
 
 
 def load_checked_personas(config: Config) -> dict[str, Persona]:
@@ -88,6 +98,7 @@ async def open_app(
     models = models or build_models(provider_config(config), environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     db = await Database.open(config.data_dir / DATABASE_FILE)
+    timers = DurableTimers(config.data_dir / TIMERS_FILE)
     try:
         async with AsyncSqliteSaver.from_conn_string(str(config.data_dir / CHECKPOINT_FILE)) as checkpointer:
             deps = EngineDeps(
@@ -97,6 +108,8 @@ async def open_app(
                 port=port,
                 settings=engine_settings(config),
                 rng=rng or random.Random(),
+                policy=policy_settings(config),
+                timers=timers,
             )
             engine = RoundEngine(deps, checkpointer)
             service = ChannelService(
@@ -107,8 +120,11 @@ async def open_app(
                 defaults=ChannelDefaults(
                     participants=config.settings.bot.participants, moderated=config.settings.moderation.enabled
                 ),
+                approvers_for=config.settings.approvals.approvers_for,
             )
-            yield App(config=config, personas=personas, db=db, models=models, engine=engine, service=service)
+            timers.start(service)
+            yield App(config=config, personas=personas, db=db, models=models, engine=engine, service=service, timers=timers)
             await service.wait_idle()
     finally:
+        timers.shutdown()
         await db.close()

@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _console(config: Config, channel: str, script: Path | None, verbose: bool) -> int:
-    port = ConsolePort(verbose=verbose)
+    port = ConsolePort(verbose=verbose, user=config.settings.bot.console_user)
     async with open_app(config, port) as app:
         session = ConsoleSession(app, channel)
         print(session.banner(), flush=True)

@@ -11,6 +11,10 @@ USAGE = {
     "dismiss": "/dismiss PERSONA_ID",
     "personas": "/personas",
     "scene": "/scene TEXT (an empty TEXT clears the scene)",
+    "approvals": "/approvals [mode in-command|in-the-loop|on-the-loop]",
+    "approve": "/approve N",
+    "reject": "/reject N [incident] [feedback]",
+    "trust": "/trust",
 }
 
 
@@ -44,7 +48,6 @@ class SetScene:
     text: str
 
 
-Command = Moderate | Invite | Dismiss | ListPersonas | SetScene
 
 
 def _usage(name: str) -> CommandError:
@@ -83,5 +86,61 @@ def parse_command(text: str) -> Command | None:
         return ListPersonas()
     if name == "scene":
         return SetScene(rest.strip())
+    if name == "approvals":
+        return parse_approvals(args)
+    if name in ("approve", "reject"):
+        return parse_decision(name, rest)
+    if name == "trust":
+        return ShowTrust()
     known = ", ".join(f"/{n}" for n in USAGE)
     raise CommandError(f"unknown command /{name}; try {known}")
+
+
+@dataclass(frozen=True)
+class ListApprovals:
+    pass
+
+
+@dataclass(frozen=True)
+class SetApprovalMode:
+    mode: str
+
+
+@dataclass(frozen=True)
+class Decide:
+    approval_id: int
+    approve: bool
+    comment: str = ""
+    incident: bool = False
+
+
+@dataclass(frozen=True)
+class ShowTrust:
+    pass
+
+
+APPROVAL_MODES = ("in-command", "in-the-loop", "on-the-loop")
+
+
+def parse_approvals(args: list[str]) -> ListApprovals | SetApprovalMode:
+    if not args:
+        return ListApprovals()
+    if args[0].lower() == "mode" and len(args) == 2 and args[1].lower() in APPROVAL_MODES:
+        return SetApprovalMode(args[1].lower())
+    raise _usage("approvals")
+
+
+def parse_decision(name: str, rest: str) -> Decide:
+    number, _, comment = rest.strip().partition(" ")
+    if not number.lstrip("#").isdigit():
+        raise _usage(name)
+    comment = comment.strip()
+    incident = False
+    if name == "reject" and comment.split(" ", 1)[0].lower() == "incident":
+        incident, comment = True, comment[len("incident") :].strip()
+    if name == "approve" and comment:
+        raise _usage(name)
+    return Decide(int(number.lstrip("#")), approve=name == "approve", comment=comment, incident=incident)
+
+
+Command = Moderate | Invite | Dismiss | ListPersonas | SetScene | ListApprovals | SetApprovalMode | Decide | ShowTrust

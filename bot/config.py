@@ -90,6 +90,25 @@ class DiscordSection(_Section):
     manager_role: str = ""
 
 
+class ApprovalsSection(_Section):
+    timeout_minutes: Annotated[float, Field(gt=0, le=7 * 24 * 60)] = 30
+    sensitive: list[str] = Field(default_factory=lambda: ["publish", "send", "schedule", "delete", "pay", "share"])
+    max_actions_per_turn: Annotated[int, Field(ge=1, le=20)] = 3
+    auto_relax: bool = False
+    approvers: dict[Literal["console", "slack", "discord"], list[str]] = Field(
+        default_factory=lambda: {"console": ["you"]}
+    )
+    channel_approvers: dict[str, list[str]] = Field(default_factory=dict)
+    surface: Literal["same", "slack"] = "same"
+
+    def approvers_for(self, channel_key: str) -> set[str]:
+        """Channel-specific approvers when configured, else the platform's."""
+        if channel_key in self.channel_approvers:
+            return set(self.channel_approvers[channel_key])
+        platform = channel_key.split(":", 1)[0]
+        return set(self.approvers.get(platform, []))  # type: ignore[call-overload]
+
+
 class Settings(_Section):
     bot: BotSection = BotSection()
     moderation: ModerationSection = ModerationSection()
@@ -99,6 +118,7 @@ class Settings(_Section):
     review: ReviewSection = ReviewSection()
     slack: SlackSection = SlackSection()
     discord: DiscordSection = DiscordSection()
+    approvals: ApprovalsSection = ApprovalsSection()
 
 
 @dataclass(frozen=True)

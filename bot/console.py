@@ -7,9 +7,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from datetime import datetime
+
 from bot.app import App
 from bot.inbound import Inbound
+from graph.actions import ActionCall
 from personas import Persona
+from storage.records import Approval, ApprovalStatus
 
 Write = Callable[[str], None]
 
@@ -25,9 +29,10 @@ def console_key(channel: str) -> str:
 class ConsolePort:
     """The outbound port for a terminal: one transcript line per event."""
 
-    def __init__(self, write: Write = write_stdout, *, verbose: bool = False) -> None:
+    def __init__(self, write: Write = write_stdout, *, verbose: bool = False, user: str = "you") -> None:
         self.write = write
         self.verbose = verbose
+        self.user = user
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
         self.write(f"[{persona.display_name}] {text}")
@@ -38,6 +43,36 @@ class ConsolePort:
     async def trace(self, channel_key: str, text: str) -> None:
         if self.verbose:
             self.write(text)
+
+    async def request_approval(self, approval: Approval, persona: Persona) -> None:
+        call = ActionCall(approval.call_id, approval.action, approval.args)
+        expires = datetime.fromtimestamp(approval.expires_at).strftime("%H:%M")
+        self.write(f"[approval {approval.id}] {persona.display_name} wants {call.describe()} (expires {expires})")
+
+    async def show_decision(self, approval: Approval, persona: Persona) -> None:
+        match approval.status:
+            case ApprovalStatus.EXECUTED:
+                self.write(f"[action {approval.id}] executed: {approval.result}")
+            case ApprovalStatus.FAILED:
+                self.write(f"[action {approval.id}] {approval.result}")
+            case ApprovalStatus.REJECTED:
+                who = "you" if approval.decided_by == self.user else approval.decided_by
+                self.write(f"[action {approval.id}] rejected by {who}: {approval.comment or 'no feedback'}")
+            case ApprovalStatus.EXPIRED:
+                self.write(f"[action {approval.id}] expired: nobody decided in time")
+
+    async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        if call.name == "publish_post":
+            target = "#" + call.args["channel"].lstrip("#")
+            self.write(f"[{persona.display_name} in {target}] {call.args['text']}")
+            return f"posted in {target}"
+        if call.name == "send_message":
+            self.write(f"[{persona.display_name} to {call.args['to']}] {call.args['text']}")
+            return f"sent to {call.args['to']}"
+        raise ValueError(f"the console cannot run {call.name}")
+
+    async def notify_approvers(self, channel_key: str, text: str) -> None:
+        self.write(f"[system] approvers: {text}")
 
 
 class ConsoleSession:
@@ -52,7 +87,7 @@ class ConsoleSession:
 
     async def say(self, text: str) -> None:
         reply = await self.app.service.handle(
-            Inbound(channel_key=self.key, author_id=f"console:{self.user}", author_name=self.user, text=text)
+            Inbound(channel_key=self.key, author_id=self.user, author_name=self.user, text=text)
         )
         if reply is not None and not reply.announced:
             for line in reply.reply.splitlines():
@@ -66,9 +101,11 @@ class ConsoleSession:
             self.write(f"[{self.user}] {text}" if self.user != "you" else f"[you] {text}")
             await self.say(text)
             await self.app.service.wait_idle(self.key)
+        await self.app.service.wait_for_overdue_approvals()
 
     async def run_interactive(self) -> None:
-        self.write("[system] Type a message, /personas, /invite ID, /dismiss ID, /moderate on|off|status, /scene TEXT; /quit or Ctrl-D ends.")
+        self.write("[system] Type a message, or /personas, /invite ID, /dismiss ID, /moderate on|off|status, /scene TEXT, "
+            "/approvals, /approve N, /reject N [feedback], /trust; /quit or Ctrl-D ends.")
         while True:
             raw = await asyncio.to_thread(sys.stdin.readline)
             if not raw:

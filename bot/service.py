@@ -8,17 +8,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.commands import Command, CommandError, Dismiss, Invite, ListPersonas, Moderate, SetScene, parse_command
+from bot.commands import (
+    Command,
+    CommandError,
+    Decide,
+    Dismiss,
+    Invite,
+    ListApprovals,
+    ListPersonas,
+    Moderate,
+    SetApprovalMode,
+    SetScene,
+    ShowTrust,
+    parse_command,
+)
 from bot.inbound import Inbound
 from graph.engine import RoundEngine
 from graph.port import OutboundPort
 from personas import Persona
-from storage import channels, history
+from graph.actions import ActionCall
+from graph.trust import trust_record
+from storage import approvals, channels, history
 from storage.database import Database
-from storage.records import LineKind
+from storage.records import Approval, ApprovalMode, ApprovalStatus, LineKind
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +43,22 @@ log = logging.getLogger(__name__)
 class ChannelDefaults:
     participants: Sequence[str]
     moderated: bool = False
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who typed a command or pressed a button: a platform user id and a display name."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ResumeApprovals:
+    """A queued item: continue an approval batch whose approvals are all decided."""
+
+    channel_key: str
+    batch: str
 
 
 @dataclass(frozen=True)
@@ -47,13 +79,15 @@ class ChannelService:
         personas: Mapping[str, Persona],
         port: OutboundPort,
         defaults: ChannelDefaults,
+        approvers_for: Callable[[str], set[str]] = lambda key: set(),
     ) -> None:
         self.db = db
         self.engine = engine
         self.personas = personas
         self.port = port
         self.defaults = defaults
-        self._queues: dict[str, asyncio.Queue[Inbound]] = {}
+        self.approvers_for = approvers_for
+        self._queues: dict[str, asyncio.Queue[Inbound | ResumeApprovals]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
@@ -64,7 +98,8 @@ class ChannelService:
         except CommandError as exc:
             return CommandReply(str(exc), ok=False)
         if command is not None:
-            return await self.run_command(inbound.channel_key, command, thread=inbound.thread)
+            actor = Actor(inbound.author_id, inbound.author_name)
+            return await self.run_command(inbound.channel_key, command, thread=inbound.thread, actor=actor)
         line = await history.append_inbound(
             self.db, inbound.event_id, inbound.channel_key, inbound.author_id, inbound.author_name, inbound.text
         )
@@ -79,9 +114,9 @@ class ChannelService:
             self.db, key, participants=self.defaults.participants, moderated=self.defaults.moderated
         )
 
-    def _enqueue(self, inbound: Inbound) -> None:
-        key = inbound.channel_key
-        self._queues.setdefault(key, asyncio.Queue()).put_nowait(inbound)
+    def _enqueue(self, item: Inbound | ResumeApprovals) -> None:
+        key = item.channel_key
+        self._queues.setdefault(key, asyncio.Queue()).put_nowait(item)
         if key not in self._workers:
             self._workers[key] = asyncio.create_task(self._drain(key), name=f"rounds:{key}")
 
@@ -89,23 +124,27 @@ class ChannelService:
         queue = self._queues[key]
         try:
             while not queue.empty():
-                inbound = queue.get_nowait()
+                item = queue.get_nowait()
                 try:
-                    await self.engine.run_round(
-                        key,
-                        text=inbound.text,
-                        author_name=inbound.author_name,
-                        mentions=list(inbound.mentions),
-                        thread=inbound.thread,
-                    )
+                    await self._work(item)
                 except Exception:
                     log.exception("round failed in %s", key)
-                    await self._notice(key, "Something went wrong in this round; the message was kept.", inbound.thread)
+                    thread = item.thread if isinstance(item, Inbound) else None
+                    await self._notice(key, "Something went wrong in this round; the message was kept.", thread)
         finally:
             # No await between the empty check and this: a message queued now starts a new worker.
             del self._workers[key]
             if queue.empty():
                 del self._queues[key]
+
+    async def _work(self, item: Inbound | ResumeApprovals) -> None:
+        if isinstance(item, ResumeApprovals):
+            await self.engine.resume_approvals(item.batch)
+            return
+        waiting = await self.engine.run_round(
+            item.channel_key, text=item.text, author_name=item.author_name, mentions=list(item.mentions), thread=item.thread
+        )
+        await self.engine.start_approvals(waiting)
 
     async def _notice(self, key: str, text: str, thread: str | None) -> None:
         try:
@@ -123,9 +162,22 @@ class ChannelService:
 
     # -- commands ------------------------------------------------------------------------------
 
-    async def run_command(self, key: str, command: Command, *, thread: str | None = None) -> CommandReply:
+    async def run_command(
+        self, key: str, command: Command, *, thread: str | None = None, actor: Actor | None = None
+    ) -> CommandReply:
         await self._ensure_channel(key)
         match command:
+            case Decide(approval_id=approval_id, approve=approve, comment=comment, incident=incident):
+                return await self.decide(approval_id, actor or Actor("", "unknown"), approve, comment, incident)
+            case ListApprovals():
+                return CommandReply(await self._approval_list(key))
+            case SetApprovalMode(mode=mode):
+                await channels.set_approval_mode(self.db, key, ApprovalMode(mode))
+                announce = f"Approval mode is now {mode}."
+                await self._mark(key, f"approval mode {mode}", thread, announce=announce)
+                return CommandReply(announce, announced=True)
+            case ShowTrust():
+                return CommandReply(await self._trust_table(key))
             case Moderate(mode="status"):
                 return CommandReply(await self._moderation_status(key))
             case Moderate(mode=mode, max_turns=max_turns):
@@ -176,3 +228,72 @@ class ChannelService:
             for p in self.personas.values()
         ]
         return "Personas (* = in this channel):\n" + "\n".join(rows)
+
+    # -- approvals -----------------------------------------------------------------------------
+
+    async def decide(
+        self, approval_id: int, actor: Actor, approve: bool, comment: str = "", incident: bool = False
+    ) -> CommandReply:
+        """An approver's decision. The first decision wins; anyone else is refused and nothing changes."""
+        approval = await approvals.get(self.db, approval_id)
+        if approval is None:
+            return CommandReply(f"There is no approval #{approval_id}.", ok=False)
+        if actor.id not in self.approvers_for(approval.channel_key):
+            return CommandReply(f"Only approvers can decide; #{approval_id} stays pending.", ok=False)
+        status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
+        decided = await approvals.decide(self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident)
+        if decided is None:
+            current = await approvals.get(self.db, approval_id)
+            return CommandReply(f"Approval #{approval_id} was already decided ({current.status if current else '?'}).", ok=False)
+        await self._resume_if_complete(decided)
+        return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
+
+    async def expire_approval(self, approval_id: int) -> None:
+        expired = await approvals.decide(self.db, approval_id, ApprovalStatus.EXPIRED, actor="timeout", comment="timed out")
+        if expired is not None:
+            await self._resume_if_complete(expired)
+
+    async def _resume_if_complete(self, approval: Approval) -> None:
+        batch = await approvals.in_batch(self.db, approval.batch)
+        if all(a.status is not ApprovalStatus.PENDING for a in batch):
+            self._enqueue(ResumeApprovals(approval.channel_key, approval.batch))
+
+    async def publish_scheduled(self, channel_key: str, persona_id: str, name: str, args: dict) -> None:
+        persona = self.personas.get(persona_id)
+        if persona is None:
+            log.warning("scheduled post for unknown persona %s dropped", persona_id)
+            return
+        await self.engine.runner.run(channel_key, persona, ActionCall(call_id=f"scheduled-{persona_id}", name=name, args=args))
+
+    async def wait_for_overdue_approvals(self, timeout: float = 10.0) -> None:
+        """Until approvals already past their expiry are expired and their flows have run."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = time.time()
+            if not any(a.expires_at <= now for a in await approvals.pending(self.db)):
+                break
+            await asyncio.sleep(0.05)
+        await self.wait_idle()
+
+    async def _approval_list(self, key: str) -> str:
+        waiting = await approvals.pending(self.db, key)
+        if not waiting:
+            return "No approvals are pending here."
+        rows = [f"#{a.id} {self._persona_name(a.persona_id)} wants {ActionCall(a.call_id, a.action, a.args).describe()}" for a in waiting]
+        return "Pending approvals (/approve N, /reject N [feedback]):\n" + "\n".join(rows)
+
+    async def _trust_table(self, key: str) -> str:
+        events = await approvals.audit_events(self.db)
+        now = time.time()
+        rows = []
+        for persona in self.personas.values():
+            record = trust_record([e for e in events if e.persona_id == persona.id], now)
+            rows.append(
+                f"{persona.display_name}: {record.level} ({record.tasks} tasks, "
+                f"{record.approval_rate:.0%} approved, {record.days:.0f} days)"
+            )
+        return "Trust levels:\n" + "\n".join(rows)
+
+    def _persona_name(self, persona_id: str) -> str:
+        persona = self.personas.get(persona_id)
+        return persona.display_name if persona else persona_id

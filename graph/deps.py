@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from graph.models.base import Models
-from graph.port import OutboundPort
+from graph.policy import PolicySettings
+from graph.port import OutboundPort, Timers
 from graph.settings import EngineSettings
 from personas import Persona
 from storage.database import Database
@@ -21,3 +22,5 @@ class EngineDeps:
     port: OutboundPort
     settings: EngineSettings = field(default_factory=EngineSettings)
     rng: random.Random = field(default_factory=random.Random)
+    policy: PolicySettings = field(default_factory=PolicySettings)
+    timers: Timers | None = None

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import BaseMessage
 from langgraph.types import Checkpointer
 
+from langgraph.types import Command
+
+from graph.action_runner import ActionRunner
+from graph.approval_flow import ApprovalFlow, build_approval_graph
 from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
-from graph.state import RoundState, initial_state
+from graph.state import initial_state
+
+Batch = dict[str, Any]
 
 
 MAX_TURNS_LIMIT = 50
@@ -21,8 +29,10 @@ def thread_id_for(channel_key: str) -> str:
 class RoundEngine:
     def __init__(self, deps: EngineDeps, checkpointer: Checkpointer = None) -> None:
         self.deps = deps
-        self.nodes = RoundNodes(deps)
+        self.runner = ActionRunner(deps.db, deps.port, deps.timers, deps.policy)
+        self.nodes = RoundNodes(deps, self.runner)
         self.graph = build_round_graph(self.nodes, checkpointer)
+        self.approval_graph = build_approval_graph(ApprovalFlow(deps, self.runner, self.nodes.persona_prompt), checkpointer)
 
     async def run_round(
         self,
@@ -32,7 +42,8 @@ class RoundEngine:
         author_name: str,
         mentions: list[str] | None = None,
         thread: str | None = None,
-    ) -> RoundState:
+    ) -> list[Batch]:
+        """Run one round; returns the action batches that now wait for approval (see start_approvals)."""
         state = initial_state(channel_key, text=text, author_name=author_name, mentions=mentions or [], thread=thread)
         turns = max(MAX_TURNS_LIMIT, len(self.deps.personas))
         config = {
@@ -40,7 +51,26 @@ class RoundEngine:
             # A turn is at most persona/review three times, then deliver or skip, advance, moderator.
             "recursion_limit": 20 + 10 * turns,
         }
-        return await self.graph.ainvoke(state, config)
+        final = await self.graph.ainvoke(state, config)
+        return final["new_batches"]
+
+    async def start_approvals(self, batches: list[Batch]) -> None:
+        """Start each batch's approval flow in its own thread; it stops at the interrupt."""
+        while batches:
+            batch = batches.pop(0)
+            result = await self.approval_graph.ainvoke(
+                {**batch, "outcomes": [], "new_batches": []}, {"configurable": {"thread_id": batch["batch"]}}
+            )
+            batches.extend(result.get("new_batches", []) if "__interrupt__" not in result else [])
+
+    async def resume_approvals(self, batch_id: str) -> None:
+        """Continue a batch once every approval in it is decided; the flow reads the decisions from storage."""
+        config = {"configurable": {"thread_id": batch_id}}
+        snapshot = await self.approval_graph.aget_state(config)
+        if not snapshot.next:
+            return  # already finished: a second resume must not execute anything twice
+        result = await self.approval_graph.ainvoke(Command(resume={"decided": True}), config)
+        await self.start_approvals(list(result.get("new_batches", [])))
 
     async def prompt_for(self, channel_key: str, persona_id: str) -> list[BaseMessage]:
         return await self.nodes.persona_prompt(channel_key, self.deps.personas[persona_id])

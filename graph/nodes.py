@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from graph import routing
+from graph.action_runner import ActionRunner
 from graph.deps import EngineDeps
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import moderator_messages, parse_decision, reask_messages
@@ -25,8 +26,10 @@ Update = dict[str, Any]
 
 
 class RoundNodes:
-    def __init__(self, deps: EngineDeps) -> None:
+    def __init__(self, deps: EngineDeps, runner: ActionRunner) -> None:
         self.deps = deps
+        self.runner = runner
+        self._failures_in_a_row: dict[str, int] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -134,24 +137,32 @@ class RoundNodes:
             reply = await self._invoke(model, messages)
         except Exception as exc:
             log.warning("persona %s failed in %s: %s", persona.id, key, type(exc).__name__)
-            return {"turn_failed": True, "draft": ""}
-        return {"turn_failed": False, "draft": reply.text}
+            return {"turn_failed": True, "draft": "", "tool_calls": []}
+        return {"turn_failed": False, "draft": reply.text, "tool_calls": list(getattr(reply, "tool_calls", []) or [])}
 
     async def review(self, state: RoundState) -> Update:
         persona = self.deps.personas[state["speaker"] or ""]
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
         text = cut_impersonation(state["draft"], persona.display_name, [*others, state["author_name"]])
-        reason = review_reply(text, self.deps.settings.min_chars)
+        acting_silently = not text and bool(state["tool_calls"])
+        reason = None if acting_silently else review_reply(text, self.deps.settings.min_chars)
         if reason and state["review_attempts"] < self.deps.settings.max_review_retries:
             return {"draft": "", "review_note": reason, "review_attempts": state["review_attempts"] + 1}
-        return {"draft": text, "review_note": "", "turn_failed": not text}
+        return {"draft": text, "review_note": "", "turn_failed": not text and not acting_silently}
 
     async def deliver(self, state: RoundState) -> Update:
         persona = self.deps.personas[state["speaker"] or ""]
         key = state["channel_key"]
-        await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, state["draft"])
-        await self.deps.port.post(key, persona, state["draft"], state["thread"])
-        return await self._turn_over(state, spoke=persona.id)
+        self._failures_in_a_row[key] = 0
+        if state["draft"]:
+            await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, state["draft"])
+            await self.deps.port.post(key, persona, state["draft"], state["thread"])
+        update = await self._turn_over(state, spoke=persona.id)
+        if state["tool_calls"]:
+            batch = await self.runner.handle(key, state["thread"], persona, state["tool_calls"], state["draft"])
+            if batch:
+                update["new_batches"] = [*state["new_batches"], batch]
+        return update
 
     async def skip(self, state: RoundState) -> Update:
         key = state["channel_key"]
@@ -160,6 +171,10 @@ class RoundNodes:
         update = await self._turn_over(state, spoke=None)
         if routing.too_many_failures(update["failures"], state["planned_turns"]):
             await self.deps.port.notice(key, "Round stopped: more than half of its turns failed.", state["thread"])
+        in_a_row = self._failures_in_a_row.get(key, 0) + 1
+        self._failures_in_a_row[key] = in_a_row
+        if in_a_row == self.deps.settings.failures_before_alert:
+            await self.deps.port.notify_approvers(key, f"The model failed {in_a_row} times in a row in this channel.")
         return update
 
     async def _turn_over(self, state: RoundState, spoke: str | None) -> Update:
@@ -172,6 +187,7 @@ class RoundNodes:
             "review_attempts": 0,
             "review_note": "",
             "turn_failed": False,
+            "tool_calls": [],
         }
         if spoke:
             update["last_speaker"] = spoke

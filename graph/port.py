@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from graph.actions import ActionCall
 from personas import Persona
+from storage.records import Approval
 
 
 class OutboundPort(Protocol):
@@ -16,3 +18,23 @@ class OutboundPort(Protocol):
 
     async def trace(self, channel_key: str, text: str) -> None:
         """Diagnostics such as moderator decisions; adapters may drop them."""
+
+    async def request_approval(self, approval: Approval, persona: Persona) -> None:
+        """Show a pending approval to the approvers (buttons, or a console line)."""
+
+    async def show_decision(self, approval: Approval, persona: Persona) -> None:
+        """Show how an approval ended: executed, failed, rejected or expired."""
+
+    async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        """Carry out publish_post or send_message; returns what happened ("posted in #news"). Raises on failure."""
+
+    async def notify_approvers(self, channel_key: str, text: str) -> None:
+        """Tell the channel's approvers something needs them (repeated model failures)."""
+
+
+class Timers(Protocol):
+    """Durable timers (APScheduler in bot/)."""
+
+    def schedule_expiry(self, approval_id: int, at: float) -> None: ...
+
+    def schedule_post(self, at: float, channel_key: str, persona_id: str, call: ActionCall) -> str: ...

@@ -14,3 +14,5 @@ class EngineSettings:
     moderator_window: int = 30
     model_attempts: int = 4
     backoff_seconds: float = 1.0
+    approval_timeout_seconds: float = 30 * 60
+    failures_before_alert: int = 3

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 
 class RoundState(TypedDict):
@@ -25,6 +25,8 @@ class RoundState(TypedDict):
     draft: str
     review_attempts: int
     review_note: str
+    tool_calls: list[dict[str, Any]]  # the current turn's, as the model returned them
+    new_batches: list[dict[str, Any]]  # actions waiting for approval, started after the round
 
 
 def initial_state(
@@ -51,4 +53,6 @@ def initial_state(
         draft="",
         review_attempts=0,
         review_note="",
+        tool_calls=[],
+        new_batches=[],
     )

@@ -6,11 +6,17 @@ import time
 from collections.abc import Sequence
 
 from storage.database import Database
-from storage.records import Channel
+from storage.records import ApprovalMode, Channel
 
 
 def _channel(row) -> Channel:
-    return Channel(key=row["key"], moderated=bool(row["moderated"]), max_turns=row["max_turns"], scene=row["scene"])
+    return Channel(
+        key=row["key"],
+        moderated=bool(row["moderated"]),
+        max_turns=row["max_turns"],
+        scene=row["scene"],
+        approval_mode=ApprovalMode(row["approval_mode"]),
+    )
 
 
 async def get_channel(db: Database, key: str) -> Channel | None:
@@ -59,3 +65,8 @@ async def set_moderated(db: Database, key: str, moderated: bool, max_turns: int 
 async def set_scene(db: Database, key: str, scene: str) -> None:
     async with db.transaction() as conn:
         await conn.execute("UPDATE channels SET scene = ? WHERE key = ?", (scene, key))
+
+
+async def set_approval_mode(db: Database, key: str, mode: ApprovalMode) -> None:
+    async with db.transaction() as conn:
+        await conn.execute("UPDATE channels SET approval_mode = ? WHERE key = ?", (mode.value, key))

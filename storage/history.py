@@ -128,3 +128,20 @@ async def forget_processed_events(db: Database, older_than_seconds: float) -> in
             "DELETE FROM processed_events WHERE seen_at < ?", (time.time() - older_than_seconds,)
         )
         return cursor.rowcount
+
+
+async def append_private_note(db: Database, channel_key: str, persona_id: str, text: str) -> Line:
+    """A note only one persona receives, such as the result of its own action."""
+    now = time.time()
+    async with db.transaction() as conn:
+        cursor = await conn.execute(
+            "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at) "
+            "VALUES (?, 'marker', 'system', 'system', ?, ?)",
+            (channel_key, text, now),
+        )
+        line_id = cursor.lastrowid
+        assert line_id is not None
+        await conn.execute(
+            "INSERT INTO deliveries (channel_key, persona_id, line_id) VALUES (?, ?, ?)", (channel_key, persona_id, line_id)
+        )
+    return Line(line_id, channel_key, LineKind.MARKER, "system", "system", text, now)

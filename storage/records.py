@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class LineKind(StrEnum):
@@ -12,12 +13,28 @@ class LineKind(StrEnum):
     MARKER = "marker"
 
 
+class ApprovalMode(StrEnum):
+    IN_COMMAND = "in-command"  # every action waits for a person
+    IN_THE_LOOP = "in-the-loop"  # sensitive actions wait
+    ON_THE_LOOP = "on-the-loop"  # nothing waits; executed actions are announced
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    EXECUTED = "executed"
+    FAILED = "failed"
+
+
 @dataclass(frozen=True, slots=True)
 class Channel:
     key: str
     moderated: bool
     max_turns: int | None
     scene: str
+    approval_mode: ApprovalMode = ApprovalMode.IN_THE_LOOP
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,3 +46,36 @@ class Line:
     author_name: str
     text: str
     created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    id: int
+    batch: str
+    call_id: str
+    channel_key: str
+    thread: str | None
+    persona_id: str
+    action: str
+    args: dict[str, Any]
+    status: ApprovalStatus
+    requested_at: float
+    expires_at: float
+    decided_by: str | None
+    decided_at: float | None
+    comment: str | None
+    incident: bool
+    result: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    id: int
+    at: float
+    channel_key: str
+    persona_id: str
+    approval_id: int | None
+    action: str
+    event: str
+    actor: str | None
+    detail: str

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from graph.actions import ActionCall
 from personas import Persona
+from storage.records import Approval
 
 
 @dataclass
 class RecordingPort:
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, channel, text)
     posts: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # (channel, persona id, text, thread)
+    approvals_shown: list[Approval] = field(default_factory=list)
+    decisions: list[Approval] = field(default_factory=list)
+    executed: list[tuple[str, str, dict]] = field(default_factory=list)
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
         self.posts.append((channel_key, persona.id, text, thread))
@@ -21,6 +26,23 @@ class RecordingPort:
 
     async def trace(self, channel_key: str, text: str) -> None:
         self.events.append(("trace", channel_key, text))
+
+    async def request_approval(self, approval: Approval, persona: Persona) -> None:
+        self.approvals_shown.append(approval)
+        self.events.append(("approval", approval.channel_key, f"[approval {approval.id}] {persona.display_name} wants {approval.action}"))
+
+    async def show_decision(self, approval: Approval, persona: Persona) -> None:
+        self.decisions.append(approval)
+        self.events.append(("decision", approval.channel_key, f"[action {approval.id}] {approval.status}"))
+
+    async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        self.executed.append((persona.id, call.name, call.args))
+        if call.args.get("text") == "explode":
+            raise RuntimeError("the platform refused the post")
+        return f"did {call.name}"
+
+    async def notify_approvers(self, channel_key: str, text: str) -> None:
+        self.events.append(("approvers", channel_key, text))
 
     def speakers(self, channel_key: str | None = None) -> list[str]:
         return [persona for channel, persona, _, _ in self.posts if channel_key in (None, channel)]

@@ -1,0 +1,100 @@
+"""Turns a persona's tool calls into results: refused, run now, or batched for approval."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graph.actions import ActionCall, check_call
+from graph.policy import PolicySettings, Trust, Verdict, verdict
+from graph.port import OutboundPort, Timers
+from graph.trust import trust_record
+from personas import Persona
+from storage import approvals, channels, history
+from storage.database import Database
+from storage.records import ApprovalMode
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ActionRunner:
+    db: Database
+    port: OutboundPort
+    timers: Timers | None
+    policy: PolicySettings
+    clock: Callable[[], float] = time.time
+
+    async def handle(
+        self, channel_key: str, thread: str | None, persona: Persona, tool_calls: Sequence[dict[str, Any]], draft: str
+    ) -> dict[str, Any] | None:
+        """Run or refuse what may go now; return the batch that must wait for approval, if any."""
+        checked: list[ActionCall] = []
+        for call in tool_calls:
+            result = check_call(persona, call.get("id") or uuid.uuid4().hex, call.get("name", ""), call.get("args"))
+            if isinstance(result, str):
+                await approvals.audit(self.db, channel_key=channel_key, persona_id=persona.id,
+                                      action=str(call.get("name")), event="refused", actor=None, detail=result)
+                await history.append_private_note(self.db, channel_key, persona.id, f"{call.get('name')}: {result}")
+            else:
+                checked.append(result)
+        if not checked:
+            return None
+        channel = await channels.get_channel(self.db, channel_key)
+        mode = channel.approval_mode if channel else ApprovalMode.IN_THE_LOOP
+        trust = await self._trust(persona) if self.policy.auto_relax else Trust.NOVICE
+        waiting: list[ActionCall] = []
+        for call in checked:
+            decision = verdict(call.name, mode=mode, actions_in_turn=len(checked), trust=trust, settings=self.policy)
+            if decision is Verdict.WAIT:
+                waiting.append(call)
+                continue
+            outcome = await self.run(channel_key, persona, call)
+            await history.append_private_note(self.db, channel_key, persona.id, f"{call.name}: {outcome}")
+            if decision is Verdict.ANNOUNCE:
+                await self.port.notice(channel_key, f"{persona.display_name} ran {call.describe()}: {outcome}", thread)
+        if not waiting:
+            return None
+        return {
+            "batch": f"approval:{channel_key}:{uuid.uuid4().hex[:12]}",
+            "channel_key": channel_key,
+            "thread": thread,
+            "persona_id": persona.id,
+            "calls": [{"call_id": c.call_id, "name": c.name, "args": c.args} for c in waiting],
+            "draft": draft,
+        }
+
+    async def run(self, channel_key: str, persona: Persona, call: ActionCall, approval_id: int | None = None) -> str:
+        """Execute one action and audit it. Never raises: a failure becomes the persona's tool result."""
+        try:
+            if call.name == "schedule_post":
+                if self.timers is None:
+                    raise RuntimeError("no scheduler is running")
+                at = _timestamp(call.args["at"])
+                result = self.timers.schedule_post(at, channel_key, persona.id, call)
+            else:
+                result = await self.port.execute(channel_key, persona, call)
+            ok = True
+        except Exception as exc:
+            log.warning("action %s by %s failed: %s", call.name, persona.id, type(exc).__name__)
+            result, ok = f"failed: {exc}", False
+        if approval_id is None:
+            await approvals.audit(self.db, channel_key=channel_key, persona_id=persona.id, action=call.name,
+                                  event="executed" if ok else "failed", actor=None, detail=result)
+        else:
+            await approvals.finish(self.db, approval_id, ok=ok, result=result)
+        return f"executed: {result}" if ok else result
+
+    async def _trust(self, persona: Persona) -> Trust:
+        events = await approvals.audit_events(self.db, [persona.id])
+        return trust_record(events, self.clock()).level
+
+
+def _timestamp(value: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(value).timestamp()

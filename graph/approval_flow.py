@@ -1,0 +1,141 @@
+"""One persona turn's actions waiting for a person: request, interrupt, execute, and the persona's follow-up.
+
+It runs in its own LangGraph thread (the batch id), so a pending approval holds up nothing else in
+the channel. Everything before `interrupt()` runs again on resume, so it is idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypedDict
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer, interrupt
+
+from graph.action_runner import ActionRunner
+from graph.actions import ActionCall
+from graph.deps import EngineDeps
+from graph.models.retry import ainvoke_with_retry
+from graph.review import cut_impersonation
+from personas import Persona
+from storage import approvals, history
+from storage.records import ApprovalStatus, LineKind
+
+
+PromptFor = Callable[[str, Persona], Awaitable[list[BaseMessage]]]
+
+
+class ApprovalState(TypedDict):
+    batch: str
+    channel_key: str
+    thread: str | None
+    persona_id: str
+    calls: list[dict[str, Any]]
+    draft: str
+    outcomes: list[str]
+    new_batches: list[dict[str, Any]]
+
+
+def outcome_text(status: ApprovalStatus, decided_by: str | None, comment: str | None, result: str | None) -> str:
+    if status is ApprovalStatus.EXECUTED:
+        return f"Approved by {decided_by}, executed: {result}"
+    if status is ApprovalStatus.FAILED:
+        return f"Approved by {decided_by}, but it {result}"
+    if status is ApprovalStatus.EXPIRED:
+        return "Rejected: timed out"
+    return f"Rejected by {decided_by}: {comment or 'no feedback given'}"
+
+
+class ApprovalFlow:
+    def __init__(self, deps: EngineDeps, runner: ActionRunner, prompt_for: PromptFor) -> None:
+        self.deps = deps
+        self.runner = runner
+        self.prompt_for = prompt_for
+
+    async def request(self, state: ApprovalState) -> dict[str, Any]:
+        persona = self.deps.personas[state["persona_id"]]
+        ids: list[int] = []
+        for call in state["calls"]:
+            approval, created = await approvals.request(
+                self.deps.db,
+                batch=state["batch"],
+                call_id=call["call_id"],
+                channel_key=state["channel_key"],
+                thread=state["thread"],
+                persona_id=persona.id,
+                action=call["name"],
+                args=call["args"],
+                timeout_seconds=self.deps.settings.approval_timeout_seconds,
+            )
+            ids.append(approval.id)
+            if created:
+                if self.deps.timers is not None:
+                    self.deps.timers.schedule_expiry(approval.id, approval.expires_at)
+                await self.deps.port.request_approval(approval, persona)
+        if any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(self.deps.db, state["batch"])):
+            interrupt({"batch": state["batch"], "approval_ids": ids})
+        return {}
+
+    async def execute(self, state: ApprovalState) -> dict[str, Any]:
+        persona = self.deps.personas[state["persona_id"]]
+        outcomes: list[str] = []
+        for approval in await approvals.in_batch(self.deps.db, state["batch"]):
+            if approval.status is ApprovalStatus.APPROVED:
+                call = ActionCall(call_id=approval.call_id, name=approval.action, args=approval.args)
+                await self.runner.run(state["channel_key"], persona, call, approval_id=approval.id)
+                approval = await approvals.get(self.deps.db, approval.id) or approval
+            if approval.status is not ApprovalStatus.PENDING:
+                await self.deps.port.show_decision(approval, persona)
+            outcomes.append(outcome_text(approval.status, approval.decided_by, approval.comment, approval.result))
+        return {"outcomes": outcomes}
+
+    async def follow_up(self, state: ApprovalState) -> dict[str, Any]:
+        """The persona hears how its actions ended, as tool results, and finishes its turn."""
+        persona = self.deps.personas[state["persona_id"]]
+        key = state["channel_key"]
+        tool_calls = [{"name": c["name"], "args": c["args"], "id": c["call_id"], "type": "tool_call"} for c in state["calls"]]
+        messages = await self._prompt_without_newest_own_line(key, persona.id, state["draft"])
+        messages.append(AIMessage(content=state["draft"], tool_calls=tool_calls))
+        messages.extend(
+            ToolMessage(content=outcome, tool_call_id=call["call_id"], name=call["name"])
+            for call, outcome in zip(state["calls"], state["outcomes"])
+        )
+        for call, outcome in zip(state["calls"], state["outcomes"]):
+            await history.append_private_note(self.deps.db, key, persona.id, f"{call['name']}: {outcome}")
+        model = self.deps.models.persona_model(persona, [])
+        settings = self.deps.settings
+        try:
+            reply = await ainvoke_with_retry(model, messages, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds)
+        except Exception:
+            return {"new_batches": []}
+        others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
+        text = cut_impersonation(reply.text, persona.display_name, others)
+        if text:
+            await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, text)
+            await self.deps.port.post(key, persona, text, state["thread"])
+        batch = await self.runner.handle(key, state["thread"], persona, getattr(reply, "tool_calls", []) or [], text)
+        return {"new_batches": [batch] if batch else []}
+
+    async def _prompt_without_newest_own_line(self, key: str, persona_id: str, draft: str) -> list[BaseMessage]:
+        messages = await self.prompt_for(key, self.deps.personas[persona_id])
+        # The turn's own text is re-attached after this, together with its tool calls.
+        for index in range(len(messages) - 1, 0, -1):
+            if isinstance(messages[index], AIMessage):
+                if messages[index].content == draft:
+                    del messages[index]
+                break
+        return messages
+
+
+def build_approval_graph(flow: ApprovalFlow, checkpointer: Checkpointer = None) -> CompiledStateGraph:
+    graph = StateGraph(ApprovalState)
+    graph.add_node("request", flow.request)
+    graph.add_node("execute", flow.execute)
+    graph.add_node("follow_up", flow.follow_up)
+    graph.add_edge(START, "request")
+    graph.add_edge("request", "execute")
+    graph.add_edge("execute", "follow_up")
+    graph.add_edge("follow_up", END)
+    return graph.compile(checkpointer=checkpointer)

@@ -1,0 +1,136 @@
+"""Approval records and the append-only audit log. A decision is one atomic UPDATE: the first wins."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import aiosqlite
+
+from storage.database import Database
+from storage.records import Approval, ApprovalStatus, AuditEvent
+
+
+def _approval(row: aiosqlite.Row) -> Approval:
+    return Approval(
+        id=row["id"],
+        batch=row["batch"],
+        call_id=row["call_id"],
+        channel_key=row["channel_key"],
+        thread=row["thread"],
+        persona_id=row["persona_id"],
+        action=row["action"],
+        args=json.loads(row["args"]),
+        status=ApprovalStatus(row["status"]),
+        requested_at=row["requested_at"],
+        expires_at=row["expires_at"],
+        decided_by=row["decided_by"],
+        decided_at=row["decided_at"],
+        comment=row["comment"],
+        incident=bool(row["incident"]),
+        result=row["result"],
+    )
+
+
+async def _audit(
+    conn: aiosqlite.Connection, approval: Approval | None, *, channel_key: str, persona_id: str, action: str,
+    event: str, actor: str | None, detail: str = "",
+) -> None:
+    await conn.execute(
+        "INSERT INTO audit_log (at, channel_key, persona_id, approval_id, action, event, actor, detail) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (time.time(), channel_key, persona_id, approval.id if approval else None, action, event, actor, detail),
+    )
+
+
+async def request(
+    db: Database, *, batch: str, call_id: str, channel_key: str, thread: str | None, persona_id: str,
+    action: str, args: dict[str, Any], timeout_seconds: float,
+) -> tuple[Approval, bool]:
+    """The approval for (batch, call_id), created and audited only the first time: (approval, created)."""
+    now = time.time()
+    async with db.transaction() as conn:
+        cursor = await conn.execute(
+            "INSERT OR IGNORE INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, "
+            "requested_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (batch, call_id, channel_key, thread, persona_id, action, json.dumps(args), now, now + timeout_seconds),
+        )
+        created = cursor.rowcount == 1
+        async with conn.execute("SELECT * FROM approvals WHERE batch = ? AND call_id = ?", (batch, call_id)) as cur:
+            approval = _approval(await cur.fetchone())
+        if created:
+            await _audit(conn, approval, channel_key=channel_key, persona_id=persona_id, action=action,
+                         event="requested", actor=persona_id, detail=json.dumps(args))
+    return approval, created
+
+
+async def get(db: Database, approval_id: int) -> Approval | None:
+    row = await db.fetch_one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+    return _approval(row) if row else None
+
+
+async def in_batch(db: Database, batch: str) -> list[Approval]:
+    return [_approval(r) for r in await db.fetch_all("SELECT * FROM approvals WHERE batch = ? ORDER BY id", (batch,))]
+
+
+async def pending(db: Database, channel_key: str | None = None) -> list[Approval]:
+    rows = await db.fetch_all(
+        "SELECT * FROM approvals WHERE status = 'pending' AND (? IS NULL OR channel_key = ?) ORDER BY id",
+        (channel_key, channel_key),
+    )
+    return [_approval(r) for r in rows]
+
+
+async def decide(
+    db: Database, approval_id: int, status: ApprovalStatus, *, actor: str, comment: str = "", incident: bool = False,
+) -> Approval | None:
+    """Move a pending approval to approved, rejected or expired. None when it was no longer pending."""
+    assert status in (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED)
+    async with db.transaction() as conn:
+        cursor = await conn.execute(
+            "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, comment = ?, incident = ? "
+            "WHERE id = ? AND status = 'pending'",
+            (status.value, actor, time.time(), comment, int(incident), approval_id),
+        )
+        if cursor.rowcount != 1:
+            return None
+        async with conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)) as cur:
+            approval = _approval(await cur.fetchone())
+        detail = ("incident: " if incident else "") + comment
+        await _audit(conn, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
+                     action=approval.action, event=status.value, actor=actor, detail=detail)
+    return approval
+
+
+async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
+    """Record the outcome of an approved action, once: None if it was not waiting to run."""
+    status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
+    async with db.transaction() as conn:
+        cursor = await conn.execute(
+            "UPDATE approvals SET status = ?, result = ? WHERE id = ? AND status = 'approved'",
+            (status.value, result, approval_id),
+        )
+        if cursor.rowcount != 1:
+            return None
+        async with conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)) as cur:
+            approval = _approval(await cur.fetchone())
+        await _audit(conn, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
+                     action=approval.action, event=status.value, actor=None, detail=result)
+    return approval
+
+
+async def audit(
+    db: Database, *, channel_key: str, persona_id: str, action: str, event: str, actor: str | None, detail: str = ""
+) -> None:
+    """An audit entry with no approval behind it (an action that did not need one, or a refused call)."""
+    async with db.transaction() as conn:
+        await _audit(conn, None, channel_key=channel_key, persona_id=persona_id, action=action, event=event,
+                     actor=actor, detail=detail)
+
+
+async def audit_events(db: Database, persona_ids: Sequence[str] | None = None) -> list[AuditEvent]:
+    rows = await db.fetch_all("SELECT * FROM audit_log ORDER BY id")
+    events = [AuditEvent(**{k: row[k] for k in row.keys()}) for row in rows]
+    return [e for e in events if persona_ids is None or e.persona_id in persona_ids]
