@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+import aiohttp
 import httpx
 from langchain_core.messages import BaseMessage
 from tenacity import AsyncRetrying, before_sleep_log, retry_if_exception, stop_after_attempt, wait_exponential
@@ -15,6 +16,14 @@ from graph.models.base import ChatRunnable
 log = logging.getLogger(__name__)
 
 _TRANSIENT_STATUS = {408, 409, 425, 429}
+_TRANSIENT_TYPES = (
+    TimeoutError,
+    asyncio.TimeoutError,
+    httpx.TimeoutException,
+    httpx.NetworkError,
+    # google-genai sends async requests through aiohttp when it is installed; its errors surface unwrapped.
+    aiohttp.ClientConnectionError,
+)
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -33,7 +42,7 @@ def is_transient(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, (TimeoutError, asyncio.TimeoutError, httpx.TimeoutException, httpx.NetworkError)):
+        if isinstance(current, _TRANSIENT_TYPES):
             return True
         if type(current).__name__ in {"APITimeoutError", "APIConnectionError"}:
             return True

@@ -1,0 +1,108 @@
+"""A fake of the OpenAI Chat Completions API (`POST /v1/chat/completions`) on 127.0.0.1.
+
+Give the SDK `base_url=<fake.url>/v1`. The fake records every request, can answer the next N
+requests with a 429 rate-limit error and otherwise replies with `reply_text`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class FakeOpenAI:
+    reply_text: str = "Hello from the fake OpenAI."
+    rate_limited_requests: int = 0  # answer this many upcoming requests with a 429
+    requests: list[RecordedRequest] = field(default_factory=list)
+    _server: TestServer | None = None
+
+    @property
+    def url(self) -> str:
+        """The server root; the SDK's base_url is this plus "/v1"."""
+        if self._server is None:
+            raise RuntimeError("FakeOpenAI is not started")
+        return str(self._server.make_url("")).rstrip("/")
+
+    def fail_next(self, times: int) -> None:
+        self.rate_limited_requests = times
+
+    async def start(self) -> Self:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat_completions)
+        self._server = TestServer(app, host="127.0.0.1", port=0)
+        await self._server.start_server()
+        return self
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.close()
+            self._server = None
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _chat_completions(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append(
+            RecordedRequest(path=request.path, query=request.query_string, headers=dict(request.headers), body=body)
+        )
+        if self.rate_limited_requests > 0:
+            self.rate_limited_requests -= 1
+            error = {
+                "error": {
+                    "message": "Rate limit reached for requests.",
+                    "type": "requests",
+                    "param": None,
+                    "code": "rate_limit_exceeded",
+                }
+            }
+            return _closing(web.json_response(error, status=429))
+        model = str(body.get("model", "fake-model"))
+        return _closing(web.json_response(chat_completion(self.reply_text, model, len(self.requests))))
+
+
+
+def _closing(response: web.Response) -> web.Response:
+    """No keep-alive: langchain-openai caches its httpx client, so pooled sockets would outlive the test."""
+    response.force_close()
+    return response
+
+
+def chat_completion(text: str, model: str, number: int) -> dict[str, Any]:
+    """A ChatCompletion with one assistant choice holding `text`."""
+    prompt_tokens, reply_tokens = 12, max(1, len(text) // 4)
+    return {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": reply_tokens,
+            "total_tokens": prompt_tokens + reply_tokens,
+        },
+    }
