@@ -89,6 +89,7 @@ class ChannelService:
         self.approvers_for = approvers_for
         self._queues: dict[str, asyncio.Queue[Inbound | ResumeApprovals]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
         """Take one inbound message: run it as a command, or record it and queue its round."""
@@ -249,9 +250,15 @@ class ChannelService:
         return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
 
     async def expire_approval(self, approval_id: int) -> None:
-        expired = await approvals.decide(self.db, approval_id, ApprovalStatus.EXPIRED, actor="timeout", comment="timed out")
-        if expired is not None:
-            await self._resume_if_complete(expired)
+        self._timer_callbacks += 1
+        try:
+            expired = await approvals.decide(
+                self.db, approval_id, ApprovalStatus.EXPIRED, actor="timeout", comment="timed out"
+            )
+            if expired is not None:
+                await self._resume_if_complete(expired)
+        finally:
+            self._timer_callbacks -= 1
 
     async def _resume_if_complete(self, approval: Approval) -> None:
         batch = await approvals.in_batch(self.db, approval.batch)
@@ -270,7 +277,8 @@ class ChannelService:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             now = time.time()
-            if not any(a.expires_at <= now for a in await approvals.pending(self.db)):
+            overdue = any(a.expires_at <= now for a in await approvals.pending(self.db))
+            if not overdue and not self._timer_callbacks:
                 break
             await asyncio.sleep(0.05)
         await self.wait_idle()

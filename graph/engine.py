@@ -59,7 +59,9 @@ class RoundEngine:
         while batches:
             batch = batches.pop(0)
             result = await self.approval_graph.ainvoke(
-                {**batch, "outcomes": [], "new_batches": []}, {"configurable": {"thread_id": batch["batch"]}}
+                {**batch, "outcomes": [], "new_batches": []},
+                {"configurable": {"thread_id": batch["batch"]}},
+                durability="sync",  # an approval shown to people must survive a crash right after
             )
             batches.extend(result.get("new_batches", []) if "__interrupt__" not in result else [])
 
@@ -69,7 +71,9 @@ class RoundEngine:
         snapshot = await self.approval_graph.aget_state(config)
         if not snapshot.next:
             return  # already finished: a second resume must not execute anything twice
-        result = await self.approval_graph.ainvoke(Command(resume={"decided": True}), config)
+        # Killed before the interrupt was saved, the flow simply continues from its last checkpoint.
+        resume = Command(resume={"decided": True}) if snapshot.interrupts else None
+        result = await self.approval_graph.ainvoke(resume, config, durability="sync")
         await self.start_approvals(list(result.get("new_batches", [])))
 
     async def prompt_for(self, channel_key: str, persona_id: str) -> list[BaseMessage]:

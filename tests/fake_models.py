@@ -14,7 +14,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from graph.models.base import ChatRunnable
 from personas import Persona
 
-Reply = Callable[[str, list[BaseMessage]], Awaitable[str]]
+Reply = Callable[[str, list[BaseMessage]], Awaitable[str | AIMessage]]
 
 
 class CallbackChatModel(BaseChatModel):
@@ -33,8 +33,9 @@ class CallbackChatModel(BaseChatModel):
 
     async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                          run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
-        text = await self.reply(self.speaker, messages)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        answer = await self.reply(self.speaker, messages)
+        message = answer if isinstance(answer, AIMessage) else AIMessage(content=answer)
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 class FakeModels:

@@ -46,11 +46,14 @@ class Directives:
     actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def absorb(self, messages: Sequence[BaseMessage]) -> None:
-        for message in messages:
-            text = str(message.content)
-            if message.id is None or message.id in self.seen or not _from_a_human(message):
-                continue
-            self.seen.add(message.id)
+        """Take the directives of the newest human line, once. A turn finishing after its tool
+        results (the last message is a ToolMessage) is not a new turn, so it takes none."""
+        if not messages or messages[-1].type == "tool":
+            return
+        newest = next((m for m in reversed(messages) if _from_a_human(m)), None)
+        if newest is not None and newest.id is not None and newest.id not in self.seen:
+            self.seen.add(newest.id)
+            text = str(newest.content)
             if fail := _FAIL.search(text):
                 self.failures_left += int(fail.group(1))
             if act := _ACT.search(text):
