@@ -1,0 +1,50 @@
+"""Events API listeners: channel messages and @mentions become Inbound for the channel service."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot.inbound import Inbound
+from bot.slack.inbound import inbound_from_event
+from bot.slack.keys import channel_id_of
+from bot.slack.slack_bot import SlackBot
+from bot.slack.text import escape_for_slack
+
+log = logging.getLogger(__name__)
+
+
+def register(bot: SlackBot) -> None:
+    async def on_message(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
+        await ack()
+        inbound = inbound_from_event(body, context.bot_user_id)
+        if inbound is None or inbound.event_id is None or not bot.seen.first_time(inbound.event_id):
+            return
+        bot.work.start(take_message(bot, inbound), name=f"slack event {body.get('event_id')}")
+
+    bot.bolt.event("message")(on_message)
+    bot.bolt.event("app_mention")(on_message)
+
+
+async def take_message(bot: SlackBot, inbound: Inbound) -> None:
+    named = replace(inbound, author_name=await bot.names.name_of(inbound.author_id))
+    reply = await bot.roundtable.service.handle(named)
+    if reply is not None and not reply.announced:
+        await tell_author(bot, named, reply.reply)
+
+
+async def tell_author(bot: SlackBot, inbound: Inbound, text: str) -> None:
+    """A command typed as a message (e.g. "@Roundtable /personas"): the answer goes only to its author."""
+    channel = channel_id_of(inbound.channel_key)
+    try:
+        await bot.bolt.client.chat_postEphemeral(
+            channel=channel, user=inbound.author_id, text=escape_for_slack(text), thread_ts=inbound.thread
+        )
+    except SlackClientError as exc:
+        error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+        log.warning("chat.postEphemeral in %s failed: %s", inbound.channel_key, error)

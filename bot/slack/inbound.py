@@ -1,0 +1,59 @@
+"""Slack event payloads reduced to Inbound. Pure: no I/O, no Slack client."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from bot.inbound import Inbound
+from bot.slack.keys import channel_key
+from bot.slack.text import unescape_from_slack
+
+# Plain messages, replies also sent to the channel, and messages with an attached file.
+HUMAN_SUBTYPES = frozenset({None, "thread_broadcast", "file_share"})
+EVENT_TYPES = frozenset({"message", "app_mention"})
+
+
+def message_id(team_id: str, channel: str, ts: str) -> str:
+    """The dedupe key for one Slack message.
+
+    Retries of an event keep its envelope event_id, but a channel message that mentions the bot
+    arrives twice with different event_ids (a `message` and an `app_mention`); both share the
+    message's channel and ts, so that is the identity that catches retries and twins alike.
+    """
+    return f"slack:{team_id}:{channel}:{ts}"
+
+
+def strip_mention(text: str, user_id: str | None) -> str:
+    if not user_id:
+        return text.strip()
+    without = re.sub(rf"<@{re.escape(user_id)}(\|[^>]*)?>", " ", text)
+    return re.sub(r"[ \t]{2,}", " ", without).strip()
+
+
+def inbound_from_event(body: Mapping[str, Any], bot_user_id: str | None) -> Inbound | None:
+    """The human message in an Events API envelope, or None when it is not one we answer.
+
+    author_name is the Slack user id here; the caller swaps in the display name it looks up.
+    """
+    event = body.get("event")
+    if not isinstance(event, Mapping) or event.get("type") not in EVENT_TYPES:
+        return None
+    if event.get("bot_id") or event.get("subtype") not in HUMAN_SUBTYPES or event.get("hidden"):
+        return None
+    user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
+    team_id = body.get("team_id") or event.get("team")
+    if not (user and channel and ts and team_id) or user == bot_user_id:
+        return None
+    text = strip_mention(unescape_from_slack(str(event.get("text") or "")), bot_user_id)
+    if not text:
+        return None
+    return Inbound(
+        channel_key=channel_key(team_id, channel),
+        author_id=user,
+        author_name=user,
+        text=text,
+        event_id=message_id(team_id, channel, ts),
+        thread=event.get("thread_ts") or None,
+    )

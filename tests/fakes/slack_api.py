@@ -1,0 +1,203 @@
+"""A fake of the Slack Web API (and Socket Mode's websocket) on 127.0.0.1.
+
+Give the SDK `base_url=fake.api_url`. Every call is recorded as a SlackCall (method name plus the
+merged query, form or JSON arguments). Calls answer ok:true with plausible payloads unless an
+answer was scripted with `rate_limit_next` or `fail_next`. Posts to `fake.response_url(name)` are
+recorded as method "response_url". `apps.connections.open` hands out `ws_url`, whose endpoint
+says `hello`, records what the client sends back and can push envelopes with `send_envelope`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from aiohttp import WSMsgType, web
+from aiohttp.test_utils import TestServer
+
+TEAM_ID = "T0FAKE"
+BOT_USER_ID = "UBOT"
+BOT_ID = "BBOT"
+APP_ID = "A0FAKE"
+
+
+@dataclass
+class SlackCall:
+    method: str
+    args: dict[str, Any]
+    headers: dict[str, str]
+    status: int = 200
+    error: str | None = None
+
+
+@dataclass
+class ScriptedAnswer:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FakeSlackApi:
+    user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana"})
+    calls: list[SlackCall] = field(default_factory=list)
+    socket_connections: int = 0
+    socket_closes: int = 0
+    socket_replies: list[dict[str, Any]] = field(default_factory=list)
+    _scripted: defaultdict[str, deque[ScriptedAnswer]] = field(default_factory=lambda: defaultdict(deque))
+    _sockets: list[web.WebSocketResponse] = field(default_factory=list)
+    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    _server: TestServer | None = None
+    _ts: int = 0
+
+    # -- addresses -------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeSlackApi is not started")
+        return str(self._server.make_url("")).rstrip("/")
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    @property
+    def ws_url(self) -> str:
+        return self.url.replace("http://", "ws://", 1) + "/link"
+
+    def response_url(self, name: str) -> str:
+        return f"{self.url}/response/{name}"
+
+    # -- scripting and reading -------------------------------------------------------------------
+
+    def rate_limit_next(self, method: str, retry_after: int = 0) -> None:
+        self._scripted[method].append(
+            ScriptedAnswer(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
+        )
+
+    def fail_next(self, method: str, error: str) -> None:
+        self._scripted[method].append(ScriptedAnswer(200, {"ok": False, "error": error}))
+
+    def calls_to(self, method: str) -> list[SlackCall]:
+        return [call for call in self.calls if call.method == method]
+
+    def delivered_posts(self) -> list[dict[str, Any]]:
+        """Arguments of the chat.postMessage calls that were answered ok."""
+        return [c.args for c in self.calls_to("chat.postMessage") if c.status == 200 and c.error is None]
+
+    async def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(condition), timeout)
+
+    async def send_envelope(self, envelope: dict[str, Any]) -> None:
+        for socket in list(self._sockets):
+            await socket.send_json(envelope)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> Self:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/response/{name}", self._response_url)
+        app.router.add_get("/link", self._link)
+        self._server = TestServer(app, host="127.0.0.1", port=0)
+        await self._server.start_server()
+        return self
+
+    async def close(self) -> None:
+        for socket in list(self._sockets):
+            await socket.close()
+        if self._server is not None:
+            await self._server.close()
+            self._server = None
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- handlers --------------------------------------------------------------------------------
+
+    async def _record(self, call: SlackCall) -> None:
+        async with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args: dict[str, Any] = dict(request.query)
+        if request.content_type == "application/json":
+            args.update(await request.json())
+        elif request.can_read_body:
+            args.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
+        scripted = self._scripted[method].popleft() if self._scripted[method] else None
+        answer = scripted or ScriptedAnswer(200, self._answer(method, args))
+        error = None if answer.body.get("ok") else str(answer.body.get("error"))
+        await self._record(SlackCall(method, args, dict(request.headers), answer.status, error))
+        return web.json_response(answer.body, status=answer.status, headers=answer.headers)
+
+    def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        if method == "auth.test":
+            return {
+                "ok": True,
+                "url": "https://fake.slack.com/",
+                "team": "Fake Team",
+                "user": "roundtable",
+                "team_id": TEAM_ID,
+                "user_id": BOT_USER_ID,
+                "bot_id": BOT_ID,
+                "is_enterprise_install": False,
+            }
+        if method == "chat.postMessage":
+            ts = self._next_ts()
+            message = {"type": "message", "subtype": "bot_message", "text": args.get("text"), "ts": ts, "bot_id": BOT_ID}
+            return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": message}
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": self._next_ts()}
+        if method == "users.info":
+            user = str(args.get("user"))
+            name = self.user_names.get(user, user.lower())
+            profile = {"display_name": name, "real_name": name}
+            user_record = {"id": user, "team_id": TEAM_ID, "name": name.lower(), "real_name": name, "profile": profile}
+            return {"ok": True, "user": user_record}
+        if method == "apps.connections.open":
+            return {"ok": True, "url": self.ws_url}
+        return {"ok": True}
+
+    def _next_ts(self) -> str:
+        self._ts += 1
+        return f"1800000000.{self._ts:06d}"
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        await self._record(SlackCall("response_url", {"name": request.match_info["name"], **body}, dict(request.headers)))
+        return web.Response(text="ok")
+
+    async def _link(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self._sockets.append(socket)
+        async with self._changed:
+            self.socket_connections += 1
+            self._changed.notify_all()
+        await socket.send_json(
+            {"type": "hello", "num_connections": 1, "connection_info": {"app_id": APP_ID}, "debug_info": {"host": "fake"}}
+        )
+        try:
+            async for message in socket:
+                if message.type == WSMsgType.TEXT:
+                    async with self._changed:
+                        self.socket_replies.append(json.loads(message.data))
+                        self._changed.notify_all()
+        finally:
+            self._sockets.remove(socket)
+            async with self._changed:
+                self.socket_closes += 1
+                self._changed.notify_all()
+        return socket
