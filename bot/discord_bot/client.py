@@ -1,0 +1,75 @@
+"""The Discord client: gateway messages become Inbound for the channel service; slash commands sync at start."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from bot.commands import CommandError, parse_command
+from bot.discord_bot.inbound import to_inbound
+from bot.discord_bot.invite import invite_url
+from bot.discord_bot.slash_commands import add_slash_commands
+from bot.service import ChannelService
+from personas import Persona
+
+log = logging.getLogger(__name__)
+
+USE_SLASH_COMMANDS = "Commands here are Discord slash commands: type / and pick /moderate or /persona."
+
+
+def roundtable_intents() -> discord.Intents:
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.message_content = True  # privileged: switch it on in the Developer Portal too
+    return intents
+
+
+class RoundtableClient(discord.Client):
+    def __init__(self, *, manager_role: str = "", **options: Any) -> None:
+        super().__init__(intents=roundtable_intents(), allowed_mentions=discord.AllowedMentions.none(), **options)
+        self.tree = app_commands.CommandTree(self)
+        self.manager_role = manager_role
+        self.service: ChannelService | None = None
+
+    def serve(self, service: ChannelService, personas: Mapping[str, Persona]) -> None:
+        """Hand events to the service. Separate from __init__ because the service's port needs this client."""
+        self.service = service
+        add_slash_commands(self.tree, service, personas, self.manager_role)
+
+    async def setup_hook(self) -> None:
+        # Persistent views (the approval buttons) are registered here with self.add_view(...),
+        # before the gateway connects, so buttons on old messages keep working after a restart.
+        synced = await self.tree.sync()
+        log.info("slash commands synced: %s", ", ".join(f"/{c.name}" for c in synced))
+
+    async def on_ready(self) -> None:
+        log.info("connected to Discord as %s in %d server(s)", self.user, len(self.guilds))
+        if self.application_id is not None:
+            log.info("invite it to a server with %s", invite_url(self.application_id))
+
+    async def on_message(self, message: discord.Message) -> None:
+        if self.service is None or self.user is None:
+            return
+        inbound = to_inbound(message, self.user.id)
+        if inbound is None:
+            return
+        if _looks_like_command(inbound.text):
+            # Typed commands would skip the permission check the slash commands make.
+            await message.reply(USE_SLASH_COMMANDS, mention_author=False)
+            return
+        try:
+            await self.service.handle(inbound)
+        except Exception:
+            log.exception("message %s in %s could not be handled", inbound.event_id, inbound.channel_key)
+
+
+def _looks_like_command(text: str) -> bool:
+    try:
+        return parse_command(text) is not None
+    except CommandError:
+        return True

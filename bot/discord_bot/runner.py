@@ -1,0 +1,73 @@
+"""`run_discord`: the Discord bot, wired to the app, until the connection ends."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+
+import discord
+
+from bot.app import App, open_app
+from bot.config import Config, ConfigError
+from bot.discord_bot.client import RoundtableClient
+from bot.discord_bot.endpoints import discord_endpoints
+from bot.discord_bot.port import DiscordPort
+from graph.models.base import Models
+
+TOKEN_ENV = "DISCORD_TOKEN"
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+@dataclass
+class DiscordBot:
+    app: App
+    client: RoundtableClient
+    connection: asyncio.Task[None]  # login, sync, then the gateway loop; ends when the client closes
+
+
+async def run_discord(config: Config, environ: Mapping[str, str]) -> None:
+    """Run the Discord bot until its connection ends. Setup mistakes become one-line ConfigErrors."""
+    try:
+        async with discord_bot(config, environ) as bot:
+            await bot.connection
+    except discord.LoginFailure:
+        raise ConfigError(f"Discord refused the bot token in {TOKEN_ENV}") from None
+    except discord.PrivilegedIntentsRequired:
+        raise ConfigError(
+            "Discord refused the Message Content intent: switch it on under Bot > Privileged Gateway Intents "
+            "in the Developer Portal"
+        ) from None
+
+
+@asynccontextmanager
+async def discord_bot(
+    config: Config,
+    environ: Mapping[str, str],
+    *,
+    models: Models | None = None,
+    rng: random.Random | None = None,
+) -> AsyncIterator[DiscordBot]:
+    """The app and a connected (connecting) client; on exit, running rounds finish, then all closes."""
+    token = environ.get(TOKEN_ENV)
+    if not token:
+        raise ConfigError(f"Discord needs the {TOKEN_ENV} environment variable (the bot token)")
+    settings = config.settings.discord
+    with discord_endpoints(settings.api_base_url, settings.gateway_url):
+        client = RoundtableClient(manager_role=settings.manager_role)
+        async with open_app(config, DiscordPort(client), models=models, environ=environ, rng=rng) as app:
+            client.serve(app.service, app.personas)
+            async with client:
+                connection = asyncio.create_task(client.start(token), name="discord")
+                try:
+                    yield DiscordBot(app=app, client=client, connection=connection)
+                finally:
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(app.service.wait_idle(), SHUTDOWN_GRACE_SECONDS)
+                    await client.close()
+                    if not connection.done():
+                        connection.cancel()
+                    with suppress(asyncio.CancelledError, Exception):
+                        await connection

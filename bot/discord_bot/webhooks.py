@@ -1,0 +1,39 @@
+"""One webhook per channel, PluralKit style: reused if the bot already owns one, else created, then cached."""
+
+from __future__ import annotations
+
+import asyncio
+
+import discord
+
+WEBHOOK_NAME = "Roundtable"
+
+
+class ChannelWebhooks:
+    def __init__(self, client: discord.Client) -> None:
+        self._client = client
+        self._cache: dict[int, discord.Webhook | None] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    async def get(self, channel_id: int) -> discord.Webhook | None:
+        """The channel's webhook; None where Discord has no webhooks. Raises discord.Forbidden
+        without the Manage Webhooks permission."""
+        # The lock keeps two first posts (a channel and one of its threads, say) from creating two webhooks.
+        async with self._locks.setdefault(channel_id, asyncio.Lock()):
+            if channel_id not in self._cache:
+                self._cache[channel_id] = await self._find_or_create(channel_id)
+            return self._cache[channel_id]
+
+    def forget(self, channel_id: int) -> None:
+        """Drop a cached webhook that Discord no longer knows (someone deleted it)."""
+        self._cache.pop(channel_id, None)
+
+    async def _find_or_create(self, channel_id: int) -> discord.Webhook | None:
+        channel = self._client.get_channel(channel_id) or await self._client.fetch_channel(channel_id)
+        if not isinstance(channel, discord.abc.GuildChannel) or not hasattr(channel, "create_webhook"):
+            return None
+        me = self._client.user
+        for webhook in await channel.webhooks():
+            if me is not None and webhook.user is not None and webhook.user.id == me.id and webhook.token:
+                return webhook
+        return await channel.create_webhook(name=WEBHOOK_NAME, reason="Roundtable posts each persona through it")

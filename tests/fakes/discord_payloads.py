@@ -1,0 +1,290 @@
+"""JSON payloads shaped like Discord API v10 objects, for the fake Discord in discord_server.py.
+
+One guild ("Roundtable Test") with two text channels (#general and #news), one public thread in
+#general (#general > plans), the bot, and a human member. Only the fields discord.py reads are filled in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+Payload = dict[str, Any]
+
+GUILD_ID = 1_100_000_000_000_000_001
+TEXT_CHANNEL_ID = 1_100_000_000_000_000_002
+THREAD_ID = 1_100_000_000_000_000_003
+BOT_USER_ID = 1_100_000_000_000_000_004
+APPLICATION_ID = BOT_USER_ID  # as for every bot created in the Developer Portal nowadays
+HUMAN_USER_ID = 1_100_000_000_000_000_005
+OWNER_USER_ID = 1_100_000_000_000_000_006
+BOT_ROLE_ID = 1_100_000_000_000_000_007
+MANAGER_ROLE_ID = 1_100_000_000_000_000_008
+MANAGER_ROLE_NAME = "Table Manager"
+NEWS_CHANNEL_ID = 1_100_000_000_000_000_009
+
+TIMESTAMP = "2026-01-02T03:04:05.000000+00:00"
+DISCORD_EPOCH_MS = 1_420_070_400_000
+
+# Permission bits (https://discord.com/developers/docs/topics/permissions)
+VIEW_CHANNEL = 1 << 10
+SEND_MESSAGES = 1 << 11
+READ_MESSAGE_HISTORY = 1 << 16
+MANAGE_CHANNELS = 1 << 4
+MANAGE_WEBHOOKS = 1 << 29
+USE_APPLICATION_COMMANDS = 1 << 31
+SEND_MESSAGES_IN_THREADS = 1 << 38
+MEMBER_PERMISSIONS = (
+    VIEW_CHANNEL | SEND_MESSAGES | READ_MESSAGE_HISTORY | USE_APPLICATION_COMMANDS | SEND_MESSAGES_IN_THREADS
+)
+BOT_PERMISSIONS = MEMBER_PERMISSIONS | MANAGE_WEBHOOKS
+
+_sequence = itertools.count(1)
+
+
+def snowflake() -> int:
+    """A fresh id, time-ordered like Discord's."""
+    return ((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | (next(_sequence) & 0x3FFFFF)
+
+
+def user(user_id: int, name: str, *, bot: bool = False) -> Payload:
+    return {
+        "id": str(user_id),
+        "username": name.lower(),
+        "global_name": name,
+        "discriminator": "0",
+        "avatar": None,
+        "bot": bot,
+        "public_flags": 0,
+    }
+
+
+def bot_user() -> Payload:
+    return {**user(BOT_USER_ID, "Roundtable", bot=True), "verified": True, "mfa_enabled": False, "flags": 0}
+
+
+def human() -> Payload:
+    return user(HUMAN_USER_ID, "Ana")
+
+
+def application() -> Payload:
+    return {
+        "id": str(APPLICATION_ID),
+        "name": "Roundtable",
+        "description": "",
+        "icon": None,
+        "bot_public": True,
+        "bot_require_code_grant": False,
+        "owner": user(OWNER_USER_ID, "Owner"),
+        "verify_key": "0" * 64,
+        "flags": 0,
+        "team": None,
+        "summary": "",
+    }
+
+
+def role(role_id: int, name: str, permissions: int, *, managed: bool = False, bot_id: int | None = None) -> Payload:
+    payload: Payload = {
+        "id": str(role_id),
+        "name": name,
+        "color": 0,
+        "hoist": False,
+        "position": 0 if role_id == GUILD_ID else 1,
+        "permissions": str(permissions),
+        "managed": managed,
+        "mentionable": False,
+        "flags": 0,
+    }
+    if bot_id is not None:
+        payload["tags"] = {"bot_id": str(bot_id)}
+    return payload
+
+
+def text_channel(channel_id: int = TEXT_CHANNEL_ID, name: str = "general") -> Payload:
+    return {
+        "id": str(channel_id),
+        "type": 0,
+        "guild_id": str(GUILD_ID),
+        "name": name,
+        "position": 0 if channel_id == TEXT_CHANNEL_ID else 1,
+        "permission_overwrites": [],
+        "nsfw": False,
+        "parent_id": None,
+        "topic": None,
+        "last_message_id": None,
+        "rate_limit_per_user": 0,
+        "flags": 0,
+    }
+
+
+def thread() -> Payload:
+    return {
+        "id": str(THREAD_ID),
+        "type": 11,  # public thread
+        "guild_id": str(GUILD_ID),
+        "parent_id": str(TEXT_CHANNEL_ID),
+        "owner_id": str(HUMAN_USER_ID),
+        "name": "plans",
+        "last_message_id": None,
+        "rate_limit_per_user": 0,
+        "message_count": 0,
+        "member_count": 1,
+        "flags": 0,
+        "thread_metadata": {
+            "archived": False,
+            "auto_archive_duration": 1440,
+            "archive_timestamp": TIMESTAMP,
+            "locked": False,
+        },
+    }
+
+
+def channels_by_id() -> dict[int, Payload]:
+    return {TEXT_CHANNEL_ID: text_channel(), NEWS_CHANNEL_ID: news_channel(), THREAD_ID: thread()}
+
+
+def news_channel() -> Payload:
+    return text_channel(NEWS_CHANNEL_ID, "news")
+
+
+def member(user_payload: Payload, roles: list[int], *, permissions: int | None = None) -> Payload:
+    payload: Payload = {
+        "user": user_payload,
+        "roles": [str(r) for r in roles],
+        "joined_at": TIMESTAMP,
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+        "pending": False,
+        "nick": None,
+        "avatar": None,
+    }
+    if permissions is not None:
+        payload["permissions"] = str(permissions)  # only in interactions: resolved for the channel
+    return payload
+
+
+def guild_create() -> Payload:
+    return {
+        "id": str(GUILD_ID),
+        "name": "Roundtable Test",
+        "owner_id": str(OWNER_USER_ID),
+        "unavailable": False,
+        "member_count": 2,
+        "large": False,
+        "features": [],
+        "preferred_locale": "en-US",
+        "joined_at": TIMESTAMP,
+        "roles": [
+            role(GUILD_ID, "@everyone", MEMBER_PERMISSIONS),
+            role(BOT_ROLE_ID, "Roundtable", BOT_PERMISSIONS, managed=True, bot_id=BOT_USER_ID),
+            role(MANAGER_ROLE_ID, MANAGER_ROLE_NAME, MEMBER_PERMISSIONS),
+        ],
+        "emojis": [],
+        "stickers": [],
+        "channels": [text_channel(), news_channel()],
+        "threads": [thread()],
+        "members": [member(bot_user(), [BOT_ROLE_ID]), member(human(), [])],
+        "voice_states": [],
+        "presences": [],
+        "stage_instances": [],
+        "guild_scheduled_events": [],
+        "soundboard_sounds": [],
+    }
+
+
+def ready(session_id: str, resume_gateway_url: str) -> Payload:
+    return {
+        "v": 10,
+        "user": bot_user(),
+        "guilds": [{"id": str(GUILD_ID), "unavailable": True}],
+        "session_id": session_id,
+        "resume_gateway_url": resume_gateway_url,
+        "application": {"id": str(APPLICATION_ID), "flags": 0},
+        "shard": [0, 1],
+    }
+
+
+def message(
+    channel_id: int,
+    content: str,
+    *,
+    author: Payload,
+    message_id: int | None = None,
+    webhook_id: int | None = None,
+    mentions: list[Payload] | None = None,
+    in_guild: bool = True,
+) -> Payload:
+    payload: Payload = {
+        "id": str(message_id or snowflake()),
+        "channel_id": str(channel_id),
+        "author": author,
+        "content": content,
+        "timestamp": TIMESTAMP,
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": mentions or [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
+    }
+    if in_guild:
+        payload["guild_id"] = str(GUILD_ID)
+        if webhook_id is None:
+            payload["member"] = {k: v for k, v in member(author, []).items() if k != "user"}
+    if webhook_id is not None:
+        payload["webhook_id"] = str(webhook_id)
+    return payload
+
+
+def webhook(webhook_id: int, token: str, channel_id: int, name: str) -> Payload:
+    return {
+        "id": str(webhook_id),
+        "type": 1,
+        "guild_id": str(GUILD_ID),
+        "channel_id": str(channel_id),
+        "user": bot_user(),
+        "name": name,
+        "avatar": None,
+        "token": token,
+        "application_id": str(APPLICATION_ID),
+    }
+
+
+def slash_command_interaction(
+    interaction_id: int,
+    token: str,
+    *,
+    command_id: int,
+    name: str,
+    options: list[Payload],
+    channel_id: int,
+    permissions: int,
+    roles: list[int],
+) -> Payload:
+    channel = channels_by_id()[channel_id]
+    return {
+        "id": str(interaction_id),
+        "application_id": str(APPLICATION_ID),
+        "type": 2,  # APPLICATION_COMMAND
+        "token": token,
+        "version": 1,
+        "guild_id": str(GUILD_ID),
+        "guild": {"id": str(GUILD_ID), "locale": "en-US", "features": []},
+        "channel_id": str(channel_id),
+        "channel": channel,
+        "member": member(human(), roles, permissions=permissions),
+        "app_permissions": str(BOT_PERMISSIONS),
+        "locale": "en-US",
+        "guild_locale": "en-US",
+        "entitlements": [],
+        "authorizing_integration_owners": {"0": str(GUILD_ID)},
+        "context": 0,
+        "attachment_size_limit": 10 * 1024 * 1024,
+        "data": {"id": str(command_id), "name": name, "type": 1, "options": options},
+    }

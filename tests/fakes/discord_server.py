@@ -1,0 +1,383 @@
+"""A fake Discord on 127.0.0.1: the REST routes discord.py calls and a gateway websocket.
+
+Point discord.py at it with `discord_endpoints(fake.api_url, fake.gateway_url)`. The fake records
+every REST call, holds the guild from discord_payloads.py, and, like Discord, echoes every message
+the bot or a webhook posts back through the gateway as MESSAGE_CREATE (so a bot that answered
+bots or webhooks would loop here too). Tests push a user's MESSAGE_CREATE or a slash command's
+INTERACTION_CREATE with `send_message` / `send_slash_command`, and wait with `wait_for_calls`.
+
+Gateway: HELLO, then READY and GUILD_CREATE after IDENTIFY, heartbeat ACKs, RESUMED after RESUME.
+Frames follow what the client asked for in the query: `compress=zstd-stream` (discord.py when the
+zstandard package is installed), `compress=zlib-stream`, or plain JSON text without `compress`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from aiohttp import WSMsgType, web
+from aiohttp.test_utils import TestServer
+
+from tests.fakes import discord_payloads as p
+
+API_PREFIX = "/api/v10"
+MESSAGE_LIMIT = 2000
+BODY = web.RequestKey("json_body", object)
+_EXECUTE = r"/webhooks/\d+/[^/]+"
+_REFUSED_USERNAME = re.compile(r"clyde|discord", re.IGNORECASE)
+
+
+@dataclass
+class RecordedCall:
+    method: str
+    path: str  # without the /api/v10 prefix, e.g. "/channels/123/messages"
+    query: dict[str, str]
+    json: Any
+    authorization: str | None
+
+    def matches(self, method: str, pattern: str) -> bool:
+        return self.method == method and re.fullmatch(pattern, self.path) is not None
+
+
+class GatewaySession:
+    """One websocket connection, encoding frames the way the client asked for."""
+
+    def __init__(self, ws: web.WebSocketResponse, compress: str | None) -> None:
+        self.ws = ws
+        self.compress = compress
+        self.sequence = 0
+        self._zlib = zlib.compressobj() if compress == "zlib-stream" else None
+        self._zstd = None
+        if compress == "zstd-stream":
+            import zstandard
+
+            self._zstd = zstandard.ZstdCompressor().compressobj()
+            self._zstd_flush = zstandard.COMPRESSOBJ_FLUSH_BLOCK
+
+    async def send(self, payload: dict[str, Any]) -> None:
+        raw = json.dumps(payload).encode()
+        if self._zlib is not None:
+            await self.ws.send_bytes(self._zlib.compress(raw) + self._zlib.flush(zlib.Z_SYNC_FLUSH))
+        elif self._zstd is not None:
+            await self.ws.send_bytes(self._zstd.compress(raw) + self._zstd.flush(self._zstd_flush))
+        else:
+            await self.ws.send_str(raw.decode())
+
+    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        self.sequence += 1
+        await self.send({"op": 0, "t": event, "s": self.sequence, "d": data})
+
+
+@dataclass
+class FakeDiscord:
+    token: str = "fake-bot-token"
+    forbid_webhooks: bool = False  # answer webhook list/create with 403 Missing Permissions
+    calls: list[RecordedCall] = field(default_factory=list)
+    gateway_queries: list[dict[str, str]] = field(default_factory=list)
+    identify_payloads: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    webhooks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    _server: TestServer | None = None
+    _session: GatewaySession | None = None
+    _guild_sent: asyncio.Event = field(default_factory=asyncio.Event)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def root(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeDiscord is not started")
+        return str(self._server.make_url("")).rstrip("/")
+
+    @property
+    def api_url(self) -> str:
+        return self.root + API_PREFIX
+
+    @property
+    def gateway_url(self) -> str:
+        return self.root.replace("http://", "ws://", 1) + "/gateway"
+
+    async def start(self) -> Self:
+        app = web.Application(middlewares=[self._record])
+        app.router.add_get("/gateway", self._gateway)
+        api = [
+            ("GET", "/users/@me", self._me),
+            ("GET", "/oauth2/applications/@me", self._application),
+            ("GET", "/gateway", self._gateway_info),
+            ("GET", "/gateway/bot", self._gateway_info),
+            ("PUT", "/applications/{app_id}/commands", self._overwrite_commands),
+            ("GET", "/channels/{channel_id}", self._channel),
+            ("GET", "/channels/{channel_id}/webhooks", self._list_webhooks),
+            ("POST", "/channels/{channel_id}/webhooks", self._create_webhook),
+            ("POST", "/channels/{channel_id}/messages", self._create_message),
+            ("POST", "/webhooks/{webhook_id}/{webhook_token}", self._execute_webhook),
+            ("PATCH", "/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}", self._edit_followup),
+            ("POST", "/interactions/{interaction_id}/{interaction_token}/callback", self._interaction_callback),
+        ]
+        for method, path, handler in api:
+            app.router.add_route(method, API_PREFIX + path, handler)
+        self._server = TestServer(app, host="127.0.0.1", port=0)
+        await self._server.start_server()
+        return self
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.ws.closed:
+            await self._session.ws.close()
+        if self._server is not None:
+            await self._server.close()
+            self._server = None
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- what tests use -----------------------------------------------------------------------
+
+    async def wait_until_guild_sent(self, timeout: float = 10) -> None:
+        """Until the client has identified and received READY and GUILD_CREATE."""
+        await asyncio.wait_for(self._guild_sent.wait(), timeout)
+
+    async def send_message(
+        self,
+        content: str,
+        *,
+        channel_id: int = p.TEXT_CHANNEL_ID,
+        author: dict[str, Any] | None = None,
+        webhook_id: int | None = None,
+        mentions: list[dict[str, Any]] | None = None,
+    ) -> int:
+        """A MESSAGE_CREATE, by default from the human member in #general. Returns the message id."""
+        message = p.message(channel_id, content, author=author or p.human(), webhook_id=webhook_id, mentions=mentions)
+        await self._dispatch("MESSAGE_CREATE", message)
+        return int(message["id"])
+
+    async def send_slash_command(
+        self,
+        name: str,
+        options: dict[str, Any],
+        *,
+        channel_id: int = p.TEXT_CHANNEL_ID,
+        permissions: int = p.MEMBER_PERMISSIONS | p.MANAGE_CHANNELS,
+        roles: list[int] | None = None,
+    ) -> int:
+        """An INTERACTION_CREATE of type 2 for a command the bot registered. Returns the interaction id."""
+        command = next((c for c in self.commands if c["name"] == name), None)
+        if command is None:
+            raise AssertionError(f"/{name} was never registered; registered: {[c['name'] for c in self.commands]}")
+        types = {o["name"]: o["type"] for o in command.get("options", [])}
+        interaction_id = p.snowflake()
+        interaction = p.slash_command_interaction(
+            interaction_id,
+            f"interaction-token-{interaction_id}",
+            command_id=int(command["id"]),
+            name=name,
+            options=[{"name": k, "type": types[k], "value": v} for k, v in options.items()],
+            channel_id=channel_id,
+            permissions=permissions,
+            roles=roles or [],
+        )
+        await self._dispatch("INTERACTION_CREATE", interaction)
+        return interaction_id
+
+    def find_calls(
+        self, method: str, pattern: str, where: Callable[[RecordedCall], bool] = lambda c: True
+    ) -> list[RecordedCall]:
+        return [c for c in self.calls if c.matches(method, pattern) and where(c)]
+
+    async def wait_for_calls(
+        self,
+        method: str,
+        pattern: str,
+        count: int = 1,
+        *,
+        where: Callable[[RecordedCall], bool] = lambda c: True,
+        timeout: float = 10,
+    ) -> list[RecordedCall]:
+        """Poll the record until `count` calls match (method, full-match path regex, predicate)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            found = self.find_calls(method, pattern, where)
+            if len(found) >= count:
+                return found
+            if loop.time() > deadline:
+                seen = "\n".join(f"  {c.method} {c.path} {c.json}" for c in self.calls)
+                raise AssertionError(f"wanted {count} x {method} {pattern}, got {len(found)}; calls:\n{seen}")
+            await asyncio.sleep(0.01)
+
+    def webhook_executes(self) -> list[RecordedCall]:
+        """Executes of channel webhooks, i.e. persona posts (interaction followups excluded)."""
+        return self.find_calls("POST", _EXECUTE, _is_channel_webhook)
+
+    async def wait_for_webhook_executes(self, count: int = 1, *, timeout: float = 10) -> list[RecordedCall]:
+        return await self.wait_for_calls("POST", _EXECUTE, count, where=_is_channel_webhook, timeout=timeout)
+
+    # -- gateway ------------------------------------------------------------------------------
+
+    async def _dispatch(self, event: str, data: dict[str, Any]) -> None:
+        await self.wait_until_guild_sent()
+        assert self._session is not None
+        await self._session.dispatch(event, data)
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self.gateway_queries.append(dict(request.query))
+        session = self._session = GatewaySession(ws, request.query.get("compress"))
+        await session.send({"op": 10, "d": {"heartbeat_interval": 41_250}})
+        async for frame in ws:
+            if frame.type != WSMsgType.TEXT:
+                continue
+            message = json.loads(frame.data)
+            op, data = message.get("op"), message.get("d")
+            if op == 1:
+                await session.send({"op": 11})
+            elif op == 2:
+                self.identify_payloads.append(data)
+                if data.get("token") != self.token:
+                    await ws.close(code=4004, message=b"Authentication failed.")
+                    break
+                await session.dispatch("READY", p.ready(secrets.token_hex(8), self.gateway_url))
+                await session.dispatch("GUILD_CREATE", p.guild_create())
+                self._guild_sent.set()
+            elif op == 6:
+                await session.dispatch("RESUMED", {})
+        return ws
+
+    # -- REST ---------------------------------------------------------------------------------
+
+    @web.middleware
+    async def _record(self, request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+        if not request.path.startswith(API_PREFIX):
+            return await handler(request)
+        path = request.path.removeprefix(API_PREFIX)
+        body = await request.json() if request.can_read_body and request.content_type == "application/json" else None
+        auth = request.headers.get("Authorization")
+        self.calls.append(RecordedCall(request.method, path, dict(request.query), body, auth))
+        request[BODY] = body
+        # Webhook executes and interaction callbacks carry their token in the path, not a bot token.
+        if not path.startswith(("/webhooks/", "/interactions/")) and auth != f"Bot {self.token}":
+            return _error(401, 0, "401: Unauthorized")
+        try:
+            return await handler(request)
+        except web.HTTPNotFound:
+            return _error(404, 0, "404: Not Found")
+
+    async def _me(self, request: web.Request) -> web.Response:
+        return _json(p.bot_user())
+
+    async def _application(self, request: web.Request) -> web.Response:
+        return _json(p.application())
+
+    async def _gateway_info(self, request: web.Request) -> web.Response:
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+
+    async def _overwrite_commands(self, request: web.Request) -> web.Response:
+        self.commands = [
+            {**command, "id": str(p.snowflake()), "application_id": str(p.APPLICATION_ID), "version": "1"}
+            for command in request[BODY]
+        ]
+        return _json(self.commands)
+
+    async def _channel(self, request: web.Request) -> web.Response:
+        channel = p.channels_by_id().get(int(request.match_info["channel_id"]))
+        return _json(channel) if channel else _error(404, 10003, "Unknown Channel")
+
+    async def _list_webhooks(self, request: web.Request) -> web.Response:
+        if self.forbid_webhooks:
+            return _error(403, 50013, "Missing Permissions")
+        channel_id = request.match_info["channel_id"]
+        return _json([w for w in self.webhooks.values() if w["channel_id"] == channel_id])
+
+    async def _create_webhook(self, request: web.Request) -> web.Response:
+        if self.forbid_webhooks:
+            return _error(403, 50013, "Missing Permissions")
+        channel_id = int(request.match_info["channel_id"])
+        if channel_id not in p.channels_by_id() or channel_id == p.THREAD_ID:
+            return _error(400, 50024, "Cannot execute action on this channel type")
+        webhook_id = p.snowflake()
+        self.webhooks[webhook_id] = p.webhook(webhook_id, secrets.token_urlsafe(16), channel_id, request[BODY]["name"])
+        return _json(self.webhooks[webhook_id])
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        if problem := _content_problem(body):
+            return problem
+        message = p.message(int(request.match_info["channel_id"]), body.get("content", ""), author=p.bot_user())
+        await self._echo(message)
+        return _json(message)
+
+    async def _execute_webhook(self, request: web.Request) -> web.StreamResponse:
+        body = request[BODY]
+        webhook_id = int(request.match_info["webhook_id"])
+        if webhook_id == p.APPLICATION_ID:  # an interaction followup
+            return _json(self._followup_message(body))
+        webhook = self.webhooks.get(webhook_id)
+        if webhook is None or webhook["token"] != request.match_info["webhook_token"]:
+            return _error(404, 10015, "Unknown Webhook")
+        if problem := _content_problem(body):
+            return problem
+        username = body.get("username") or webhook["name"]
+        if _REFUSED_USERNAME.search(username) or len(username) > 80:
+            return _error(400, 50035, "Invalid Form Body (username)")
+        channel_id = int(request.query.get("thread_id") or webhook["channel_id"])
+        author = {**p.user(webhook_id, username, bot=True), "discriminator": "0000"}
+        message = p.message(channel_id, body.get("content", ""), author=author, webhook_id=webhook_id)
+        await self._echo(message)
+        if request.query.get("wait") in ("1", "true", "True"):
+            return _json(message)
+        return web.Response(status=204)
+
+    async def _edit_followup(self, request: web.Request) -> web.Response:
+        return _json(self._followup_message(request[BODY]))
+
+    async def _interaction_callback(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        flags = (body.get("data") or {}).get("flags", 0)
+        interaction = {
+            "id": request.match_info["interaction_id"],
+            "type": 2,
+            "response_message_loading": body["type"] == 5,
+            "response_message_ephemeral": bool(flags & 64),
+        }
+        return _json({"interaction": interaction, "resource": {"type": body["type"]}})
+
+    def _followup_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        message = p.message(p.TEXT_CHANNEL_ID, body.get("content", ""), author=p.bot_user())
+        return {**message, "flags": body.get("flags", 0), "webhook_id": str(p.APPLICATION_ID)}
+
+    async def _echo(self, message: dict[str, Any]) -> None:
+        if self._session is not None and not self._session.ws.closed:
+            await self._session.dispatch("MESSAGE_CREATE", message)
+
+
+def _is_channel_webhook(call: RecordedCall) -> bool:
+    return call.path.split("/")[2] != str(p.APPLICATION_ID)
+
+
+def _content_problem(body: dict[str, Any] | None) -> web.Response | None:
+    content = (body or {}).get("content") or ""
+    if len(content) > MESSAGE_LIMIT:
+        return _error(400, 50035, f"Invalid Form Body (content: must be {MESSAGE_LIMIT} or fewer in length)")
+    if not content.strip():
+        return _error(400, 50006, "Cannot send an empty message")
+    return None
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    # Exactly "application/json": discord.py only parses a body whose content type is exactly that.
+    return web.Response(body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"})
+
+
+def _error(status: int, code: int, message: str) -> web.Response:
+    return _json({"code": code, "message": message}, status=status)
