@@ -104,7 +104,9 @@ class RoundNodes:
             self._name(state["last_speaker"]),
             [n for n in (self._name(i) for i in state["spoken_since_human"]) if n],
         )
-        model = self.deps.models.moderator_model([s.name for s in speakers])
+        # Constrained decoding can then never pick the persona that just spoke.
+        choices = [s.name for s in speakers if s.id != state["last_speaker"]]
+        model = self.deps.models.moderator_model(choices)
         for _ in range(2):  # the first answer, and one more with the error attached
             try:
                 answer = (await self._invoke(model, messages)).text

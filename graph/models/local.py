@@ -1,0 +1,265 @@
+"""An offline chat model: llama.cpp in-process through xllamacpp, prompted as a plain chat transcript.
+
+The bundled Gemma 3 270M is a base model, so a persona turn is a transcript continuation
+("...\\nNova:") cut at the end of the line, and a moderator decision is JSON whose shape
+llama.cpp enforces with the caller's JSON schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+import secrets
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import xllamacpp as xlc
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+JSON_CUE = "Decision (JSON):"
+# Free-text JSON strings get at most this many characters, and no escapes (each escape is
+# several tokens), so a decision always closes within json_max_tokens.
+JSON_STRING_CAP = 100
+_NO_ESCAPES = '^[^"\\\\\\x00-\\x1f]*$'
+_BRACKET_TAG = re.compile(r"\[([^\]]+)\]\s*(.*)")
+_CONTEXT_RETRIES = 3
+
+_servers: dict[tuple[str, int, int], xlc.Server] = {}
+_servers_lock = threading.Lock()
+
+
+class LocalLlamaChatModel(BaseChatModel):
+    """Chat model over a local GGUF; one llama.cpp server per (path, threads, context) per process.
+
+    Call-time kwargs (usually via `.bind`): `speaker` (the name whose line is written next),
+    `response_format` (OpenAI json_schema style: switches to constrained JSON, where `stop` is
+    ignored), and optionally `max_tokens` / `temperature` overrides. Concurrent calls are safe:
+    the llama.cpp server queues them on its single slot.
+    """
+
+    model_path: str
+    n_threads: int = 2
+    n_ctx: int = 2048
+    max_tokens: int = 96
+    json_max_tokens: int = 160
+    temperature: float = 0.8
+    seed: int | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama.cpp-local"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model_path": self.model_path,
+            "n_threads": self.n_threads,
+            "n_ctx": self.n_ctx,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+
+    def load(self) -> None:
+        """Load the model now rather than on the first call.
+
+        xllamacpp holds the GIL while a model loads (about 1.3 s for Gemma 270M on 2 cores),
+        which stalls an event loop even from a worker thread, so call this at startup.
+        """
+        self._server()
+
+    def _server(self) -> xlc.Server:
+        key = (self.model_path, self.n_threads, self.n_ctx)
+        with _servers_lock:
+            server = _servers.get(key)
+            if server is None:
+                server = _servers[key] = _start_server(*key)
+            return server
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return self._complete(messages, stop, kwargs)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # xllamacpp releases the GIL while it generates, so a worker thread keeps the loop free.
+        return await asyncio.to_thread(self._complete, messages, stop, kwargs)
+
+    def _complete(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> ChatResult:
+        schema = json_schema_of(kwargs.get("response_format"))
+        speaker: str | None = kwargs.get("speaker")
+        if schema is None and not speaker:
+            raise ValueError("LocalLlamaChatModel needs a `speaker` kwarg, e.g. model.bind(speaker='Nova')")
+        max_tokens = int(kwargs.get("max_tokens") or (self.json_max_tokens if schema is not None else self.max_tokens))
+        temperature = kwargs.get("temperature")
+        request: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "temperature": self.temperature if temperature is None else float(temperature),
+        }
+        if self.seed is not None:
+            request["seed"] = self.seed
+        if schema is not None:
+            # No stop strings here: cutting the JSON short would only make it unparseable.
+            request["json_schema"] = bounded_schema(schema)
+            final_line = JSON_CUE
+        else:
+            request["stop"] = ["\n", *(stop or [])]
+            final_line = f"{speaker}:"
+        header, lines = render_transcript(messages, ai_name=speaker or "Assistant")
+        result = self._complete_within_context(request, header, lines, final_line)
+
+        choice = result["choices"][0]
+        text = choice["text"].strip()
+        if schema is not None:
+            try:
+                json.loads(text)
+            except ValueError as exc:
+                raise ValueError(f"local model returned invalid JSON ({choice.get('finish_reason')}): {text!r}") from exc
+        usage = result.get("usage", {})
+        message = AIMessage(
+            content=text,
+            usage_metadata={
+                "input_tokens": usage.get("prompt_tokens", 0),
+                "output_tokens": usage.get("completion_tokens", 0),
+                "total_tokens": usage.get("total_tokens", 0),
+            },
+            response_metadata={"model_name": Path(self.model_path).name, "finish_reason": choice.get("finish_reason")},
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _complete_within_context(
+        self, request: dict[str, Any], header: str, lines: list[str], final_line: str
+    ) -> dict[str, Any]:
+        """One llama.cpp completion; when the prompt overflows n_ctx, retry without the oldest lines."""
+        server = self._server()
+        for _ in range(_CONTEXT_RETRIES):
+            result: dict[str, Any] = server.handle_completions({**request, "prompt": _join(header, lines, final_line)})
+            error = result.get("error")
+            if not error or error.get("type") != "exceed_context_size_error" or not lines:
+                break
+            lines = _trim_to_fit(header, lines, final_line, error, request["max_tokens"])
+        if "choices" not in result:
+            raise RuntimeError(f"llama.cpp completion failed: {result.get('error', result)}")
+        return result
+
+
+def _start_server(model_path: str, n_threads: int, n_ctx: int) -> xlc.Server:
+    if not Path(model_path).is_file():
+        # llama.cpp only reports a generic "Failed to init server" for a missing file.
+        raise FileNotFoundError(model_path)
+    params = xlc.CommonParams()
+    params.model.path = model_path
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = n_threads
+    params.cpuparams_batch.n_threads = n_threads
+    params.verbosity = 1  # errors only
+    params.cache_ram_mib = 256  # host-RAM prompt cache: several personas' prompts, not the 8 GiB default
+    # xllamacpp always opens an HTTP listener on 127.0.0.1; nothing here uses it, so lock it with an
+    # unknown key and give it a single thread. Direct handle_* calls bypass the key check.
+    params.n_threads_http = 1
+    params.api_keys = [secrets.token_urlsafe(32)]
+    return xlc.Server(params)
+
+
+def render_transcript(messages: Sequence[BaseMessage], ai_name: str) -> tuple[str, list[str]]:
+    """(system notes, one transcript line per message), ready for a base model to continue."""
+    header = "\n\n".join(m.text.strip() for m in messages if isinstance(m, SystemMessage) and m.text.strip())
+    lines: list[str] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            continue
+        text = " ".join(message.text.split())  # one line per message
+        if not text:
+            continue
+        tagged = _BRACKET_TAG.fullmatch(text)
+        if tagged and tagged.group(1).casefold() != "system":
+            text = f"{tagged.group(1)}: {tagged.group(2)}"
+        elif isinstance(message, AIMessage) and not tagged:
+            text = f"{message.name or ai_name}: {text}"
+        lines.append(text)
+    return header, lines
+
+
+def render_prompt(messages: Sequence[BaseMessage], speaker: str | None = None) -> str:
+    """The full prompt: the persona's turn cue for a speaker, else the JSON decision cue."""
+    header, lines = render_transcript(messages, ai_name=speaker or "Assistant")
+    return _join(header, lines, f"{speaker}:" if speaker else JSON_CUE)
+
+
+def _join(header: str, lines: Sequence[str], final_line: str) -> str:
+    body = "\n".join([*lines, final_line])
+    return f"{header}\n\n{body}" if header else body
+
+
+def _trim_to_fit(
+    header: str, lines: list[str], final_line: str, error: dict[str, Any], max_tokens: int
+) -> list[str]:
+    """Drop the oldest lines so the prompt leaves room for max_tokens, using the error's token count.
+
+    Characters per token vary along the prompt, hence the 10% margin.
+    """
+    chars_per_token = len(_join(header, lines, final_line)) / max(int(error["n_prompt_tokens"]), 1)
+    budget_chars = 0.9 * (int(error["n_ctx"]) - max_tokens) * chars_per_token
+    kept = list(lines)
+    while kept and len(_join(header, kept, final_line)) > budget_chars:
+        kept.pop(0)
+    return kept
+
+
+def json_schema_of(response_format: Any) -> dict[str, Any] | None:
+    """The JSON schema in an OpenAI-style response_format, or None for free text."""
+    if not isinstance(response_format, dict):
+        return None
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        return response_format["json_schema"]["schema"]
+    if kind == "json_object":
+        return response_format.get("schema") or {"type": "object"}
+    return None
+
+
+def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of schema that a small model cannot ramble through.
+
+    Compact whitespace, no undeclared object properties, and free-text strings capped at
+    JSON_STRING_CAP characters without escape sequences; explicit caller settings win.
+    """
+    bounded = _bound(copy.deepcopy(schema))
+    bounded.setdefault("x-guidance", {"whitespace_flexible": False})  # llguidance: compact JSON
+    return bounded
+
+
+def _bound(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_bound(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions"):
+            node[key] = {name: _bound(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf", "prefixItems"):
+            node[key] = _bound(value)
+    if node.get("type") == "object" or "properties" in node:
+        node.setdefault("additionalProperties", False)
+    if node.get("type") == "string" and not {"enum", "const", "format", "pattern"} & node.keys():
+        node.setdefault("maxLength", JSON_STRING_CAP)
+        node["pattern"] = _NO_ESCAPES
+    return node
