@@ -1,0 +1,39 @@
+"""`make run`'s path with no keys: the console on the embedded Gemma model, end to end."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO, write_config
+
+SCRIPT = "Hello Nova, what should we launch next?\n/moderate on 2\nLet's plan the launch party.\n"
+
+
+def test_console_replies_with_gemma_and_the_moderated_round_ends(tmp_path: Path):
+    config = write_config(
+        tmp_path,
+        {
+            "llm": {"provider": "auto"},  # no keys in the environment: auto means the embedded model
+            "llm.local": {"cache_dir": str(Path.home() / ".cache" / "roundtable-test"), "max_tokens": 40},
+        },
+    )
+    script = tmp_path / "script.txt"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")}
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script), "--verbose"],
+        capture_output=True, text=True, cwd=REPO, timeout=300, env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "embedded Gemma 3 270M" in lines[0]
+    first_reply = lines[lines.index("[you] Hello Nova, what should we launch next?") + 1]
+    assert first_reply.startswith("[Nova] ") and len(first_reply) > len("[Nova] ") + 3
+    assert "Picture the bigger version" not in result.stdout  # a real model, not the scripted double
+    moderated = lines[lines.index("[you] Let's plan the launch party.") + 1 :]
+    decisions = [line for line in moderated if line.startswith("[moderator] next:")]
+    replies = [line for line in moderated if not line.startswith("[moderator]")]
+    assert 1 <= len(replies) <= 2  # max_turns 2, or FINISH sooner
+    assert len(decisions) in (len(replies), len(replies) + 1)
+    assert not any("fallback" in line for line in decisions)  # every decision parsed and was valid
