@@ -62,8 +62,21 @@ async def _prompt(config: Config, channel: str, persona_id: str) -> int:
 
 
 async def _run(config: Config) -> int:
-    # Slack and Discord adapters join here when their tokens are set; without them, the console.
-    return await _console(config, "general", None, False)
+    """Slack when SLACK_BOT_TOKEN is set, Discord when DISCORD_TOKEN is set (both at once when both are);
+    without either, the console."""
+    platforms: list[asyncio.Task[None]] = []
+    if os.environ.get("SLACK_BOT_TOKEN"):
+        from bot.slack.runner import run_slack
+
+        platforms.append(asyncio.create_task(run_slack(config, os.environ), name="slack"))
+    if os.environ.get("DISCORD_TOKEN"):
+        from bot.discord_bot.runner import run_discord
+
+        platforms.append(asyncio.create_task(run_discord(config, os.environ), name="discord"))
+    if not platforms:
+        return await _console(config, "general", None, False)
+    await asyncio.gather(*platforms)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -173,6 +173,8 @@ class ChannelService:
             case ListApprovals():
                 return CommandReply(await self._approval_list(key))
             case SetApprovalMode(mode=mode):
+                if actor is None or actor.id not in self.approvers_for(key):
+                    return CommandReply("Only approvers can change the approval mode.", ok=False)
                 await channels.set_approval_mode(self.db, key, ApprovalMode(mode))
                 announce = f"Approval mode is now {mode}."
                 await self._mark(key, f"approval mode {mode}", thread, announce=announce)

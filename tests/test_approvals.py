@@ -35,7 +35,7 @@ async def say(app, text: str, key: str = KEY) -> None:
 async def test_sensitive_actions_wait_and_others_run_in_each_mode(open_test_app, port, mode, publish_waits, send_waits):
     sections = {"approvals": {"sensitive": ["publish"]}}  # send_message is not sensitive here
     async with open_test_app(sections) as app:
-        await app.service.run_command(KEY, SetApprovalMode(mode))
+        await app.service.run_command(KEY, SetApprovalMode(mode), actor=YOU)
         await say(app, act("publish_post", channel="news", text="Big news"))
         await say(app, act("send_message", to="U42", text="psst"))
         waiting = {a.action for a in await approvals.pending(app.db)}
@@ -87,6 +87,12 @@ async def test_rejection_feedback_reaches_the_persona_as_a_tool_result(open_test
     assert follow_up[-1].tool_call_id == "call-1"
     assert port.executed == []
     assert [text for _, _, text, _ in port.posts] == ["Posting the launch note right away.", "Noted: Rejected by you: too salesy"]
+
+
+async def test_only_approvers_change_the_approval_mode(app):
+    reply = await app.service.run_command(KEY, SetApprovalMode("on-the-loop"), actor=Actor("mallory", "Mallory"))
+    assert not reply.ok
+    assert (await app.service.run_command(KEY, SetApprovalMode("on-the-loop"), actor=YOU)).ok
 
 
 async def test_an_unauthorized_approver_is_refused_and_it_stays_pending(app, port):

@@ -2,33 +2,42 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
 import pytest
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from slack_sdk.signature import SignatureVerifier
 
 from bot.slack.app import build_slack_app
 from bot.slack.client import make_web_client
 from bot.slack.http_server import serving_http
-from bot.slack.port import SlackPort
+from bot.slack.port import SlackPort, slack_port
 from bot.slack.seen import RecentlySeen
 from bot.slack.slack_bot import SlackBot
 from bot.slack.socket_mode import connected_socket_mode
-from storage import channels
-from tests.fakes.slack_api import APP_ID, BOT_USER_ID, TEAM_ID, FakeSlackApi
+from graph.models.base import Models
+from storage import approvals, channels
+from storage.records import Approval, ApprovalMode, ApprovalStatus
+from tests.fake_models import FakeModels
+from tests.fakes.slack_api import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID, FakeSlackApi
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-fake-bot-token-must-never-be-logged"
 CHANNEL = "C0GENERAL"
 KEY = f"slack:{TEAM_ID}:{CHANNEL}"
 HUMAN = "UHUMAN"
+APPROVER = "UAPPROVER"  # named "Bea" by the fake's users.info
+
+Sections = dict[str, dict[str, Any]]
 
 
 def message(text: str, ts: str, **extra: Any) -> dict[str, Any]:
@@ -55,6 +64,7 @@ class SlackHarness:
     url: str
     http: aiohttp.ClientSession
     _commands: int = 0
+    _interactions: int = 0
 
     async def post_signed(
         self,
@@ -87,7 +97,7 @@ class SlackHarness:
         assert await self.send_event(message(text, ts, **extra), f"Ev{ts.replace('.', '')}") == 200
         await self.bot.wait_idle()
 
-    async def command(self, command: str, text: str) -> tuple[int, str]:
+    async def command(self, command: str, text: str, user_id: str = HUMAN) -> tuple[int, str]:
         """A slash command, then wait until its background work (and any announcement) is done."""
         self._commands += 1
         form = {
@@ -96,8 +106,8 @@ class SlackHarness:
             "team_domain": "fake",
             "channel_id": CHANNEL,
             "channel_name": "general",
-            "user_id": HUMAN,
-            "user_name": "ana",
+            "user_id": user_id,
+            "user_name": "ana" if user_id == HUMAN else "bea",
             "command": command,
             "text": text,
             "api_app_id": APP_ID,
@@ -108,8 +118,73 @@ class SlackHarness:
         await self.bot.wait_idle()
         return result
 
+    async def interact(self, payload: dict[str, Any]) -> int:
+        """An interactivity request (form field `payload`, as Slack sends it), then wait for its work."""
+        status, _ = await self.post_signed(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
+        await self.bot.wait_idle()
+        return status
+
+    async def click(self, action_id: str, request: dict[str, Any], user: str = APPROVER) -> int:
+        """Click the button `action_id` of a posted approval request (its value is taken from the blocks)."""
+        self._interactions += 1
+        [button] = [b for b in buttons_of(request) if b["action_id"] == action_id]
+        thread = request.get("thread_ts")
+        payload = {
+            "type": "block_actions",
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
+            "token": "legacy-verification-token",
+            "container": {
+                "type": "message", "message_ts": request["ts"], "channel_id": CHANNEL, "is_ephemeral": False,
+                **({"thread_ts": thread} if thread else {}),
+            },
+            "trigger_id": f"trigger.click.{self._interactions}",
+            "team": {"id": TEAM_ID, "domain": "fake"},
+            "channel": {"id": CHANNEL, "name": "general"},
+            "message": {"type": "message", "ts": request["ts"], "text": request["text"], "bot_id": BOT_ID,
+                        "blocks": request["blocks"], **({"thread_ts": thread} if thread else {})},
+            "response_url": self.fake.response_url(f"click{self._interactions}"),
+            "actions": [{**button, "block_id": "approval", "action_ts": str(time.time())}],
+        }
+        return await self.interact(payload)
+
+    async def submit_feedback(self, view: dict[str, Any], feedback: str, user: str = APPROVER) -> int:
+        """Submit the modal that views.open showed, with `feedback` typed into its text input."""
+        [block] = view["blocks"]
+        payload = {
+            "type": "view_submission",
+            "team": {"id": TEAM_ID, "domain": "fake"},
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
+            "token": "legacy-verification-token",
+            "trigger_id": "trigger.submit",
+            "view": {
+                **view,
+                "id": "V0FEEDBACK",
+                "team_id": TEAM_ID,
+                "state": {"values": {block["block_id"]: {block["element"]["action_id"]: {
+                    "type": "plain_text_input", "value": feedback}}}},
+            },
+            "response_urls": [],
+        }
+        return await self.interact(payload)
+
     def posts(self) -> list[dict[str, Any]]:
         return self.fake.delivered_posts()
+
+    def approval_requests(self) -> list[dict[str, Any]]:
+        """Delivered approval requests, each with the ts Slack gave it."""
+        delivered = [c for c in self.fake.calls_to("chat.postMessage") if c.error is None and c.status == 200]
+        return [{**c.args, "ts": c.answer["ts"]} for c in delivered if buttons_of(c.args)]
+
+    def updates(self) -> list[dict[str, Any]]:
+        return [call.args for call in self.fake.calls_to("chat.update")]
+
+    def ephemerals(self) -> list[dict[str, Any]]:
+        return [call.args for call in self.fake.calls_to("chat.postEphemeral")]
+
+    def posts_to(self, channel: str) -> list[dict[str, Any]]:
+        return [post for post in self.posts() if post["channel"] == channel]
 
     def replies_to_command(self) -> list[dict[str, Any]]:
         return [call.args for call in self.fake.calls_to("response_url")]
@@ -121,15 +196,40 @@ async def fake_slack() -> AsyncIterator[FakeSlackApi]:
         yield fake
 
 
+StartSlack = Callable[..., AbstractAsyncContextManager[SlackHarness]]
+
+
 @pytest.fixture
-async def slack(open_test_app, fake_slack: FakeSlackApi) -> AsyncIterator[SlackHarness]:
-    client = make_web_client(BOT_TOKEN, fake_slack.api_url)
-    async with open_test_app({"slack": {"api_base_url": fake_slack.api_url}}, outbound=SlackPort(client)) as app:
-        bot = build_slack_app(app, app.config.settings.slack, SIGNING_SECRET, BOT_TOKEN, client)
-        async with serving_http(bot.bolt, "127.0.0.1", 0) as url, aiohttp.ClientSession() as http:
-            yield SlackHarness(fake_slack, bot, url, http)
-            await bot.wait_idle()
-            await bot.close()
+def start_slack(open_test_app, make_config, fake_slack: FakeSlackApi) -> StartSlack:
+    """`async with start_slack(sections, models=...) as slack:` the real app, with UAPPROVER as the approver.
+
+    Every start uses the same data directory, so a second start is the same bot after a restart."""
+
+    @asynccontextmanager
+    async def start(sections: Sections | None = None, *, models: Models | None = None) -> AsyncIterator[SlackHarness]:
+        merged: Sections = {"slack": {"api_base_url": fake_slack.api_url}, "approvals": {"approvers": {"slack": [APPROVER]}}}
+        for section, values in (sections or {}).items():
+            merged.setdefault(section, {}).update(values)
+        client = make_web_client(BOT_TOKEN, fake_slack.api_url)
+        async with open_test_app(merged, outbound=slack_port(make_config(merged), client), models=models) as app:
+            bot = build_slack_app(app, app.config.settings.slack, SIGNING_SECRET, BOT_TOKEN, client)
+            async with serving_http(bot.bolt, "127.0.0.1", 0) as url, aiohttp.ClientSession() as http:
+                yield SlackHarness(fake_slack, bot, url, http)
+                await bot.wait_idle()
+                await bot.close()
+
+    return start
+
+
+@pytest.fixture
+async def slack(start_slack: StartSlack) -> AsyncIterator[SlackHarness]:
+    async with start_slack() as harness:
+        yield harness
+
+
+def buttons_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = message.get("blocks") or []
+    return [element for block in blocks if block.get("type") == "actions" for element in block["elements"]]
 
 
 # -- replies ---------------------------------------------------------------------------------------
@@ -314,6 +414,224 @@ async def test_failed_post_is_logged_without_secrets_and_the_app_carries_on(
 async def test_health_check(slack: SlackHarness) -> None:
     async with slack.http.get(f"{slack.url}/healthz") as response:
         assert (response.status, await response.text()) == (200, "ok")
+
+
+# -- approvals -------------------------------------------------------------------------------------
+
+THREAD = "1700000020.000100"
+REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
+NOVA_ICON = "https://api.dicebear.com/9.x/bottts/png?seed=nova"
+
+
+async def request_publication(slack: SlackHarness, ts: str = "1700000020.000200") -> tuple[dict[str, Any], Approval]:
+    """Nova is asked (in THREAD) to publish; returns the approval request message and its approval."""
+    await slack.say(REQUEST, ts, thread_ts=THREAD)
+    [request] = slack.approval_requests()
+    [pending] = await approvals.pending(slack.bot.roundtable.db)
+    return request, pending
+
+
+async def status_of(slack: SlackHarness, approval: Approval) -> ApprovalStatus:
+    current = await approvals.get(slack.bot.roundtable.db, approval.id)
+    assert current is not None
+    return current.status
+
+
+def publishing_nova() -> FakeModels:
+    """A model that asks to publish once, then says back whatever tool result it hears."""
+
+    async def reply(speaker: str, messages: list[BaseMessage]) -> str | AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return f"Noted: {messages[-1].content}"
+        call = {"name": "publish_post", "args": {"channel": "news", "text": "BUY NOW!!!"}, "id": "call-1", "type": "tool_call"}
+        return AIMessage(content="Posting the launch note right away.", tool_calls=[call])
+
+    return FakeModels(reply)
+
+
+async def test_an_action_request_posts_approval_buttons_in_its_thread(slack: SlackHarness) -> None:
+    request, pending = await request_publication(slack)
+
+    assert (request["channel"], request["thread_ts"], request["username"]) == (CHANNEL, THREAD, "Roundtable")
+    assert {(b["action_id"], b.get("style"), b["value"]) for b in buttons_of(request)} == {
+        ("approval_approve", "primary", str(pending.id)),
+        ("approval_reject", "danger", str(pending.id)),
+        ("approval_feedback", None, str(pending.id)),
+    }
+    shown = json.dumps(request["blocks"])
+    assert request["blocks"][0] == {"type": "context", "elements": [
+        {"type": "image", "image_url": NOVA_ICON, "alt_text": "Nova"},
+        {"type": "mrkdwn", "text": "*Nova* wants to run *publish_post*"},
+    ]}
+    assert request["blocks"][1]["text"]["text"] == "*channel:* news\n*text:* We launched!"
+    assert f"<!date^{int(pending.expires_at)}^" in shown  # the expiry, in each reader's timezone
+    assert slack.posts_to("news") == []
+
+
+async def test_an_approvers_click_publishes_once_and_replaces_the_buttons(slack: SlackHarness) -> None:
+    request, pending = await request_publication(slack)
+
+    assert await slack.click("approval_approve", request) == 200
+    [published] = slack.posts_to("news")
+    assert (published["username"], published["icon_url"], published["text"]) == ("Nova", NOVA_ICON, "We launched!")
+    [update] = slack.updates()
+    assert (update["channel"], update["ts"]) == (CHANNEL, request["ts"])
+    assert update["text"].startswith(f"Approval #{pending.id}: Approved by <@{APPROVER}> at <!date^")
+    assert update["text"].endswith("executed: posted in #news")
+    assert buttons_of(update) == [] and "We launched!" in json.dumps(update["blocks"])
+    assert await status_of(slack, pending) is ApprovalStatus.EXECUTED
+
+    await slack.click("approval_approve", request)  # a stale second click
+    await slack.click("approval_reject", request)
+    assert len(slack.posts_to("news")) == 1 and len(slack.updates()) == 1
+    assert [(e["user"], e["channel"], e["thread_ts"]) for e in slack.ephemerals()] == [(APPROVER, CHANNEL, THREAD)] * 2
+    assert all("was already decided (executed)" in e["text"] for e in slack.ephemerals())
+    assert await status_of(slack, pending) is ApprovalStatus.EXECUTED
+
+
+async def test_reject_with_feedback_opens_a_modal_and_the_persona_hears_the_feedback(start_slack: StartSlack) -> None:
+    async with start_slack(models=publishing_nova()) as slack:
+        await slack.say("Nova, announce the launch.", "1700000021.000200", thread_ts=THREAD)
+        [request] = slack.approval_requests()
+        [pending] = await approvals.pending(slack.bot.roundtable.db)
+
+        await slack.click("approval_feedback", request)
+        [opened] = [call.args for call in slack.fake.calls_to("views.open")]
+        view = opened["view"]
+        assert opened["trigger_id"] == "trigger.click.1"
+        assert (view["callback_id"], view["private_metadata"]) == ("approval_feedback_modal", str(pending.id))
+        assert view["blocks"][0]["element"]["type"] == "plain_text_input"
+        assert slack.updates() == [] and await status_of(slack, pending) is ApprovalStatus.PENDING
+
+        assert await slack.submit_feedback(view, "too salesy") == 200
+        [update] = slack.updates()
+        assert update["text"] == f"Approval #{pending.id}: Rejected by <@{APPROVER}>: too salesy"
+        assert buttons_of(update) == []
+        update_at = next(i for i, call in enumerate(slack.fake.calls) if call.method == "chat.update")
+        after = [call.args for call in slack.fake.calls[update_at + 1 :] if call.method == "chat.postMessage"]
+        assert [(p["username"], p["text"], p["thread_ts"]) for p in after] == [("Nova", "Noted: Rejected by Bea: too salesy", THREAD)]
+        assert slack.posts_to("news") == []
+        assert await status_of(slack, pending) is ApprovalStatus.REJECTED
+
+
+async def test_a_non_approvers_clicks_are_refused_privately_and_it_stays_pending(slack: SlackHarness) -> None:
+    request, pending = await request_publication(slack)
+
+    await slack.click("approval_approve", request, user=HUMAN)
+    await slack.click("approval_feedback", request, user=HUMAN)
+
+    refusals = slack.ephemerals()
+    assert [(e["user"], e["channel"], e["thread_ts"]) for e in refusals] == [(HUMAN, CHANNEL, THREAD)] * 2
+    assert all(f"Only approvers can decide; #{pending.id} stays pending." == e["text"] for e in refusals)
+    assert slack.fake.calls_to("views.open") == [] and slack.updates() == [] and slack.posts_to("news") == []
+    assert await status_of(slack, pending) is ApprovalStatus.PENDING
+
+
+async def test_buttons_posted_before_a_restart_still_decide(start_slack: StartSlack) -> None:
+    async with start_slack() as before:
+        request, pending = await request_publication(before)
+
+    async with start_slack() as after:
+        await after.click("approval_approve", request)
+        assert [p["text"] for p in after.posts_to("news")] == ["We launched!"]
+        [update] = after.updates()
+        assert (update["channel"], update["ts"]) == (CHANNEL, request["ts"])
+        assert f"Approved by <@{APPROVER}>" in update["text"]
+        assert await status_of(after, pending) is ApprovalStatus.EXECUTED
+
+
+async def test_a_failed_publication_is_shown_as_failed(slack: SlackHarness) -> None:
+    request, pending = await request_publication(slack)
+
+    slack.fake.fail_next("chat.postMessage", "channel_not_found")
+    await slack.click("approval_approve", request)
+
+    [update] = slack.updates()
+    assert update["text"].endswith("but it failed: Slack did not deliver it (channel_not_found)")
+    assert await status_of(slack, pending) is ApprovalStatus.FAILED
+
+
+async def test_an_expired_request_loses_its_buttons(start_slack: StartSlack) -> None:
+    async with start_slack({"approvals": {"timeout_minutes": 0.01}}) as slack:  # 0.6 s
+        request, pending = await request_publication(slack)
+        await asyncio.sleep(max(0.0, pending.expires_at - time.time()))
+        await slack.bot.roundtable.service.wait_for_overdue_approvals(timeout=10)
+        await slack.bot.wait_idle()
+
+        [update] = slack.updates()
+        assert update["ts"] == request["ts"] and update["text"].endswith("Expired: nobody decided in time.")
+        assert buttons_of(update) == []
+        assert await status_of(slack, pending) is ApprovalStatus.EXPIRED
+
+
+async def test_bad_interactivity_payloads_change_nothing(slack: SlackHarness, caplog: pytest.LogCaptureFixture) -> None:
+    request, pending = await request_publication(slack)
+    user = {"id": APPROVER, "username": "bea", "team_id": TEAM_ID}
+    team = {"id": TEAM_ID, "domain": "fake"}
+    modal = {"type": "modal", "callback_id": "approval_feedback_modal"}
+    unreadable = [
+        {"type": "block_actions", "user": user, "team": team, "actions": [{"action_id": "approval_approve", "value": "soon"}]},
+        {"type": "block_actions", "user": user, "team": team, "actions": [{"action_id": "approval_approve", "value": "²"}]},
+        {"type": "block_actions", "user": user, "team": team, "actions": [{"action_id": "approval_reject", "value": "9" * 5000}]},
+        {"type": "block_actions", "team": team, "actions": [{"action_id": "approval_approve", "value": str(pending.id)}]},
+        {"type": "block_actions", "user": user, "team": team, "actions": [{"action_id": "approval_feedback", "value": "0"}]},
+        {"type": "view_submission", "user": user, "team": team, "view": modal},
+        {"type": "view_submission", "user": user, "team": team, "view": {**modal, "private_metadata": "-1", "state": None}},
+    ]
+    for payload in unreadable:
+        assert await slack.interact(payload) == 200
+    await slack.interact({"type": "block_actions", "user": user, "team": team, "channel": {"id": CHANNEL},
+                          "actions": [{"action_id": "approval_reject", "value": "999"}]})
+    assert [e["text"] for e in slack.ephemerals()] == ["There is no approval #999."]
+    assert slack.updates() == [] and await status_of(slack, pending) is ApprovalStatus.PENDING
+    assert "Traceback" not in caplog.text
+
+    # Garbage no Slack would send: refused (an unreadable body) or left unhandled by bolt; the bot carries on.
+    status, _ = await slack.post_signed("payload=%7Bnot+json", "application/x-www-form-urlencoded")
+    assert status == 400
+    status, _ = await slack.post_signed(urlencode({"payload": "{}"}), "application/x-www-form-urlencoded")
+    assert status == 404
+    await slack.click("approval_approve", request)
+    assert await status_of(slack, pending) is ApprovalStatus.EXECUTED
+
+
+async def test_approvals_and_trust_commands(slack: SlackHarness) -> None:
+    _, pending = await request_publication(slack)
+
+    await slack.command("/approvals", "")
+    await slack.command("/trust", "")
+    listing, trust = slack.replies_to_command()
+    assert listing["response_type"] == trust["response_type"] == "ephemeral"
+    assert listing["text"].startswith("Pending approvals")
+    assert f"#{pending.id} Nova wants publish_post(channel='news', text='We launched!')" in listing["text"]
+    assert trust["text"].startswith("Trust levels:") and "Nova: " in trust["text"]
+
+    posts_before = len(slack.posts())
+    await slack.command("/approvals", "mode in-command")  # not an approver: refused
+    channel = await channels.get_channel(slack.bot.roundtable.db, KEY)
+    assert channel is not None and channel.approval_mode is ApprovalMode.IN_THE_LOOP
+    await slack.command("/approvals", "mode in-command", user_id=APPROVER)
+    channel = await channels.get_channel(slack.bot.roundtable.db, KEY)
+    assert channel is not None and channel.approval_mode is ApprovalMode.IN_COMMAND
+    [announcement] = slack.posts()[posts_before:]
+    assert (announcement["username"], announcement["text"]) == ("Roundtable", "Approval mode is now in-command.")
+    replies = slack.replies_to_command()
+    assert replies[-1]["text"] == "Only approvers can change the approval mode."
+    assert len(replies) == 3  # the approver's change was announced in the channel, so no private reply
+
+    _, body = await slack.command("/approvals", "mode yolo")
+    assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /approvals [mode in-command|in-the-loop|on-the-loop]"}
+    _, body = await slack.command("/trust", "everyone")
+    assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /trust"}
+
+
+async def test_repeated_model_failures_mention_only_the_approvers(slack: SlackHarness) -> None:
+    await slack.say("Nova, Sage and Rex: !!fail 2", "1700000022.000100")
+    await slack.say("Rex? !!fail 1 <!channel>", "1700000022.000200")
+
+    [alert] = [post for post in slack.posts() if "For the approvers" in post["text"]]
+    assert alert["text"].startswith(f"<@{APPROVER}> For the approvers: ") and alert["username"] == "Roundtable"
+    assert "<!" not in alert["text"]
 
 
 # -- Socket Mode -----------------------------------------------------------------------------------

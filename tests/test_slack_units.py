@@ -3,20 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from bot.config import ConfigError
+from bot import cli
+from bot.config import Config, ConfigError
+from bot.slack.action_targets import ActionFailed, target_of
+from bot.slack.approval_blocks import decision_blocks, feedback_modal, outcome_text, request_blocks
+from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
 from bot.slack.client import make_web_client
 from bot.slack.inbound import inbound_from_event
+from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click, feedback_submission
 from bot.slack.keys import channel_id_of, channel_key
 from bot.slack.port import SlackPort, persona_identity
 from bot.slack.runner import run_slack
-from bot.slack.text import CHUNK_CHARS, escape_for_slack, split_for_slack
+from bot.slack.text import (
+    CHUNK_CHARS,
+    ZERO_WIDTH_SPACE,
+    escape_clipped,
+    escape_for_slack,
+    split_for_slack,
+    unescape_from_slack,
+)
+from graph.actions import ActionCall
 from personas import load_personas
+from storage.records import Approval, ApprovalStatus
 from tests.conftest import REPO
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -47,6 +65,16 @@ def test_split_prefers_paragraphs_then_lines_then_spaces() -> None:
     assert [len(p) for p in split_for_slack(no_breaks)] == [CHUNK_CHARS, CHUNK_CHARS, 10]
     assert split_for_slack("  \n ") == []
     assert split_for_slack("short") == ["short"]
+
+
+@pytest.mark.parametrize("text", ["a & b < c " * 400, "x" * 5000, "@here " * 900, "&" * 3001])
+def test_clipped_text_stays_within_its_limit_and_splits_no_entity(text: str) -> None:
+    clipped = escape_clipped(text, 1000)
+    body = clipped.removesuffix("…")
+    assert 990 <= len(clipped) <= 1000 and body != clipped  # cut as late as fits, and marked
+    assert re.fullmatch(r"(?:[^&<>]|&amp;|&lt;|&gt;)*", body)  # every entity whole
+    assert text.startswith(unescape_from_slack(body.replace(ZERO_WIDTH_SPACE, "")))
+    assert escape_clipped("short & sweet", 1000) == "short &amp; sweet"
 
 
 def test_split_keeps_every_word() -> None:
@@ -163,3 +191,196 @@ def test_manifest() -> None:
     urls = {*commands.values(), settings["event_subscriptions"]["request_url"], settings["interactivity"]["request_url"]}
     assert urls == {"https://example.com/slack/events"}
     assert settings["interactivity"]["is_enabled"] is True and settings["socket_mode_enabled"] is False
+
+
+# -- approvals: blocks, payloads, targets ----------------------------------------------------------
+
+
+def approval(**changes: Any) -> Approval:
+    base: dict[str, Any] = dict(
+        id=7, batch="b", call_id="c", channel_key="slack:T1:C1", thread="5.5", persona_id="nova", action="publish_post",
+        args={"channel": "news", "text": "We launched!"}, status=ApprovalStatus.PENDING, requested_at=1_700_000_000.0,
+        expires_at=1_700_001_800.0, decided_by=None, decided_at=None, comment=None, incident=False, result=None,
+    )
+    return Approval(**{**base, **changes})
+
+
+def test_request_blocks_escape_and_clip_what_the_persona_wrote() -> None:
+    wants = approval(args={"channel": "<!channel>", "text": "@here " + "& " * 5000})
+    blocks = request_blocks(wants, PERSONAS["nova"], name_the_channel=False)
+    arguments = blocks[1]["text"]["text"]
+    assert len(arguments) <= 3000 and arguments.startswith("*channel:* &lt;!channel&gt;\n*text:* @\u200bhere &amp;")
+    assert "<" not in json.dumps(blocks[:2]) and "<#C1>" not in json.dumps(blocks)
+    assert request_blocks(wants, PERSONAS["nova"], name_the_channel=True)[0]["elements"][1]["text"].endswith(" in <#C1>")
+
+
+@pytest.mark.parametrize(("persona", "icon"), [("sage", [{"type": "mrkdwn", "text": ":owl:"}]), ("pixel", [{"type": "mrkdwn", "text": "🎨"}])])
+def test_an_emoji_avatar_is_shown_as_text(persona: str, icon: list[dict[str, str]]) -> None:
+    [context, *_] = request_blocks(approval(persona_id=persona), PERSONAS[persona], name_the_channel=False)
+    assert context["elements"][:-1] == icon
+
+
+def test_outcomes() -> None:
+    decided = {"decided_by": "Bea", "decided_at": 1_700_000_060.0}
+    executed = approval(status=ApprovalStatus.EXECUTED, result="posted in #news", **decided)
+    assert outcome_text(executed, "<@U1>") == "Approved by <@U1> at <!date^1700000060^{time}|22:14 UTC>, executed: posted in #news"
+    failed = approval(status=ApprovalStatus.FAILED, result="failed: Slack did not deliver it (not_in_channel)", **decided)
+    assert outcome_text(failed, "<@U1>").endswith(", but it failed: Slack did not deliver it (not_in_channel)")
+    rejected = approval(status=ApprovalStatus.REJECTED, comment="<!here> too salesy", **decided)
+    assert outcome_text(rejected, "Bea") == "Rejected by Bea: &lt;!here&gt; too salesy"
+    assert outcome_text(approval(status=ApprovalStatus.REJECTED, **decided), "Bea") == "Rejected by Bea: no feedback given"
+    assert outcome_text(approval(status=ApprovalStatus.EXPIRED), "nobody") == "Expired: nobody decided in time."
+    blocks = decision_blocks(executed, PERSONAS["nova"], "done", name_the_channel=False)
+    assert [b["type"] for b in blocks] == ["context", "section", "section"] and blocks[-1]["text"]["text"] == "done"
+
+
+def click_body(**changes: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": "block_actions",
+        "user": {"id": "U1"},
+        "trigger_id": "t.1",
+        "channel": {"id": "C1"},
+        "container": {"type": "message", "channel_id": "C1", "message_ts": "9.9", "thread_ts": "5.5"},
+        "actions": [{"action_id": "approval_approve", "value": "7"}],
+    }
+    return {**body, **changes}
+
+
+def test_button_click_payloads() -> None:
+    assert button_click(click_body()) == ButtonClick(7, "U1", "C1", "5.5", "t.1")
+    assert button_click(click_body(channel=None, container={"channel_id": "C2"}, trigger_id=None)) == ButtonClick(7, "U1", "C2", None, None)
+    for broken in ({"user": None}, {"user": "U1"}, {"actions": []}, {"actions": "x"}, {"actions": [{"value": None}]},
+                   {"actions": [{"value": "0"}]}, {"actions": [{"value": "1e3"}]}, {"actions": [{"value": "9" * 30}]}):
+        assert button_click(click_body(**broken)) is None, broken
+
+
+def test_feedback_submissions() -> None:
+    view = {**feedback_modal(7), "state": {"values": {"feedback": {"feedback_text": {"value": "  too salesy "}}}}}
+    assert feedback_submission({"user": {"id": "U1"}, "view": view}) == FeedbackSubmission(7, "U1", "too salesy")
+    assert feedback_submission({"user": {"id": "U1"}, "view": {**view, "state": None}}) == FeedbackSubmission(7, "U1", "")
+    assert feedback_submission({"user": {"id": "U1"}, "view": {**view, "private_metadata": ""}}) is None
+    assert feedback_submission({"view": view}) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "channel", "done"),
+    [
+        ("publish_post", {"channel": "#news", "text": "x"}, "news", "posted in #news"),
+        ("publish_post", {"channel": " <#C0NEWS|news> ", "text": "x"}, "C0NEWS", "posted in #C0NEWS"),
+        ("send_message", {"to": "U0ANA", "text": "x"}, "U0ANA", "sent to U0ANA as a direct message"),
+        ("send_message", {"to": "<@U0ANA>", "text": "x"}, "U0ANA", "sent to U0ANA as a direct message"),
+        ("send_message", {"to": "@W0ANA", "text": "x"}, "W0ANA", "sent to W0ANA as a direct message"),
+        ("send_message", {"to": "#random", "text": "x"}, "random", "sent in #random"),
+    ],
+)
+def test_action_targets(name: str, args: dict[str, str], channel: str, done: str) -> None:
+    target = target_of(ActionCall("c", name, args))
+    assert (target.channel, target.done) == (channel, done)
+
+
+@pytest.mark.parametrize("call", [ActionCall("c", "publish_post", {"channel": " # ", "text": "x"}),
+                                  ActionCall("c", "schedule_post", {"channel": "news", "text": "x", "at": "soon"})])
+def test_action_targets_refused(call: ActionCall) -> None:
+    with pytest.raises(ActionFailed):
+        target_of(call)
+
+
+def test_requests_go_to_the_approvals_channel_when_one_is_set() -> None:
+    assert request_location(approval(), "") == ("C1", "5.5")
+    assert request_location(approval(), "#approvals") == ("approvals", None)
+    assert request_location(approval(channel_key="discord:1"), "") == (None, "5.5")
+
+
+async def test_request_messages_are_remembered_across_restarts(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "data" / "slack.sqlite3"
+    await ApprovalMessages(path).remember(7, MessageRef("C1", "9.9"))
+    assert await ApprovalMessages(path).find(7) == MessageRef("C1", "9.9")
+    assert await ApprovalMessages(path).find(8) is None
+
+    in_memory = ApprovalMessages()
+    await in_memory.remember(7, MessageRef("C1", "9.9"))
+    assert await in_memory.find(7) == MessageRef("C1", "9.9") and await ApprovalMessages().find(7) is None
+
+    unwritable = ApprovalMessages(tmp_path)  # a directory: sqlite cannot open it
+    await unwritable.remember(1, MessageRef("C1", "1.1"))
+    assert await unwritable.find(1) == MessageRef("C1", "1.1")  # still known in this process
+    assert await ApprovalMessages(tmp_path).find(1) is None
+    assert "could not store where approval 1 was posted" in caplog.text
+
+
+# -- approvals: the port on its own ----------------------------------------------------------------
+
+
+async def test_port_executes_as_the_persona_and_raises_what_slack_refused(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with FakeSlackApi() as fake:
+        port = SlackPort(make_web_client("xoxb-secret-unit", fake.api_url))
+        done = await port.execute("slack:T1:C1", PERSONAS["sage"], ActionCall("c", "send_message", {"to": "<@U0ANA>", "text": "psst <!here>"}))
+        fake.fail_next("chat.postMessage", "channel_not_found")
+        with pytest.raises(ActionFailed, match=r"^Slack did not deliver it \(channel_not_found\)$"):
+            await port.execute("slack:T1:C1", PERSONAS["sage"], ActionCall("c", "publish_post", {"channel": "nowhere", "text": "x"}))
+    assert done == "sent to U0ANA as a direct message"
+    [sent] = fake.delivered_posts()
+    assert sent == {"channel": "U0ANA", "text": "psst &lt;!here&gt;", "unfurl_links": False, "username": "Sage", "icon_emoji": ":owl:"}
+    assert "xoxb-secret-unit" not in caplog.text
+
+
+async def test_port_mentions_only_approvers_user_ids() -> None:
+    async with FakeSlackApi() as fake:
+        approvers = {"slack:T1:C1": {"U0BEA", "W0CAL", "!channel", "here", "<!everyone>"}}
+        port = SlackPort(make_web_client("xoxb-unit", fake.api_url), approvers_for=lambda key: approvers.get(key, set()))
+        await port.notify_approvers("slack:T1:C1", "the model failed 3 times @channel")
+        await port.notify_approvers("slack:T1:C2", "nobody to tell")
+    first, second = fake.delivered_posts()
+    assert first["text"] == "<@U0BEA> <@W0CAL> For the approvers: the model failed 3 times @\u200bchannel"
+    assert second["text"] == "For the approvers: nobody to tell"
+
+
+async def test_port_uses_the_approvals_channel_and_posts_a_decision_it_cannot_update() -> None:
+    async with FakeSlackApi() as fake:
+        client = make_web_client("xoxb-unit", fake.api_url)
+        port = SlackPort(client, approvals_channel="#approvals", approvers_for=lambda key: {"UAPPROVER"})
+        await port.request_approval(approval(), PERSONAS["nova"])
+        decided = approval(status=ApprovalStatus.REJECTED, decided_by="Bea", decided_at=1_700_000_060.0, comment="no")
+        await port.show_decision(decided, PERSONAS["nova"])
+        restarted = SlackPort(client, approvals_channel="#approvals")  # nothing remembered, no file
+        await restarted.show_decision(decided, PERSONAS["nova"])
+    request, fallback = fake.delivered_posts()
+    assert (request["channel"], "thread_ts" in request) == ("approvals", False)
+    assert request["blocks"][0]["elements"][-1]["text"].endswith(" in <#C1>")
+    [update] = [c.args for c in fake.calls_to("chat.update")]
+    assert (update["channel"], update["ts"]) == ("approvals", "1800000000.000001")
+    assert update["text"] == "Approval #7: Rejected by <@UAPPROVER>: no"
+    assert fallback["channel"] == "approvals" and fallback["text"] == "Approval #7: Rejected by Bea: no"
+
+
+# -- python -m bot run -----------------------------------------------------------------------------
+
+
+async def test_run_starts_each_platform_whose_token_is_set(make_config, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+    both_running = asyncio.Event()
+
+    def platform(name: str) -> Any:
+        async def run(config: Config, environ: Mapping[str, str]) -> None:
+            started.append(name)
+            if len(started) == 2:
+                both_running.set()
+            if environ.get("SLACK_BOT_TOKEN") and environ.get("DISCORD_TOKEN"):
+                await asyncio.wait_for(both_running.wait(), 5)  # only passes if they run concurrently
+
+        return run
+
+    # _run imports the runners when their token is set, so patching the modules' functions reaches it.
+    monkeypatch.setattr("bot.slack.runner.run_slack", platform("slack"))
+    monkeypatch.setattr("bot.discord_bot.runner.run_discord", platform("discord"))
+    config = make_config()
+    for tokens, expected in [({"SLACK_BOT_TOKEN": "xoxb-1"}, ["slack"]), ({"DISCORD_TOKEN": "d-1"}, ["discord"]),
+                             ({"SLACK_BOT_TOKEN": "xoxb-1", "DISCORD_TOKEN": "d-1"}, ["slack", "discord"])]:
+        started.clear()
+        monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+        monkeypatch.delenv("DISCORD_TOKEN", raising=False)
+        for name, value in tokens.items():
+            monkeypatch.setenv(name, value)
+        assert await cli._run(config) == 0
+        assert started == expected

@@ -7,7 +7,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
 from bot.config import SlackSection
-from bot.slack import commands, events
+from bot.slack import approvals, commands, events
 from bot.slack.client import make_web_client
 from bot.slack.slack_bot import SlackBot
 from bot.slack.users import UserNames
@@ -36,5 +36,5 @@ def build_slack_app(
     bot = SlackBot(bolt=bolt, roundtable=roundtable, settings=settings, names=UserNames(client))
     events.register(bot)
     commands.register(bot)
-    # Approval buttons and modals join here: actions.register(bot).
+    approvals.register(bot)
     return bot

@@ -1,4 +1,4 @@
-"""Slash commands: /moderate and /persona, carried out by the channel service.
+"""Slash commands: /moderate, /persona, /approvals and /trust, carried out by the channel service.
 
 Slack wants an answer within 3 seconds. A malformed command is answered in the ack itself
 (ephemeral usage); a valid one is acked empty at once and carried out in the background, because
@@ -13,7 +13,17 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from bot.commands import Command, CommandError, Dismiss, Invite, ListPersonas, parse_moderate
+from bot.commands import (
+    USAGE,
+    Command,
+    CommandError,
+    Dismiss,
+    Invite,
+    ListPersonas,
+    ShowTrust,
+    parse_approvals,
+    parse_moderate,
+)
 from bot.service import Actor
 from bot.slack.keys import channel_key
 from bot.slack.slack_bot import SlackBot
@@ -35,7 +45,18 @@ def parse_persona(args: list[str]) -> Command:
     raise CommandError(PERSONA_USAGE)
 
 
-SLASH_COMMANDS: dict[str, Parser] = {"/moderate": parse_moderate, "/persona": parse_persona}
+def parse_trust(args: list[str]) -> Command:
+    if args:
+        raise CommandError(f"usage: {USAGE['trust']}")
+    return ShowTrust()
+
+
+SLASH_COMMANDS: dict[str, Parser] = {
+    "/moderate": parse_moderate,
+    "/persona": parse_persona,
+    "/approvals": parse_approvals,
+    "/trust": parse_trust,
+}
 
 
 def register(bot: SlackBot) -> None:

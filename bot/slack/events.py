@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
-from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.inbound import Inbound
 from bot.slack.inbound import inbound_from_event
 from bot.slack.keys import channel_id_of
+from bot.slack.private import tell_privately
 from bot.slack.slack_bot import SlackBot
-from bot.slack.text import escape_for_slack
-
-log = logging.getLogger(__name__)
 
 
 def register(bot: SlackBot) -> None:
@@ -41,10 +37,5 @@ async def take_message(bot: SlackBot, inbound: Inbound) -> None:
 async def tell_author(bot: SlackBot, inbound: Inbound, text: str) -> None:
     """A command typed as a message (e.g. "@Roundtable /personas"): the answer goes only to its author."""
     channel = channel_id_of(inbound.channel_key)
-    try:
-        await bot.bolt.client.chat_postEphemeral(
-            channel=channel, user=inbound.author_id, text=escape_for_slack(text), thread_ts=inbound.thread
-        )
-    except SlackClientError as exc:
-        error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
-        log.warning("chat.postEphemeral in %s failed: %s", inbound.channel_key, error)
+    if channel is not None:
+        await tell_privately(bot.bolt.client, channel, inbound.author_id, text, inbound.thread)

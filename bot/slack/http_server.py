@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -12,10 +13,18 @@ from slack_bolt.async_app import AsyncApp
 EVENTS_PATH = "/slack/events"  # events, slash commands and interactivity all arrive here
 HEALTH_PATH = "/healthz"
 
+log = logging.getLogger(__name__)
+
 
 def slack_web_app(bolt: AsyncApp) -> web.Application:
     async def slack_request(request: web.Request) -> web.Response:
-        return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
+        try:
+            # bolt parses the body before it checks the signature: an unreadable body may come from anyone
+            bolt_request = await to_bolt_request(request)
+        except ValueError:
+            log.warning("Slack request with an unreadable body refused")
+            return web.Response(status=400, text="unreadable body")
+        return await to_aiohttp_response(await bolt.async_dispatch(bolt_request))
 
     async def health(_: web.Request) -> web.Response:
         return web.Response(text="ok")

@@ -1,18 +1,31 @@
-"""SlackPort: the outbound port, posting through chat.postMessage under each persona's name and icon."""
+"""SlackPort: the outbound port, posting through chat.postMessage under each persona's name and icon.
+
+Approval requests are Block Kit messages with buttons (approval_blocks.py); where each one was
+posted is remembered (approval_messages.py) so that show_decision can replace its buttons with
+chat.update, also after a restart.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.config import Config
+from bot.slack.action_targets import ActionFailed, is_user_id, target_of
+from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
+from bot.slack.approval_messages import FILE_NAME, ApprovalMessages, MessageRef, request_location
 from bot.slack.keys import channel_id_of
-from bot.slack.text import slack_messages
+from bot.slack.text import escape_clipped, slack_messages
+from bot.slack.users import UserNames
+from graph.actions import ActionCall
 from personas import Persona
+from storage.records import Approval, ApprovalStatus
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +33,9 @@ NOTICE_NAME = "Roundtable"
 _EMOJI_CODE = re.compile(r"^:[a-z0-9_+'-]+:$")
 
 _DELIVERY_ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError)
+_NO_DECIDER = (ApprovalStatus.PENDING, ApprovalStatus.EXPIRED)
+
+ApproversFor = Callable[[str], set[str]]
 
 
 def persona_identity(persona: Persona) -> dict[str, str]:
@@ -32,36 +48,131 @@ def persona_identity(persona: Persona) -> dict[str, str]:
     return identity
 
 
+def _nobody(channel_key: str) -> set[str]:
+    return set()
+
+
+def slack_port(config: Config, client: AsyncWebClient) -> SlackPort:
+    """The port with the approval settings of config.toml and its message places in the data dir."""
+    return SlackPort(
+        client,
+        approvals_channel=config.settings.slack.approvals_channel,
+        approvers_for=config.settings.approvals.approvers_for,
+        messages=ApprovalMessages(config.data_dir / FILE_NAME),
+    )
+
+
 class SlackPort:
     """Delivery failures (not_in_channel, ratelimited after retries, invalid_auth) are logged, never raised:
-    the line is already stored, and a failed post must not fail the round or the service."""
+    the line is already stored, and a failed post must not fail the round or the service. Only `execute`
+    raises, because its caller records the action as failed and tells the persona why."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        approvals_channel: str = "",
+        approvers_for: ApproversFor = _nobody,
+        messages: ApprovalMessages | None = None,
+    ) -> None:
         self.client = client
+        self.approvals_channel = approvals_channel
+        self.approvers_for = approvers_for
+        self.messages = messages or ApprovalMessages()
+        self.names = UserNames(client)
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
-        await self._send(channel_key, text, thread, persona_identity(persona))
+        await self._send(channel_key, slack_messages(text), thread, persona_identity(persona))
 
     async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
-        await self._send(channel_key, text, thread, {"username": NOTICE_NAME})
+        await self._send(channel_key, slack_messages(text), thread, {"username": NOTICE_NAME})
 
     async def trace(self, channel_key: str, text: str) -> None:
         log.debug("trace %s: %s", channel_key, text)
 
-    async def _send(self, channel_key: str, text: str, thread: str | None, identity: dict[str, str]) -> None:
+    async def notify_approvers(self, channel_key: str, text: str) -> None:
+        """Mentions only the configured approvers' user ids; the text itself is escaped, so it cannot ping."""
+        mentions = " ".join(f"<@{user}>" for user in sorted(self.approvers_for(channel_key)) if is_user_id(user))
+        pieces = slack_messages(f"For the approvers: {text}")
+        if mentions and pieces:
+            pieces[0] = f"{mentions} {pieces[0]}"
+        await self._send(channel_key, pieces, None, {"username": NOTICE_NAME})
+
+    # -- approvals -------------------------------------------------------------------------------
+
+    async def request_approval(self, approval: Approval, persona: Persona) -> None:
+        channel, thread = request_location(approval, self.approvals_channel)
+        if channel is None:
+            log.warning("approval %s is not for a Slack channel: %s", approval.id, approval.channel_key)
+            return
+        message = {
+            "text": request_text(approval, persona),
+            "blocks": request_blocks(approval, persona, name_the_channel=bool(self.approvals_channel)),
+        }
+        ref = await self._post_message(approval.channel_key, channel, thread, message)
+        if ref is not None:
+            await self.messages.remember(approval.id, ref)
+
+    async def show_decision(self, approval: Approval, persona: Persona) -> None:
+        """Replace the request's buttons with the outcome; without a known request message, post the outcome."""
+        outcome = outcome_text(approval, await self._decider(approval))
+        message = {
+            "text": f"Approval #{approval.id}: {outcome}",
+            "blocks": decision_blocks(approval, persona, outcome, name_the_channel=bool(self.approvals_channel)),
+        }
+        ref = await self.messages.find(approval.id)
+        if ref is not None:
+            try:
+                await self.client.chat_update(channel=ref.channel, ts=ref.ts, **message)
+                return
+            except _DELIVERY_ERRORS as exc:
+                log.warning("chat.update of approval %s failed: %s", approval.id, _describe(exc))
+        channel, thread = request_location(approval, self.approvals_channel)
+        if channel is not None:
+            await self._post_message(approval.channel_key, channel, thread, message)
+
+    async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        target = target_of(call)
+        for piece in slack_messages(str(call.args.get("text", ""))):
+            try:
+                await self.client.chat_postMessage(
+                    channel=target.channel, text=piece, unfurl_links=False, **persona_identity(persona)
+                )
+            except _DELIVERY_ERRORS as exc:
+                raise ActionFailed(f"Slack did not deliver it ({_describe(exc)})") from None
+        return target.done
+
+    async def _decider(self, approval: Approval) -> str:
+        """A mention of the approver who decided, found by name among the channel's approvers; else the name."""
+        if approval.status in _NO_DECIDER or not approval.decided_by:
+            return "nobody"
+        approvers = sorted(user for user in self.approvers_for(approval.channel_key) if is_user_id(user))
+        matches = [user for user in approvers if await self.names.name_of(user) == approval.decided_by]
+        return f"<@{matches[0]}>" if len(matches) == 1 else escape_clipped(approval.decided_by, 80)
+
+    # -- delivery --------------------------------------------------------------------------------
+
+    async def _send(self, channel_key: str, pieces: list[str], thread: str | None, identity: dict[str, str]) -> None:
         channel = channel_id_of(channel_key)
         if channel is None:
             log.warning("not a Slack channel key, message dropped: %s", channel_key)
             return
-        for piece in slack_messages(text):
-            arguments: dict[str, Any] = {"channel": channel, "text": piece, "unfurl_links": False, **identity}
-            if thread:
-                arguments["thread_ts"] = thread
-            try:
-                await self.client.chat_postMessage(**arguments)
-            except _DELIVERY_ERRORS as exc:
-                log.warning("chat.postMessage in %s failed: %s", channel_key, _describe(exc))
+        for piece in pieces:
+            if await self._post_message(channel_key, channel, thread, {"text": piece, **identity}) is None:
                 return  # the rest of a split message would read as a fragment
+
+    async def _post_message(
+        self, channel_key: str, channel: str, thread: str | None, message: dict[str, Any]
+    ) -> MessageRef | None:
+        arguments: dict[str, Any] = {"channel": channel, "unfurl_links": False, "username": NOTICE_NAME, **message}
+        if thread:
+            arguments["thread_ts"] = thread
+        try:
+            response = await self.client.chat_postMessage(**arguments)
+        except _DELIVERY_ERRORS as exc:
+            log.warning("chat.postMessage in %s failed: %s", channel_key, _describe(exc))
+            return None
+        return MessageRef(str(response.get("channel") or channel), str(response.get("ts") or ""))
 
 
 def _describe(exc: BaseException) -> str:

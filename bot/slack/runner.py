@@ -11,7 +11,7 @@ from bot.config import Config, ConfigError
 from bot.slack.app import build_slack_app
 from bot.slack.client import make_web_client
 from bot.slack.http_server import serving_http
-from bot.slack.port import SlackPort
+from bot.slack.port import slack_port
 from bot.slack.socket_mode import connected_socket_mode
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ async def run_slack(config: Config, environ: Mapping[str, str]) -> None:
         raise ConfigError("Slack needs SLACK_SIGNING_SECRET (HTTP mode) or SLACK_APP_TOKEN (Socket Mode)")
 
     client = make_web_client(token, settings.api_base_url)
-    async with open_app(config, SlackPort(client), environ=environ) as roundtable:
+    async with open_app(config, slack_port(config, client), environ=environ) as roundtable:
         bot = build_slack_app(roundtable, settings, None if app_token else signing_secret, token, client)
         try:
             if app_token is not None:

@@ -1,7 +1,7 @@
 """SlackBot: what every Slack handler module needs, in one place.
 
-Handler modules (events, commands, and later the approval actions and views) each expose
-`register(bot: SlackBot) -> None` and attach their listeners to `bot.bolt`.
+Handler modules (events, commands, approvals) each expose `register(bot: SlackBot) -> None`
+and attach their listeners to `bot.bolt`.
 """
 
 from __future__ import annotations

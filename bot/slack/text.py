@@ -56,3 +56,20 @@ def split_for_slack(text: str, limit: int = CHUNK_CHARS) -> list[str]:
 def slack_messages(text: str) -> list[str]:
     """What to send for one logical message: split, then escaped."""
     return [escape_for_slack(piece) for piece in split_for_slack(text)]
+
+
+def escape_clipped(text: str, limit: int) -> str:
+    """Escaped text of at most `limit` characters; a longer text is cut before escaping (so no
+    "&amp;" is split), as late as fits, and ends in an ellipsis."""
+    escaped = escape_for_slack(text)
+    if len(escaped) <= limit:
+        return escaped
+    best, low, high = "…", 0, min(len(text), limit)  # escaping never shrinks text, so keep <= limit
+    while low <= high:
+        keep = (low + high) // 2
+        clipped = escape_for_slack(text[:keep].rstrip()) + "…"
+        if len(clipped) <= limit:
+            best, low = clipped, keep + 1
+        else:
+            high = keep - 1
+    return best

@@ -2,8 +2,9 @@
 
 Give the SDK `base_url=fake.api_url`. Every call is recorded as a SlackCall (method name plus the
 merged query, form or JSON arguments). Calls answer ok:true with plausible payloads unless an
-answer was scripted with `rate_limit_next` or `fail_next`. Posts to `fake.response_url(name)` are
-recorded as method "response_url". `apps.connections.open` hands out `ws_url`, whose endpoint
+answer was scripted with `rate_limit_next` or `fail_next` (chat.postMessage hands out increasing
+ts values; chat.update echoes the message, views.open the view). Posts to `fake.response_url(name)`
+are recorded as method "response_url". `apps.connections.open` hands out `ws_url`, whose endpoint
 says `hello`, records what the client sends back and can push envelopes with `send_envelope`.
 """
 
@@ -32,6 +33,7 @@ class SlackCall:
     headers: dict[str, str]
     status: int = 200
     error: str | None = None
+    answer: dict[str, Any] = field(default_factory=dict)  # the JSON body the fake answered with
 
 
 @dataclass
@@ -43,7 +45,7 @@ class ScriptedAnswer:
 
 @dataclass
 class FakeSlackApi:
-    user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana"})
+    user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana", "UAPPROVER": "Bea"})
     calls: list[SlackCall] = field(default_factory=list)
     socket_connections: int = 0
     socket_closes: int = 0
@@ -139,7 +141,7 @@ class FakeSlackApi:
         scripted = self._scripted[method].popleft() if self._scripted[method] else None
         answer = scripted or ScriptedAnswer(200, self._answer(method, args))
         error = None if answer.body.get("ok") else str(answer.body.get("error"))
-        await self._record(SlackCall(method, args, dict(request.headers), answer.status, error))
+        await self._record(SlackCall(method, args, dict(request.headers), answer.status, error, answer.body))
         return web.json_response(answer.body, status=answer.status, headers=answer.headers)
 
     def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -158,6 +160,11 @@ class FakeSlackApi:
             ts = self._next_ts()
             message = {"type": "message", "subtype": "bot_message", "text": args.get("text"), "ts": ts, "bot_id": BOT_ID}
             return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": message}
+        if method == "chat.update":
+            return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts"), "text": args.get("text")}
+        if method == "views.open":
+            view = args.get("view")
+            return {"ok": True, "view": {**(view if isinstance(view, dict) else {}), "id": f"V{self._next_ts()[-6:]}"}}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": self._next_ts()}
         if method == "users.info":

@@ -1,0 +1,150 @@
+"""Block Kit for approvals: the request with its buttons, the same message once decided, and the
+feedback modal. Pure: no I/O. Everything a persona or model wrote is escaped and clipped."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from bot.slack.keys import channel_id_of
+from bot.slack.text import escape_clipped, escape_for_slack
+from personas import Persona
+from storage.records import Approval, ApprovalStatus
+
+APPROVE_ACTION = "approval_approve"
+REJECT_ACTION = "approval_reject"
+FEEDBACK_ACTION = "approval_feedback"
+FEEDBACK_MODAL = "approval_feedback_modal"
+FEEDBACK_BLOCK = "feedback"
+FEEDBACK_INPUT = "feedback_text"
+FEEDBACK_MAX_CHARS = 1000
+
+SECTION_LIMIT = 3000  # Slack's limit for a section's text
+ARGUMENTS_BUDGET = 2800
+CONTEXT_LIMIT = 150
+
+Block = dict[str, Any]
+
+
+def slack_time(at: float, tokens: str = "{time}") -> str:
+    """A time every reader sees in their own timezone; the fallback is UTC."""
+    fallback = datetime.fromtimestamp(at, tz=timezone.utc).strftime("%H:%M UTC")
+    return f"<!date^{int(at)}^{tokens}|{fallback}>"
+
+
+def request_text(approval: Approval, persona: Persona) -> str:
+    """The message's plain text (notifications, clients without blocks)."""
+    name = escape_for_slack(persona.display_name)
+    return f"Approval #{approval.id}: {name} wants to run {escape_for_slack(approval.action)}"
+
+
+def request_blocks(approval: Approval, persona: Persona, *, name_the_channel: bool) -> list[Block]:
+    expires = slack_time(approval.expires_at, "{date_short_pretty} at {time}")
+    return [
+        *_description(approval, persona, name_the_channel),
+        _context(f"Approval #{approval.id} · expires {expires}"),
+        {
+            "type": "actions",
+            "block_id": f"approval_{approval.id}",
+            "elements": [
+                _button("Approve", APPROVE_ACTION, approval.id, style="primary"),
+                _button("Reject", REJECT_ACTION, approval.id, style="danger"),
+                _button("Reject with feedback", FEEDBACK_ACTION, approval.id),
+            ],
+        },
+    ]
+
+
+def decision_blocks(approval: Approval, persona: Persona, outcome: str, *, name_the_channel: bool) -> list[Block]:
+    """The request without its buttons, and how it ended (`outcome` is mrkdwn, already escaped)."""
+    return [
+        *_description(approval, persona, name_the_channel),
+        {"type": "section", "text": {"type": "mrkdwn", "text": outcome[:SECTION_LIMIT]}},
+    ]
+
+
+def outcome_text(approval: Approval, decider: str) -> str:
+    """How the approval ended, in mrkdwn; `decider` is a mention or an escaped name."""
+    at = slack_time(approval.decided_at) if approval.decided_at else "an unknown time"
+    result = escape_clipped(approval.result or "", 1000)
+    match approval.status:
+        case ApprovalStatus.EXECUTED:
+            return f"Approved by {decider} at {at}, executed: {result}"
+        case ApprovalStatus.FAILED:
+            return f"Approved by {decider} at {at}, but it {result}"
+        case ApprovalStatus.REJECTED:
+            return f"Rejected by {decider}: {escape_clipped(approval.comment or 'no feedback given', 1000)}"
+        case ApprovalStatus.EXPIRED:
+            return "Expired: nobody decided in time."
+        case ApprovalStatus.APPROVED:
+            return f"Approved by {decider} at {at}."
+    return f"Still pending (approval #{approval.id})."
+
+
+def feedback_modal(approval_id: int) -> dict[str, Any]:
+    return {
+        "type": "modal",
+        "callback_id": FEEDBACK_MODAL,
+        "private_metadata": str(approval_id),
+        "title": {"type": "plain_text", "text": "Reject with feedback"},
+        "submit": {"type": "plain_text", "text": "Reject"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": FEEDBACK_BLOCK,
+                "label": {"type": "plain_text", "text": f"Why reject #{approval_id}? The persona reads this."},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": FEEDBACK_INPUT,
+                    "multiline": True,
+                    "max_length": FEEDBACK_MAX_CHARS,
+                },
+            }
+        ],
+    }
+
+
+def _description(approval: Approval, persona: Persona, name_the_channel: bool) -> list[Block]:
+    """Who wants what: the persona's icon and name (a context block), then the arguments."""
+    headline = f"*{escape_clipped(persona.display_name, 80)}* wants to run *{escape_clipped(approval.action, 80)}*"
+    channel = channel_id_of(approval.channel_key)
+    if name_the_channel and channel:
+        headline += f" in <#{channel}>"
+    return [
+        {"type": "context", "elements": [*_icon(persona), {"type": "mrkdwn", "text": headline}]},
+        {"type": "section", "text": {"type": "mrkdwn", "text": _arguments(approval.args)}},
+    ]
+
+
+def _icon(persona: Persona) -> list[Block]:
+    """An image element for an icon URL; an emoji (":owl:" or a raw one) as text; nothing without an avatar."""
+    if persona.avatar_is_url:
+        return [{"type": "image", "image_url": persona.avatar, "alt_text": persona.display_name[:CONTEXT_LIMIT]}]
+    if persona.avatar:
+        return [{"type": "mrkdwn", "text": escape_clipped(persona.avatar, 40)}]
+    return []
+
+
+def _arguments(args: dict[str, Any]) -> str:
+    if not args:
+        return "_no arguments_"
+    each = ARGUMENTS_BUDGET // len(args)
+    lines = [f"*{escape_clipped(str(key), 40)}:* {escape_clipped(str(value), max(each - 50, 20))}" for key, value in args.items()]
+    return "\n".join(lines)[:SECTION_LIMIT]
+
+
+def _context(mrkdwn: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": mrkdwn}]}
+
+
+def _button(label: str, action_id: str, approval_id: int, *, style: str | None = None) -> Block:
+    button: Block = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": label},
+        "action_id": action_id,
+        "value": str(approval_id),
+    }
+    if style:
+        button["style"] = style
+    return button

@@ -1,0 +1,125 @@
+"""Approval buttons and the "Reject with feedback" modal.
+
+Every listener acks at once and hands the work to SlackBot.work. The handlers use nothing but the
+approval id in the payload, so buttons posted before a restart keep working. The channel service
+decides who may decide and lets only the first decision count; here, a refusal ("only approvers",
+"already decided") is told privately to whoever clicked, and a success shows when the port replaces
+the buttons with the outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot.service import Actor, CommandReply
+from bot.slack.approval_blocks import APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_MODAL, REJECT_ACTION, feedback_modal
+from bot.slack.approval_messages import request_location
+from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click, feedback_submission
+from bot.slack.private import tell_privately
+from bot.slack.slack_bot import SlackBot
+from storage import approvals as stored_approvals
+from storage.records import ApprovalStatus
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[..., Any]
+
+
+def register(bot: SlackBot) -> None:
+    bot.bolt.action(APPROVE_ACTION)(_on_decision_button(bot, approve=True))
+    bot.bolt.action(REJECT_ACTION)(_on_decision_button(bot, approve=False))
+    bot.bolt.action(FEEDBACK_ACTION)(_on_feedback_button(bot))
+    bot.bolt.view(FEEDBACK_MODAL)(_on_feedback_submitted(bot))
+
+
+def _on_decision_button(bot: SlackBot, *, approve: bool) -> Listener:
+    async def on_click(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = button_click(body)
+        if click is None:
+            log.warning("approval button payload without an approval id or user ignored")
+            return
+        bot.work.start(decide_click(bot, click, approve), name=f"slack approval {click.approval_id}")
+
+    return on_click
+
+
+def _on_feedback_button(bot: SlackBot) -> Listener:
+    async def on_click(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = button_click(body)
+        if click is None:
+            log.warning("feedback button payload without an approval id or user ignored")
+            return
+        bot.work.start(open_feedback_modal(bot, click), name=f"slack feedback form {click.approval_id}")
+
+    return on_click
+
+
+def _on_feedback_submitted(bot: SlackBot) -> Listener:
+    async def on_submit(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()  # closes the modal
+        submission = feedback_submission(body)
+        if submission is None:
+            log.warning("feedback modal submission without an approval id or user ignored")
+            return
+        bot.work.start(decide_feedback(bot, submission), name=f"slack feedback {submission.approval_id}")
+
+    return on_submit
+
+
+async def decide_click(bot: SlackBot, click: ButtonClick, approve: bool) -> None:
+    reply = await _decide(bot, click.approval_id, click.user_id, approve)
+    if not reply.ok and click.channel:
+        await tell_privately(bot.bolt.client, click.channel, click.user_id, reply.reply, click.thread)
+
+
+async def open_feedback_modal(bot: SlackBot, click: ButtonClick) -> None:
+    """The modal, unless the clicker could not decide anyway (then they are told why at once)."""
+    refusal = await why_not(bot, click.approval_id, click.user_id)
+    if refusal is not None:
+        if click.channel:
+            await tell_privately(bot.bolt.client, click.channel, click.user_id, refusal, click.thread)
+        return
+    if click.trigger_id is None:
+        log.warning("feedback button for approval %s came without a trigger_id", click.approval_id)
+        return
+    try:
+        await bot.bolt.client.views_open(trigger_id=click.trigger_id, view=feedback_modal(click.approval_id))
+    except SlackClientError as exc:
+        error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+        log.warning("views.open for approval %s failed: %s", click.approval_id, error)
+
+
+async def decide_feedback(bot: SlackBot, submission: FeedbackSubmission) -> None:
+    reply = await _decide(bot, submission.approval_id, submission.user_id, False, submission.comment)
+    if reply.ok:
+        return
+    # A modal has no channel of its own: answer where the request's buttons are.
+    approval = await stored_approvals.get(bot.roundtable.db, submission.approval_id)
+    channel, thread = request_location(approval, bot.settings.approvals_channel) if approval else (None, None)
+    if channel:
+        await tell_privately(bot.bolt.client, channel, submission.user_id, reply.reply, thread)
+
+
+async def why_not(bot: SlackBot, approval_id: int, user_id: str) -> str | None:
+    """Why this user cannot decide this approval now; None when they can. Only a courtesy before the
+    modal: the service checks again when the feedback arrives."""
+    approval = await stored_approvals.get(bot.roundtable.db, approval_id)
+    if approval is None:
+        return f"There is no approval #{approval_id}."
+    if user_id not in bot.roundtable.service.approvers_for(approval.channel_key):
+        return f"Only approvers can decide; #{approval_id} stays pending."
+    if approval.status is not ApprovalStatus.PENDING:
+        return f"Approval #{approval_id} was already decided ({approval.status})."
+    return None
+
+
+async def _decide(bot: SlackBot, approval_id: int, user_id: str, approve: bool, comment: str = "") -> CommandReply:
+    actor = Actor(user_id, await bot.names.name_of(user_id))
+    return await bot.roundtable.service.decide(approval_id, actor, approve, comment)
