@@ -7,6 +7,7 @@ REST calls the bot made. Waiting polls the fake's record with a timeout; there a
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 import random
@@ -30,8 +31,9 @@ from bot.discord_bot.runner import DiscordBot, discord_bot
 from graph.models.base import Models
 from graph.models.chat import ChatModels
 from personas import load_personas
-from storage import channels, history
-from storage.records import ApprovalMode
+from personas import Persona
+from storage import approvals, channels, history
+from storage.records import Approval, ApprovalMode, ApprovalStatus
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord, RecordedCall
@@ -52,19 +54,30 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 def open_bot(make_config: Callable[..., Config], fake: FakeDiscord) -> Callable[..., Any]:
     """`async with open_bot(...) as bot:` runs the whole Discord bot against the fake, connected."""
 
-    def opener(discord_settings: dict[str, Any] | None = None, *, models: Models | None = None) -> Any:
+    def opener(
+        discord_settings: dict[str, Any] | None = None,
+        *,
+        models: Models | None = None,
+        sections: dict[str, dict[str, Any]] | None = None,
+        **bot_options: Any,
+    ) -> Any:
         config = make_config(
-            {"discord": {"api_base_url": fake.api_url, "gateway_url": fake.gateway_url, **(discord_settings or {})}}
+            {
+                **(sections or {}),
+                "discord": {"api_base_url": fake.api_url, "gateway_url": fake.gateway_url, **(discord_settings or {})},
+            }
         )
-        return _connected(discord_bot(config, {"DISCORD_TOKEN": fake.token}, models=models, rng=random.Random(7)), fake)
+        environ = {"DISCORD_TOKEN": fake.token}
+        return _connected(discord_bot(config, environ, models=models, rng=random.Random(7), **bot_options), fake)
 
     return opener
 
 
 @asynccontextmanager
 async def _connected(bot_context: Any, fake: FakeDiscord) -> AsyncIterator[DiscordBot]:
+    connections = fake.guilds_sent + 1  # the same fake may see a second client: a restart
     async with bot_context as bot:
-        guild_sent = asyncio.ensure_future(fake.wait_until_guild_sent())
+        guild_sent = asyncio.ensure_future(fake.wait_until_guild_sent(count=connections))
         await asyncio.wait({guild_sent, bot.connection}, return_when=asyncio.FIRST_COMPLETED)
         if not guild_sent.done():
             guild_sent.cancel()
@@ -95,7 +108,7 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
     [created] = fake.find_calls("POST", rf"/channels/{TEXT}/webhooks")
     assert created.json["name"] == "Roundtable"
     # What the client asked of Discord on the way in:
-    assert {c["name"] for c in fake.commands} == {"moderate", "persona"}
+    assert {c["name"] for c in fake.commands} == {"moderate", "persona", "approvals", "trust"}
     assert fake.gateway_queries[0]["v"] == "10" and fake.gateway_queries[0]["encoding"] == "json"
     assert fake.identify_payloads[0]["intents"] & (1 << 15), "message content intent"
 
@@ -198,18 +211,6 @@ async def test_everyone_in_persona_output_pings_nobody(fake: FakeDiscord, open_b
     assert not execute.json["allowed_mentions"].get("users") and not execute.json["allowed_mentions"].get("roles")
 
 
-async def test_a_sensitive_action_asks_for_approval_in_the_channel(fake: FakeDiscord, open_bot) -> None:
-    async with open_bot() as bot:
-        await fake.send_message('Nova, !!act publish_post {"channel": "#news", "text": "Launch day!"}')
-        await fake.wait_for_calls("POST", CHANNEL_MESSAGES, where=lambda c: "Approval #" in c.json["content"])
-        await settle(bot)
-
-    [request] = fake.find_calls("POST", CHANNEL_MESSAGES, lambda c: "Approval #" in c.json["content"])
-    assert "Nova wants publish_post(channel='#news', text='Launch day!')" in request.json["content"]
-    assert request.json["allowed_mentions"]["parse"] == []
-    assert not fake.find_calls("POST", rf"/channels/{p.NEWS_CHANNEL_ID}/webhooks"), "nothing published yet"
-
-
 async def test_an_action_run_at_once_posts_as_the_persona_in_the_named_channel(fake: FakeDiscord, open_bot) -> None:
     key = f"discord:{TEXT}"
     async with open_bot() as bot:
@@ -224,6 +225,191 @@ async def test_an_action_run_at_once_posts_as_the_persona_in_the_named_channel(f
     assert published.path.startswith(f"/webhooks/{_created_webhook_id(fake, p.NEWS_CHANNEL_ID)}/")
     [announced] = fake.find_calls("POST", CHANNEL_MESSAGES, lambda c: "ran publish_post" in c.json["content"])
     assert announced.json["content"].endswith("executed: posted in #news")
+
+
+# -- approvals: buttons on a request message, decided by a click ---------------------------------
+
+APPROVERS = {"approvals": {"approvers": {"discord": [str(p.HUMAN_USER_ID)]}}}
+PUBLISH = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
+NOT_AN_APPROVER = p.user(p.OWNER_USER_ID, "Owner")
+
+
+async def approval_request(fake: FakeDiscord) -> tuple[int, int]:
+    """(message id, approval id) of the request with buttons the bot posted in #general."""
+    await fake.wait_for_calls("POST", CHANNEL_MESSAGES, where=lambda c: bool(c.json.get("components")))
+    [(message_id, message)] = [(i, m) for i, m in fake.messages.items() if m["components"]]
+    return message_id, int(button_ids(message)[0].split(":")[1])
+
+
+def button_ids(message: dict[str, Any]) -> list[str]:
+    return [c["custom_id"] for row in message["components"] for c in row["components"]]
+
+
+async def edits_of(fake: FakeDiscord, message_id: int, showing: str) -> list[RecordedCall]:
+    return await fake.wait_for_calls(
+        "PATCH", rf"/channels/{TEXT}/messages/{message_id}", where=lambda c: showing in c.json.get("content", "")
+    )
+
+
+async def callback_of(fake: FakeDiscord, interaction_id: int) -> dict[str, Any]:
+    [callback] = await fake.wait_for_calls("POST", rf"/interactions/{interaction_id}/[^/]+/callback")
+    return callback.json
+
+
+def news_posts(fake: FakeDiscord) -> list[RecordedCall]:
+    news = {str(i) for i, w in fake.webhooks.items() if w["channel_id"] == str(p.NEWS_CHANNEL_ID)}
+    return [c for c in fake.webhook_executes() if c.path.split("/")[2] in news]
+
+
+async def test_an_approval_request_has_buttons_and_only_an_approver_decides_it_once(
+    fake: FakeDiscord, open_bot
+) -> None:
+    async with open_bot(sections=APPROVERS) as bot:
+        await fake.send_message(PUBLISH)
+        message_id, approval_id = await approval_request(fake)
+        original = copy.deepcopy(fake.messages[message_id])
+        assert button_ids(original) == [f"approval:{approval_id}:{verb}" for verb in ("approve", "reject", "feedback")]
+        [posted] = fake.find_calls("POST", CHANNEL_MESSAGES, lambda c: bool(c.json.get("components")))
+        assert posted.json["allowed_mentions"]["parse"] == []
+        pending = await approvals.get(bot.app.db, approval_id)
+        assert pending is not None and pending.status is ApprovalStatus.PENDING
+        expires = int(pending.expires_at)
+        assert original["content"].splitlines() == [
+            f"**Approval #{approval_id}**: Nova wants to run `publish_post`",
+            "> channel: news",
+            "> text: We launched!",
+            f"Expires <t:{expires}:t> (<t:{expires}:R>). Approvers: use the buttons below.",
+        ]
+
+        refused = await fake.click_button(message_id, f"approval:{approval_id}:approve", clicker=NOT_AN_APPROVER)
+        answer = await callback_of(fake, refused)
+        assert answer["type"] == 4 and answer["data"]["flags"] == 64
+        assert answer["data"]["content"] == f"Only approvers can decide; #{approval_id} stays pending."
+        still = await approvals.get(bot.app.db, approval_id)
+        assert still is not None and still.status is ApprovalStatus.PENDING
+
+        approved = await fake.click_button(message_id, f"approval:{approval_id}:approve")
+        assert (await callback_of(fake, approved))["type"] == 6  # deferred: the request message is edited instead
+        [final] = await edits_of(fake, message_id, "executed")
+        await settle(bot)
+
+        # Clicked again, as a Discord that still shows the buttons would: nothing runs twice.
+        edits = len(fake.find_calls("PATCH", rf"/channels/{TEXT}/messages/{message_id}"))
+        again = await fake.click_button(message_id, f"approval:{approval_id}:approve", as_seen=original)
+        answer = await callback_of(fake, again)
+        # A button naming an approval that does not exist is answered, and breaks nothing.
+        forged = json.loads(json.dumps(original).replace(f"approval:{approval_id}:", "approval:987654:"))
+        unknown = await fake.click_button(message_id, "approval:987654:reject", as_seen=forged)
+        assert (await callback_of(fake, unknown))["data"]["content"] == "There is no approval #987654."
+        await settle(bot)
+
+    assert answer["type"] == 4 and answer["data"]["flags"] == 64
+    assert answer["data"]["content"] == f"Approval #{approval_id} was already decided (executed)."
+    assert len(fake.find_calls("PATCH", rf"/channels/{TEXT}/messages/{message_id}")) == edits
+    [published] = news_posts(fake)
+    assert published.json["username"] == "Nova" and published.json["content"] == "We launched!"
+    assert final.json["components"] == []
+    assert final.json["content"].splitlines()[-1] == (
+        f"\N{WHITE HEAVY CHECK MARK} Approved by <@{p.HUMAN_USER_ID}>, executed: posted in #news"
+    )
+    assert final.json["allowed_mentions"]["parse"] == []
+    assert fake.messages[message_id]["content"] == final.json["content"]
+
+
+async def test_buttons_posted_before_a_restart_work_after_it(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot(sections=APPROVERS) as bot:
+        await fake.send_message(PUBLISH)
+        message_id, approval_id = await approval_request(fake)
+        await settle(bot)
+
+    async with open_bot(sections=APPROVERS) as bot:  # a new client and app on the same data directory
+        await fake.click_button(message_id, f"approval:{approval_id}:approve")
+        [final] = await edits_of(fake, message_id, "executed")
+        await settle(bot)
+        done = await approvals.get(bot.app.db, approval_id)
+
+    assert done is not None and done.status is ApprovalStatus.EXECUTED
+    assert len(news_posts(fake)) == 1
+    assert f"Approved by <@{p.HUMAN_USER_ID}>, executed: posted in #news" in final.json["content"]
+
+
+async def test_reject_with_feedback_opens_a_form_and_its_text_reaches_the_approval(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot(sections=APPROVERS) as bot:
+        await fake.send_message(PUBLISH)
+        message_id, approval_id = await approval_request(fake)
+        clicked = await fake.click_button(message_id, f"approval:{approval_id}:feedback")
+        form = await callback_of(fake, clicked)
+        assert form["type"] == 9  # MODAL
+        [label] = form["data"]["components"]
+        field = label["component"]
+        assert label["type"] == 18 and field["type"] == 4 and field["required"]
+
+        feedback = {field["custom_id"]: "Too salesy. Say what changed."}
+        submitted = await fake.submit_form(form["data"]["custom_id"], feedback)
+        assert (await callback_of(fake, submitted))["type"] == 6
+        [final] = await edits_of(fake, message_id, "Rejected")
+        await settle(bot)
+        rejected = await approvals.get(bot.app.db, approval_id)
+
+    assert rejected is not None and rejected.status is ApprovalStatus.REJECTED
+    assert rejected.comment == "Too salesy. Say what changed."
+    assert final.json["content"].splitlines()[-1] == (
+        f"\N{CROSS MARK} Rejected by <@{p.HUMAN_USER_ID}>: Too salesy. Say what changed."
+    )
+    assert final.json["components"] == []
+    assert news_posts(fake) == []
+
+
+async def test_an_expired_request_says_so_and_loses_its_buttons(fake: FakeDiscord, open_bot) -> None:
+    sections = {"approvals": {**APPROVERS["approvals"], "timeout_minutes": 0.01}}  # 0.6 seconds
+    async with open_bot(sections=sections) as bot:
+        await fake.send_message(PUBLISH)
+        message_id, approval_id = await approval_request(fake)
+        [final] = await edits_of(fake, message_id, "Expired")
+        await settle(bot)
+
+    assert final.json["components"] == []
+    assert news_posts(fake) == []
+
+
+async def test_approvals_lists_pending_requests_with_links_and_trust_answers(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot(sections=APPROVERS) as bot:
+        await fake.send_message(PUBLISH)
+        message_id, approval_id = await approval_request(fake)
+        await settle(bot)
+        listed = await fake.send_slash_command("approvals", {}, permissions=p.MEMBER_PERMISSIONS)
+        [listing] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{listed}")
+        refused = await fake.send_slash_command("approvals", {"mode": "on-the-loop"}, permissions=p.MEMBER_PERMISSIONS)
+        refusal = await callback_of(fake, refused)
+        changed = await fake.send_slash_command("approvals", {"mode": "in-command"})
+        await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{changed}")
+        trusted = await fake.send_slash_command("trust", {}, permissions=p.MEMBER_PERMISSIONS)
+        [trust] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{trusted}")
+        channel = await channels.get_channel(bot.app.db, f"discord:{TEXT}")
+
+    assert listing.json["flags"] == 64
+    assert f"#{approval_id} Nova wants publish\\_post(channel='news', text='We launched!')" in listing.json["content"]
+    assert f"https://discord.com/channels/{p.GUILD_ID}/{TEXT}/{message_id}" in listing.json["content"]
+    assert refusal["data"]["flags"] == 64 and "needs Manage Channels" in refusal["data"]["content"]
+    assert channel is not None and channel.approval_mode is ApprovalMode.IN_COMMAND
+    assert trust.json["flags"] == 64 and trust.json["content"].startswith("Trust levels:")
+
+
+async def test_with_surface_slack_the_request_is_forwarded_and_the_channel_told(fake: FakeDiscord, open_bot) -> None:
+    forwarded: list[tuple[int, str]] = []
+
+    async def forward(approval: Approval, persona: Persona) -> None:
+        forwarded.append((approval.id, persona.id))
+
+    async with open_bot(sections={"approvals": {"surface": "slack"}}, forward_approval=forward) as bot:
+        await fake.send_message(PUBLISH)
+        [told] = await fake.wait_for_calls("POST", CHANNEL_MESSAGES, where=lambda c: "Slack" in c.json["content"])
+        await settle(bot)
+        [pending] = await approvals.pending(bot.app.db)
+
+    assert forwarded == [(pending.id, "nova")]
+    assert told.json["content"] == f"Approval #{pending.id} was sent to Slack for review."
+    assert not [m for m in fake.messages.values() if m["components"]]
 
 
 def _created_webhook_id(fake: FakeDiscord, channel_id: int) -> str:

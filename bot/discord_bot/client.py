@@ -10,6 +10,9 @@ import discord
 from discord import app_commands
 
 from bot.commands import CommandError, parse_command
+from bot.discord_bot.approval_buttons import ApprovalButton
+from bot.discord_bot.approval_clicks import ApprovalDesk
+from bot.discord_bot.approval_commands import add_approval_commands
 from bot.discord_bot.inbound import to_inbound
 from bot.discord_bot.invite import invite_url
 from bot.discord_bot.slash_commands import add_slash_commands
@@ -18,7 +21,10 @@ from personas import Persona
 
 log = logging.getLogger(__name__)
 
-USE_SLASH_COMMANDS = "Commands here are Discord slash commands: type / and pick /moderate or /persona."
+USE_SLASH_COMMANDS = (
+    "Commands here are Discord slash commands: type / and pick /moderate, /persona, /approvals or /trust. "
+    "Approvers decide with the buttons on each approval request."
+)
 
 
 def roundtable_intents() -> discord.Intents:
@@ -35,15 +41,19 @@ class RoundtableClient(discord.Client):
         self.tree = app_commands.CommandTree(self)
         self.manager_role = manager_role
         self.service: ChannelService | None = None
+        self.approval_desk: ApprovalDesk | None = None  # approval_buttons.py finds it through interaction.client
 
-    def serve(self, service: ChannelService, personas: Mapping[str, Persona]) -> None:
+    def serve(self, service: ChannelService, personas: Mapping[str, Persona], desk: ApprovalDesk) -> None:
         """Hand events to the service. Separate from __init__ because the service's port needs this client."""
         self.service = service
+        self.approval_desk = desk
         add_slash_commands(self.tree, service, personas, self.manager_role)
+        add_approval_commands(self.tree, service, desk.board, self.manager_role)
 
     async def setup_hook(self) -> None:
-        # Persistent views (the approval buttons) are registered here with self.add_view(...),
-        # before the gateway connects, so buttons on old messages keep working after a restart.
+        # Before the gateway connects: the approval buttons of any request, also one posted before
+        # a restart, reach ApprovalButton through its custom_id template.
+        self.add_dynamic_items(ApprovalButton)
         synced = await self.tree.sync()
         log.info("slash commands synced: %s", ", ".join(f"/{c.name}" for c in synced))
 

@@ -9,10 +9,14 @@ the persona's tool result.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import discord
 
+from bot.discord_bot.approval_board import ApprovalBoard
+from bot.discord_bot.approval_buttons import approval_view
+from bot.discord_bot.approval_places import ApprovalPlaces
 from bot.discord_bot.delivery import Delivery
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.discord_bot.targets import target_channel
@@ -25,14 +29,29 @@ log = logging.getLogger(__name__)
 
 _DELIVERY_ERRORS = (discord.HTTPException, aiohttp.ClientError, TimeoutError)
 
+ForwardApproval = Callable[[Approval, Persona], Awaitable[None]]
+
 
 class DiscordPort:
     """Channel keys are "discord:<channel or thread id>". The `thread` arguments are unused: a Discord
-    thread is a channel with a key of its own."""
+    thread is a channel with a key of its own.
 
-    def __init__(self, client: discord.Client) -> None:
+    Approval requests are posted with buttons (approval_buttons.py) through `board`, which remembers
+    each request so its outcome replaces the buttons. With `forward_approval` ([approvals] surface =
+    "slack" and a Slack bot in this process) requests go there instead, and the channel is told so.
+    """
+
+    def __init__(
+        self,
+        client: discord.Client,
+        board: ApprovalBoard | None = None,
+        *,
+        forward_approval: ForwardApproval | None = None,
+    ) -> None:
         self._client = client
         self._delivery = Delivery(client)
+        self.board = board or ApprovalBoard(client, ApprovalPlaces())
+        self._forward_approval = forward_approval
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
         try:
@@ -52,17 +71,33 @@ class DiscordPort:
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         await self.notice(channel_key, f"For the approvers: {text}", None)
 
-    # Plain text for now: the approval buttons (a persistent view, see RoundtableClient.setup_hook)
-    # take over request_approval and show_decision.
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
-        call = ActionCall(approval.call_id, approval.action, approval.args)
-        expires = f"<t:{int(approval.expires_at)}:R>"  # Discord shows it as "in 30 minutes"
-        text = f"Approval #{approval.id}: {persona.display_name} wants {call.describe()}. It expires {expires}."
-        await self.notice(approval.channel_key, text, None)
+        if self._forward_approval is not None and await self._forwarded(approval, persona):
+            await self.notice(approval.channel_key, f"Approval #{approval.id} was sent to Slack for review.", None)
+            return
+        try:
+            await self.board.post_request(approval, persona, approval_view(approval.id))
+        except _DELIVERY_ERRORS as exc:
+            log.warning("approval #%s could not be posted in %s: %s", approval.id, approval.channel_key, _describe(exc))
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
+        try:
+            if await self.board.show(approval, persona):
+                return
+        except _DELIVERY_ERRORS as exc:
+            log.warning("approval #%s's request could not be updated: %s", approval.id, _describe(exc))
+        # No request message to edit (sent to Slack, lost, or deleted): the outcome becomes a notice.
         outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
         await self.notice(approval.channel_key, f"Action #{approval.id} by {persona.display_name}: {outcome}", None)
+
+    async def _forwarded(self, approval: Approval, persona: Persona) -> bool:
+        assert self._forward_approval is not None
+        try:
+            await self._forward_approval(approval, persona)
+        except Exception as exc:  # another platform's failure must not lose the request: buttons here instead
+            log.warning("approval #%s could not be sent to Slack (%s); asking here", approval.id, type(exc).__name__)
+            return False
+        return True
 
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         if call.name == "publish_post":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
@@ -12,13 +13,18 @@ import discord
 
 from bot.app import App, open_app
 from bot.config import Config, ConfigError
+from bot.discord_bot.approval_board import ApprovalBoard
+from bot.discord_bot.approval_clicks import ApprovalDesk
+from bot.discord_bot.approval_places import FILE_NAME, ApprovalPlaces
 from bot.discord_bot.client import RoundtableClient
 from bot.discord_bot.endpoints import discord_endpoints
-from bot.discord_bot.port import DiscordPort
+from bot.discord_bot.port import DiscordPort, ForwardApproval
 from graph.models.base import Models
 
 TOKEN_ENV = "DISCORD_TOKEN"
 SHUTDOWN_GRACE_SECONDS = 10.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -28,10 +34,14 @@ class DiscordBot:
     connection: asyncio.Task[None]  # login, sync, then the gateway loop; ends when the client closes
 
 
-async def run_discord(config: Config, environ: Mapping[str, str]) -> None:
-    """Run the Discord bot until its connection ends. Setup mistakes become one-line ConfigErrors."""
+async def run_discord(
+    config: Config, environ: Mapping[str, str], *, forward_approval: ForwardApproval | None = None
+) -> None:
+    """Run the Discord bot until its connection ends. Setup mistakes become one-line ConfigErrors.
+
+    `forward_approval` is the Slack bot's, when one runs in this process; see discord_bot."""
     try:
-        async with discord_bot(config, environ) as bot:
+        async with discord_bot(config, environ, forward_approval=forward_approval) as bot:
             await bot.connection
     except discord.LoginFailure:
         raise ConfigError(f"Discord refused the bot token in {TOKEN_ENV}") from None
@@ -49,17 +59,24 @@ async def discord_bot(
     *,
     models: Models | None = None,
     rng: random.Random | None = None,
+    forward_approval: ForwardApproval | None = None,
 ) -> AsyncIterator[DiscordBot]:
-    """The app and a connected (connecting) client; on exit, running rounds finish, then all closes."""
+    """The app and a connected (connecting) client; on exit, running rounds finish, then all closes.
+
+    With [approvals] surface = "slack", approval requests go to `forward_approval` (the Slack bot's);
+    without one, they are asked in Discord after all."""
     token = environ.get(TOKEN_ENV)
     if not token:
         raise ConfigError(f"Discord needs the {TOKEN_ENV} environment variable (the bot token)")
     settings = config.settings.discord
+    forward = _forward_for(config, forward_approval)
     with discord_endpoints(settings.api_base_url, settings.gateway_url):
         client = RoundtableClient(manager_role=settings.manager_role)
-        async with open_app(config, DiscordPort(client), models=models, environ=environ, rng=rng) as app:
-            client.serve(app.service, app.personas)
-            async with client:
+        async with ApprovalPlaces.open(config.data_dir / FILE_NAME) as places:
+            board = ApprovalBoard(client, places)
+            port = DiscordPort(client, board, forward_approval=forward)
+            async with open_app(config, port, models=models, environ=environ, rng=rng) as app, client:
+                client.serve(app.service, app.personas, ApprovalDesk(app.service, board))
                 connection = asyncio.create_task(client.start(token), name="discord")
                 try:
                     yield DiscordBot(app=app, client=client, connection=connection)
@@ -71,3 +88,11 @@ async def discord_bot(
                         connection.cancel()
                     with suppress(asyncio.CancelledError, Exception):
                         await connection
+
+
+def _forward_for(config: Config, forward_approval: ForwardApproval | None) -> ForwardApproval | None:
+    if config.settings.approvals.surface != "slack":
+        return None
+    if forward_approval is None:
+        log.warning('[approvals] surface is "slack" but no Slack bot runs here; Discord approvals are asked in Discord')
+    return forward_approval

@@ -37,22 +37,7 @@ def add_slash_commands(
     tree: app_commands.CommandTree, service: ChannelService, personas: Mapping[str, Persona], manager_role: str
 ) -> None:
     async def run(interaction: discord.Interaction, command: Command, *, changes: bool) -> None:
-        if changes and not may_manage(interaction, manager_role):
-            needed = f"Manage Channels or the {manager_role} role" if manager_role else "Manage Channels"
-            await reply_now(interaction, f"Changing this needs {needed}.")
-            return
-        if interaction.channel_id is None:
-            await reply_now(interaction, "Use this in a server channel.")
-            return
-        await interaction.response.defer(ephemeral=True)
-        try:
-            actor = Actor(str(interaction.user.id), interaction.user.display_name)
-            text = (await service.run_command(key_for_channel(interaction.channel_id), command, actor=actor)).reply
-        except Exception:
-            log.exception("slash command %r failed", command)
-            text = "Something went wrong; nothing was changed."
-        for chunk in split_message(text):
-            await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=NO_MENTIONS)
+        await run_service_command(interaction, service, command, changes=changes, manager_role=manager_role)
 
     @tree.command(name="moderate", description="Let a moderator pick who speaks next, or answer once per message")
     @app_commands.guild_only()
@@ -90,6 +75,33 @@ def add_slash_commands(
         typed = current.casefold()
         matches = [p for p in personas.values() if typed in p.id or typed in p.display_name.casefold()]
         return [app_commands.Choice(name=f"{p.display_name} ({p.id})", value=p.id) for p in matches][:25]
+
+
+async def run_service_command(
+    interaction: discord.Interaction, service: ChannelService, command: Command, *, changes: bool, manager_role: str
+) -> None:
+    """Carry out a command for this channel and answer privately; `changes` needs may_manage."""
+    if changes and not may_manage(interaction, manager_role):
+        needed = f"Manage Channels or the {manager_role} role" if manager_role else "Manage Channels"
+        await reply_now(interaction, f"Changing this needs {needed}.")
+        return
+    if interaction.channel_id is None:
+        await reply_now(interaction, "Use this in a server channel.")
+        return
+    await interaction.response.defer(ephemeral=True)
+    try:
+        actor = Actor(str(interaction.user.id), interaction.user.display_name)
+        text = (await service.run_command(key_for_channel(interaction.channel_id), command, actor=actor)).reply
+    except Exception:
+        log.exception("slash command %r failed", command)
+        text = "Something went wrong; nothing was changed."
+    await send_privately(interaction, text)
+
+
+async def send_privately(interaction: discord.Interaction, text: str) -> None:
+    """Followups to a deferred interaction, as many as the text needs."""
+    for chunk in split_message(text):
+        await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=NO_MENTIONS)
 
 
 async def reply_now(interaction: discord.Interaction, text: str) -> None:

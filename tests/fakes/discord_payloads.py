@@ -215,6 +215,7 @@ def message(
     webhook_id: int | None = None,
     mentions: list[Payload] | None = None,
     in_guild: bool = True,
+    components: list[Payload] | None = None,
 ) -> Payload:
     payload: Payload = {
         "id": str(message_id or snowflake()),
@@ -232,6 +233,7 @@ def message(
         "pinned": False,
         "type": 0,
         "flags": 0,
+        "components": components or [],
     }
     if in_guild:
         payload["guild_id"] = str(GUILD_ID)
@@ -267,18 +269,48 @@ def slash_command_interaction(
     permissions: int,
     roles: list[int],
 ) -> Payload:
-    channel = channels_by_id()[channel_id]
+    data = {"id": str(command_id), "name": name, "type": 1, "options": options}
+    by = member(human(), roles, permissions=permissions)
+    return interaction(interaction_id, token, 2, data, channel_id=channel_id, member_payload=by)
+
+
+def button_interaction(
+    interaction_id: int, token: str, *, message_payload: Payload, custom_id: str, clicker: Payload
+) -> Payload:
+    """A click on a button of `message_payload` (MESSAGE_COMPONENT), which Discord sends along."""
+    data = {"custom_id": custom_id, "component_type": 2}
+    payload = interaction(interaction_id, token, 3, data, channel_id=int(message_payload["channel_id"]),
+                          member_payload=member(clicker, [], permissions=MEMBER_PERMISSIONS))
+    return {**payload, "message": message_payload}
+
+
+def modal_submit_interaction(
+    interaction_id: int, token: str, *, custom_id: str, values: dict[str, str], channel_id: int, clicker: Payload
+) -> Payload:
+    """A submitted form (MODAL_SUBMIT): each text input inside a label, as Discord sends them since 2025."""
+    fields = [
+        {"type": 18, "id": 2 * n + 1, "component": {"type": 4, "id": 2 * n + 2, "custom_id": key, "value": value}}
+        for n, (key, value) in enumerate(values.items())
+    ]
+    data = {"custom_id": custom_id, "components": fields}
+    return interaction(interaction_id, token, 5, data, channel_id=channel_id,
+                       member_payload=member(clicker, [], permissions=MEMBER_PERMISSIONS))
+
+
+def interaction(
+    interaction_id: int, token: str, kind: int, data: Payload, *, channel_id: int, member_payload: Payload
+) -> Payload:
     return {
         "id": str(interaction_id),
         "application_id": str(APPLICATION_ID),
-        "type": 2,  # APPLICATION_COMMAND
+        "type": kind,  # 2 APPLICATION_COMMAND, 3 MESSAGE_COMPONENT, 5 MODAL_SUBMIT
         "token": token,
         "version": 1,
         "guild_id": str(GUILD_ID),
         "guild": {"id": str(GUILD_ID), "locale": "en-US", "features": []},
         "channel_id": str(channel_id),
-        "channel": channel,
-        "member": member(human(), roles, permissions=permissions),
+        "channel": channels_by_id()[channel_id],
+        "member": member_payload,
         "app_permissions": str(BOT_PERMISSIONS),
         "locale": "en-US",
         "guild_locale": "en-US",
@@ -286,5 +318,5 @@ def slash_command_interaction(
         "authorizing_integration_owners": {"0": str(GUILD_ID)},
         "context": 0,
         "attachment_size_limit": 10 * 1024 * 1024,
-        "data": {"id": str(command_id), "name": name, "type": 1, "options": options},
+        "data": data,
     }

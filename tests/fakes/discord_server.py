@@ -3,8 +3,11 @@
 Point discord.py at it with `discord_endpoints(fake.api_url, fake.gateway_url)`. The fake records
 every REST call, holds the guild from discord_payloads.py, and, like Discord, echoes every message
 the bot or a webhook posts back through the gateway as MESSAGE_CREATE (so a bot that answered
-bots or webhooks would loop here too). Tests push a user's MESSAGE_CREATE or a slash command's
-INTERACTION_CREATE with `send_message` / `send_slash_command`, and wait with `wait_for_calls`.
+bots or webhooks would loop here too). Tests push a user's MESSAGE_CREATE, or an INTERACTION_CREATE
+for a slash command, a button click or a submitted form, with `send_message` / `send_slash_command` /
+`click_button` / `submit_form`, and wait with `wait_for_calls`. Messages the bot posts through REST
+are kept (with their components) in `messages` and edited in place, so a click can carry its message.
+Several clients may connect one after another (a restart): events go to the newest connection.
 
 Gateway: HELLO, then READY and GUILD_CREATE after IDENTIFY, heartbeat ACKs, RESUMED after RESUME.
 Frames follow what the client asked for in the query: `compress=zstd-stream` (discord.py when the
@@ -84,9 +87,10 @@ class FakeDiscord:
     identify_payloads: list[dict[str, Any]] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
     webhooks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # posted by the bot, as last edited
+    guilds_sent: int = 0  # connections that got READY and GUILD_CREATE
     _server: TestServer | None = None
     _session: GatewaySession | None = None
-    _guild_sent: asyncio.Event = field(default_factory=asyncio.Event)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -117,6 +121,7 @@ class FakeDiscord:
             ("GET", "/channels/{channel_id}/webhooks", self._list_webhooks),
             ("POST", "/channels/{channel_id}/webhooks", self._create_webhook),
             ("POST", "/channels/{channel_id}/messages", self._create_message),
+            ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message),
             ("POST", "/webhooks/{webhook_id}/{webhook_token}", self._execute_webhook),
             ("PATCH", "/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}", self._edit_followup),
             ("POST", "/interactions/{interaction_id}/{interaction_token}/callback", self._interaction_callback),
@@ -142,9 +147,14 @@ class FakeDiscord:
 
     # -- what tests use -----------------------------------------------------------------------
 
-    async def wait_until_guild_sent(self, timeout: float = 10) -> None:
-        """Until the client has identified and received READY and GUILD_CREATE."""
-        await asyncio.wait_for(self._guild_sent.wait(), timeout)
+    async def wait_until_guild_sent(self, timeout: float = 10, *, count: int = 1) -> None:
+        """Until `count` connections (one per client start) have identified and received READY and GUILD_CREATE."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.guilds_sent < count:
+            if loop.time() > deadline:
+                raise TimeoutError(f"{self.guilds_sent} of {count} clients connected")
+            await asyncio.sleep(0.01)
 
     async def send_message(
         self,
@@ -186,6 +196,48 @@ class FakeDiscord:
             roles=roles or [],
         )
         await self._dispatch("INTERACTION_CREATE", interaction)
+        return interaction_id
+
+    async def click_button(
+        self,
+        message_id: int,
+        custom_id: str,
+        *,
+        clicker: dict[str, Any] | None = None,
+        as_seen: dict[str, Any] | None = None,
+    ) -> int:
+        """A click on a button of a message the bot posted, by default by the human member. `as_seen` is the
+        message as the clicker's Discord still shows it (buttons since removed). Returns the interaction id."""
+        message = as_seen or self.messages[message_id]
+        ids = [c.get("custom_id") for row in message["components"] for c in row.get("components", [])]
+        assert custom_id in ids, f"message {message_id} has no button {custom_id!r}, only {ids}"
+        interaction_id = p.snowflake()
+        token = f"interaction-token-{interaction_id}"
+        payload = p.button_interaction(
+            interaction_id, token, message_payload=message, custom_id=custom_id, clicker=clicker or p.human()
+        )
+        await self._dispatch("INTERACTION_CREATE", payload)
+        return interaction_id
+
+    async def submit_form(
+        self,
+        custom_id: str,
+        values: dict[str, str],
+        *,
+        channel_id: int = p.TEXT_CHANNEL_ID,
+        clicker: dict[str, Any] | None = None,
+    ) -> int:
+        """A submitted modal (the form the bot opened with callback type 9). Returns the interaction id."""
+        interaction_id = p.snowflake()
+        payload = p.modal_submit_interaction(
+            interaction_id,
+            f"interaction-token-{interaction_id}",
+            custom_id=custom_id,
+            values=values,
+            channel_id=channel_id,
+            clicker=clicker or p.human(),
+        )
+        await self._dispatch("INTERACTION_CREATE", payload)
         return interaction_id
 
     def find_calls(
@@ -248,7 +300,7 @@ class FakeDiscord:
                     break
                 await session.dispatch("READY", p.ready(secrets.token_hex(8), self.gateway_url))
                 await session.dispatch("GUILD_CREATE", p.guild_create())
-                self._guild_sent.set()
+                self.guilds_sent += 1
             elif op == 6:
                 await session.dispatch("RESUMED", {})
         return ws
@@ -313,8 +365,21 @@ class FakeDiscord:
         body = request[BODY]
         if problem := _content_problem(body):
             return problem
-        message = p.message(int(request.match_info["channel_id"]), body.get("content", ""), author=p.bot_user())
+        channel_id = int(request.match_info["channel_id"])
+        message = p.message(channel_id, body.get("content", ""), author=p.bot_user(), components=body.get("components"))
+        self.messages[int(message["id"])] = message
         await self._echo(message)
+        return _json(message)
+
+    async def _edit_message(self, request: web.Request) -> web.Response:
+        message = self.messages.get(int(request.match_info["message_id"]))
+        if message is None or message["channel_id"] != request.match_info["channel_id"]:
+            return _error(404, 10008, "Unknown Message")
+        body = request[BODY] or {}
+        if "content" in body and (problem := _content_problem(body)):
+            return problem
+        message.update({k: v for k, v in body.items() if k in ("content", "components")})
+        message["edited_timestamp"] = p.TIMESTAMP
         return _json(message)
 
     async def _execute_webhook(self, request: web.Request) -> web.StreamResponse:
