@@ -62,20 +62,24 @@ async def _prompt(config: Config, channel: str, persona_id: str) -> int:
 
 
 async def _run(config: Config) -> int:
-    """Slack when SLACK_BOT_TOKEN is set, Discord when DISCORD_TOKEN is set (both at once when both are);
-    without either, the console."""
-    platforms: list[asyncio.Task[None]] = []
-    if os.environ.get("SLACK_BOT_TOKEN"):
+    """Slack when SLACK_BOT_TOKEN is set, Discord when DISCORD_TOKEN is set; without either, the console."""
+    slack, discord = bool(os.environ.get("SLACK_BOT_TOKEN")), bool(os.environ.get("DISCORD_TOKEN"))
+    if slack and discord:
+        # Each adapter owns its app, timers and data directory; sharing one process would fire timers twice.
+        raise ConfigError(
+            "both SLACK_BOT_TOKEN and DISCORD_TOKEN are set: run one process per platform, "
+            "each with its own --config and [storage] data_dir"
+        )
+    if slack:
         from bot.slack.runner import run_slack
 
-        platforms.append(asyncio.create_task(run_slack(config, os.environ), name="slack"))
-    if os.environ.get("DISCORD_TOKEN"):
+        await run_slack(config, os.environ)
+    elif discord:
         from bot.discord_bot.runner import run_discord
 
-        platforms.append(asyncio.create_task(run_discord(config, os.environ), name="discord"))
-    if not platforms:
+        await run_discord(config, os.environ)
+    else:
         return await _console(config, "general", None, False)
-    await asyncio.gather(*platforms)
     return 0
 
 

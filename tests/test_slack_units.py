@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,6 @@ from typing import Any
 import pytest
 import yaml
 
-from bot import cli
 from bot.config import Config, ConfigError
 from bot.slack.action_targets import ActionFailed, target_of
 from bot.slack.approval_blocks import decision_blocks, feedback_modal, outcome_text, request_blocks
@@ -24,6 +26,7 @@ from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click
 from bot.slack.keys import channel_id_of, channel_key
 from bot.slack.port import SlackPort, persona_identity
 from bot.slack.runner import run_slack
+from tests.conftest import REPO, write_config
 from bot.slack.text import (
     CHUNK_CHARS,
     ZERO_WIDTH_SPACE,
@@ -357,30 +360,13 @@ async def test_port_uses_the_approvals_channel_and_posts_a_decision_it_cannot_up
 # -- python -m bot run -----------------------------------------------------------------------------
 
 
-async def test_run_starts_each_platform_whose_token_is_set(make_config, monkeypatch: pytest.MonkeyPatch) -> None:
-    started: list[str] = []
-    both_running = asyncio.Event()
-
-    def platform(name: str) -> Any:
-        async def run(config: Config, environ: Mapping[str, str]) -> None:
-            started.append(name)
-            if len(started) == 2:
-                both_running.set()
-            if environ.get("SLACK_BOT_TOKEN") and environ.get("DISCORD_TOKEN"):
-                await asyncio.wait_for(both_running.wait(), 5)  # only passes if they run concurrently
-
-        return run
-
-    # _run imports the runners when their token is set, so patching the modules' functions reaches it.
-    monkeypatch.setattr("bot.slack.runner.run_slack", platform("slack"))
-    monkeypatch.setattr("bot.discord_bot.runner.run_discord", platform("discord"))
-    config = make_config()
-    for tokens, expected in [({"SLACK_BOT_TOKEN": "xoxb-1"}, ["slack"]), ({"DISCORD_TOKEN": "d-1"}, ["discord"]),
-                             ({"SLACK_BOT_TOKEN": "xoxb-1", "DISCORD_TOKEN": "d-1"}, ["slack", "discord"])]:
-        started.clear()
-        monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
-        monkeypatch.delenv("DISCORD_TOKEN", raising=False)
-        for name, value in tokens.items():
-            monkeypatch.setenv(name, value)
-        assert await cli._run(config) == 0
-        assert started == expected
+def test_run_refuses_both_platforms_in_one_process(tmp_path) -> None:
+    config = write_config(tmp_path)
+    env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-secret-1", "DISCORD_TOKEN": "discord-secret-1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "--config", str(config), "run"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "run one process per platform" in result.stderr
+    assert "secret" not in result.stderr
