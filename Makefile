@@ -17,5 +17,8 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+bench: $(STAMP)
+	$(BIN)/python bench/local_model.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache
