@@ -100,9 +100,9 @@ class ApprovalFlow:
         messages.append(AIMessage(content=state["draft"], tool_calls=tool_calls))
         messages.extend(
             ToolMessage(content=outcome, tool_call_id=call["call_id"], name=call["name"])
-            for call, outcome in zip(state["calls"], state["outcomes"])
+            for call, outcome in zip(state["calls"], state["outcomes"], strict=True)
         )
-        for call, outcome in zip(state["calls"], state["outcomes"]):
+        for call, outcome in zip(state["calls"], state["outcomes"], strict=True):
             await history.append_private_note(self.deps.db, key, persona.id, f"{call['name']}: {outcome}")
         model = self.deps.models.persona_model(persona, [])
         settings = self.deps.settings

@@ -9,14 +9,13 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from bot.config import Config, ConfigError
+from bot.config import ConfigError
 from bot.slack.action_targets import ActionFailed, target_of
 from bot.slack.approval_blocks import decision_blocks, feedback_modal, outcome_text, request_blocks
 from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
@@ -38,7 +37,6 @@ from bot.slack.text import (
 from graph.actions import ActionCall
 from personas import load_personas
 from storage.records import Approval, ApprovalStatus
-from tests.conftest import REPO
 from tests.fakes.slack_api import FakeSlackApi
 
 PERSONAS = load_personas(REPO / "personas")
