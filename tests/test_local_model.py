@@ -117,3 +117,34 @@ async def test_generation_does_not_block_the_event_loop(model: LocalLlamaChatMod
     await generating
     assert duration > 0.3, f"generation took only {duration:.3f}s, too short to tell"
     assert max(gaps) < duration / 2
+
+
+async def test_another_channels_round_completes_while_a_local_generation_runs(model, open_test_app, port) -> None:
+    """Nova speaks through the embedded model, Sage through a fake: Sage's channel must not wait for Nova's."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from bot.inbound import Inbound
+
+    generating = asyncio.Event()
+    slow = model.bind(speaker="Nova", stop=["\n"], max_tokens=48)
+
+    class Mixed:
+        description = "local for Nova, fake for Sage"
+
+        def persona_model(self, persona, other_names):
+            if persona.id == "nova":
+                generating.set()
+                return slow
+            return GenericFakeChatModel(messages=iter(["Sage answers at once, without waiting."]))
+
+        def moderator_model(self, choices):
+            raise AssertionError("moderation is off")
+
+    async with open_test_app({"review": {"min_chars": 0}}, models=Mixed()) as app:
+        await app.service.handle(Inbound("console:a", "u1", "Ana", "Nova, tell me a long story about the sea."))
+        await asyncio.wait_for(generating.wait(), 30)
+        await app.service.handle(Inbound("console:b", "u1", "Ana", "Sage, quick question?"))
+        await app.service.wait_idle("console:b")
+        assert port.speakers() == ["sage"]  # channel b answered while Nova's generation was still running
+        await app.service.wait_idle()
+    assert port.speakers() == ["sage", "nova"]
