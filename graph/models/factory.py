@@ -140,6 +140,7 @@ def _local(config: ProviderConfig) -> Models:
         n_ctx=config.local_context_size,
         max_tokens=config.local_max_tokens,
     )
+    shared.load()  # loading holds the GIL for about a second: do it now, not inside the first round
 
     def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
         return shared  # one embedded model serves personas and moderator alike
