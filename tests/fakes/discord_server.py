@@ -23,12 +23,12 @@ import secrets
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import WSMsgType, web
-from aiohttp.test_utils import TestServer
 
 from tests.fakes import discord_payloads as p
+from tests.fakes.loopback import LoopbackServer
 
 API_PREFIX = "/api/v10"
 MESSAGE_LIMIT = 2000
@@ -79,7 +79,7 @@ class GatewaySession:
 
 
 @dataclass
-class FakeDiscord:
+class FakeDiscord(LoopbackServer):
     token: str = "fake-bot-token"
     forbid_webhooks: bool = False  # answer webhook list/create with 403 Missing Permissions
     calls: list[RecordedCall] = field(default_factory=list)
@@ -89,16 +89,13 @@ class FakeDiscord:
     webhooks: dict[int, dict[str, Any]] = field(default_factory=dict)
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # posted by the bot, as last edited
     guilds_sent: int = 0  # connections that got READY and GUILD_CREATE
-    _server: TestServer | None = None
     _session: GatewaySession | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     @property
     def root(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FakeDiscord is not started")
-        return str(self._server.make_url("")).rstrip("/")
+        return self.root_url
 
     @property
     def api_url(self) -> str:
@@ -108,7 +105,7 @@ class FakeDiscord:
     def gateway_url(self) -> str:
         return self.root.replace("http://", "ws://", 1) + "/gateway"
 
-    async def start(self) -> Self:
+    def build_app(self) -> web.Application:
         app = web.Application(middlewares=[self._record])
         app.router.add_get("/gateway", self._gateway)
         api = [
@@ -128,22 +125,12 @@ class FakeDiscord:
         ]
         for method, path, handler in api:
             app.router.add_route(method, API_PREFIX + path, handler)
-        self._server = TestServer(app, host="127.0.0.1", port=0)
-        await self._server.start_server()
-        return self
+        return app
 
-    async def close(self) -> None:
+    async def before_close(self) -> None:
         if self._session is not None and not self._session.ws.closed:
             await self._session.ws.close()
-        if self._server is not None:
-            await self._server.close()
-            self._server = None
 
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- what tests use -----------------------------------------------------------------------
 

@@ -8,10 +8,11 @@ requests or answer them with a 429 RESOURCE_EXHAUSTED error, and otherwise repli
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
-from aiohttp.test_utils import TestServer
+
+from tests.fakes.loopback import LoopbackServer
 
 API_VERSION = "v1beta"
 
@@ -26,19 +27,16 @@ class RecordedRequest:
 
 
 @dataclass
-class FakeGemini:
+class FakeGemini(LoopbackServer):
     reply_text: str = "Hello from the fake Gemini."
     rate_limited_requests: int = 0  # answer this many upcoming requests with a 429
     dropped_requests: int = 0  # close the connection without answering on this many upcoming requests
     requests: list[RecordedRequest] = field(default_factory=list)
-    _server: TestServer | None = None
 
     @property
     def url(self) -> str:
         """The base_url to give the SDK (no API version, no trailing slash)."""
-        if self._server is None:
-            raise RuntimeError("FakeGemini is not started")
-        return str(self._server.make_url("")).rstrip("/")
+        return self.root_url
 
     def fail_next(self, times: int) -> None:
         self.rate_limited_requests = times
@@ -46,23 +44,11 @@ class FakeGemini:
     def drop_next(self, times: int) -> None:
         self.dropped_requests = times
 
-    async def start(self) -> Self:
+    def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post(f"/{API_VERSION}/models/{{model}}:generateContent", self._generate_content)
-        self._server = TestServer(app, host="127.0.0.1", port=0)
-        await self._server.start_server()
-        return self
+        return app
 
-    async def close(self) -> None:
-        if self._server is not None:
-            await self._server.close()
-            self._server = None
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def _generate_content(self, request: web.Request) -> web.Response:
         self.requests.append(

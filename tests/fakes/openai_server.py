@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
-from aiohttp.test_utils import TestServer
+
+from tests.fakes.loopback import LoopbackServer
 
 
 @dataclass
@@ -23,39 +24,24 @@ class RecordedRequest:
 
 
 @dataclass
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     reply_text: str = "Hello from the fake OpenAI."
     rate_limited_requests: int = 0  # answer this many upcoming requests with a 429
     requests: list[RecordedRequest] = field(default_factory=list)
-    _server: TestServer | None = None
 
     @property
     def url(self) -> str:
         """The server root; the SDK's base_url is this plus "/v1"."""
-        if self._server is None:
-            raise RuntimeError("FakeOpenAI is not started")
-        return str(self._server.make_url("")).rstrip("/")
+        return self.root_url
 
     def fail_next(self, times: int) -> None:
         self.rate_limited_requests = times
 
-    async def start(self) -> Self:
+    def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
-        self._server = TestServer(app, host="127.0.0.1", port=0)
-        await self._server.start_server()
-        return self
+        return app
 
-    async def close(self) -> None:
-        if self._server is not None:
-            await self._server.close()
-            self._server = None
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def _chat_completions(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -15,10 +15,11 @@ import json
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import WSMsgType, web
-from aiohttp.test_utils import TestServer
+
+from tests.fakes.loopback import LoopbackServer
 
 TEAM_ID = "T0FAKE"
 BOT_USER_ID = "UBOT"
@@ -44,7 +45,7 @@ class ScriptedAnswer:
 
 
 @dataclass
-class FakeSlackApi:
+class FakeSlackApi(LoopbackServer):
     user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana", "UAPPROVER": "Bea"})
     calls: list[SlackCall] = field(default_factory=list)
     socket_connections: int = 0
@@ -53,16 +54,13 @@ class FakeSlackApi:
     _scripted: defaultdict[str, deque[ScriptedAnswer]] = field(default_factory=lambda: defaultdict(deque))
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
-    _server: TestServer | None = None
     _ts: int = 0
 
     # -- addresses -------------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FakeSlackApi is not started")
-        return str(self._server.make_url("")).rstrip("/")
+        return self.root_url
 
     @property
     def api_url(self) -> str:
@@ -102,27 +100,17 @@ class FakeSlackApi:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    async def start(self) -> Self:
+    def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/response/{name}", self._response_url)
         app.router.add_get("/link", self._link)
-        self._server = TestServer(app, host="127.0.0.1", port=0)
-        await self._server.start_server()
-        return self
+        return app
 
-    async def close(self) -> None:
+    async def before_close(self) -> None:
         for socket in list(self._sockets):
             await socket.close()
-        if self._server is not None:
-            await self._server.close()
-            self._server = None
 
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- handlers --------------------------------------------------------------------------------
 
