@@ -6,41 +6,18 @@ import logging
 from collections.abc import AsyncIterator
 
 import pytest
-from langchain_core.messages import BaseMessage
 from langchain_openai.chat_models.base import OpenAIRateLimitError
 
 from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
 from graph.models.retry import ainvoke_with_retry, is_transient
-from graph.prompt import assemble_prompt, system_text
 from personas import load_personas
-from storage.records import Line, LineKind
 from tests.fakes.openai_server import FakeOpenAI
+from tests.provider_prompt import nova_prompt
 
 API_KEY = "test-key-openai-0123456789"
 MODEL = "gpt-4o-mini"
 MODERATOR_MODEL = "gpt-4o-mini-moderator"
-SCENE = "A planning meeting for the spring launch."
-
-
-def conversation() -> list[Line]:
-    """Oldest first: a human, Nova herself, Sage, and a marker."""
-    rows = [
-        (LineKind.HUMAN, "u-ana", "Ana", "Can we ship the beta on Friday?"),
-        (LineKind.PERSONA, "nova", "Nova", "Picture the bigger version of this: a public launch!"),
-        (LineKind.PERSONA, "sage", "Sage", "Let us read the test results first."),
-        (LineKind.MARKER, "system", "system", "Rex joined the conversation."),
-    ]
-    return [
-        Line(id=i, channel_key="test:general", kind=kind, author_id=author_id, author_name=name, text=text, created_at=float(i))
-        for i, (kind, author_id, name, text) in enumerate(rows, start=1)
-    ]
-
-
-def nova_prompt() -> tuple[str, list[BaseMessage]]:
-    nova = load_personas()["nova"]
-    system = system_text(nova, ["Sage", "Rex", "Pixel"], SCENE)
-    return system, assemble_prompt(system, reversed(conversation()), "nova", budget=4000)
 
 
 @pytest.fixture
