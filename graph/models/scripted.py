@@ -82,14 +82,10 @@ def _newest_line_from_someone_else(messages: Sequence[BaseMessage]) -> str:
     return ""
 
 
-class ScriptedPersonaModel(BaseChatModel):
-    persona_name: str
-    catchphrase: str
-    directives: Directives
+class _ScriptedModel(BaseChatModel):
+    """Directives first (`!!fail` may raise here), then the subclass's deterministic answer."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
+    directives: Directives
 
     def _generate(
         self,
@@ -100,6 +96,21 @@ class ScriptedPersonaModel(BaseChatModel):
     ) -> ChatResult:
         self.directives.absorb(messages)
         self.directives.maybe_fail()
+        return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
+
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        raise NotImplementedError
+
+
+class ScriptedPersonaModel(_ScriptedModel):
+    persona_name: str
+    catchphrase: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         quote = _newest_line_from_someone_else(messages)[:QUOTE_CHARS].replace("\n", " ")
         opener = self.catchphrase or f"{self.persona_name} here."
         text = f'{opener} "{quote}" is worth a second thought.' if quote else f"{opener} Nothing to answer yet, so hello!"
@@ -107,25 +118,15 @@ class ScriptedPersonaModel(BaseChatModel):
         if self.directives.actions:
             name, arguments = self.directives.actions.pop(0)
             tool_calls.append({"name": name, "args": arguments, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"})
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, tool_calls=tool_calls))])
+        return AIMessage(content=text, tool_calls=tool_calls)
 
 
-class ScriptedModeratorModel(BaseChatModel):
-    directives: Directives
-
+class ScriptedModeratorModel(_ScriptedModel):
     @property
     def _llm_type(self) -> str:
         return "scripted-moderator"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.directives.absorb(messages)
-        self.directives.maybe_fail()
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         facts = read_facts(messages)
         spoken = set(facts["spoken_since_newest_human_line"])
         pick = next(
@@ -136,7 +137,7 @@ class ScriptedModeratorModel(BaseChatModel):
             decision = {"next_speaker": FINISH, "reason": "everyone has had their say since the last human message"}
         else:
             decision = {"next_speaker": pick, "reason": f"{pick} has not spoken since the last human message"}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=json.dumps(decision)))])
+        return AIMessage(content=json.dumps(decision))
 
 
 class ScriptedModels:
