@@ -3,7 +3,11 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench clean
+# The storage tests start a throwaway PostgreSQL server; its binaries come from Debian's package.
+PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test bench clean postgres-server
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +18,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python -m bot
 
-test: $(STAMP)
+test: $(STAMP) postgres-server
 	$(BIN)/python -m pytest
+
+postgres-server:
+ifeq ($(PG_INITDB),)
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql
+endif
 
 bench: $(STAMP)
 	$(BIN)/python bench/local_model.py

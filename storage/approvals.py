@@ -7,13 +7,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import aiosqlite
-
-from storage.database import Database
+from storage.database import Database, Row, Tx
 from storage.records import Approval, ApprovalStatus, AuditEvent
 
 
-def _approval(row: aiosqlite.Row) -> Approval:
+def _approval(row: Row) -> Approval:
     return Approval(
         id=row["id"],
         batch=row["batch"],
@@ -35,10 +33,10 @@ def _approval(row: aiosqlite.Row) -> Approval:
 
 
 async def _audit(
-    conn: aiosqlite.Connection, approval: Approval | None, *, channel_key: str, persona_id: str, action: str,
+    tx: Tx, approval: Approval | None, *, channel_key: str, persona_id: str, action: str,
     event: str, actor: str | None, detail: str = "",
 ) -> None:
-    await conn.execute(
+    await tx.execute(
         "INSERT INTO audit_log (at, channel_key, persona_id, approval_id, action, event, actor, detail) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (time.time(), channel_key, persona_id, approval.id if approval else None, action, event, actor, detail),
@@ -51,17 +49,15 @@ async def request(
 ) -> tuple[Approval, bool]:
     """The approval for (batch, call_id), created and audited only the first time: (approval, created)."""
     now = time.time()
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
-            "INSERT OR IGNORE INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, "
-            "requested_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    async with db.transaction() as tx:
+        created = await tx.execute(
+            "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, "
+            "requested_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch, call_id) DO NOTHING",
             (batch, call_id, channel_key, thread, persona_id, action, json.dumps(args), now, now + timeout_seconds),
-        )
-        created = cursor.rowcount == 1
-        async with conn.execute("SELECT * FROM approvals WHERE batch = ? AND call_id = ?", (batch, call_id)) as cur:
-            approval = _approval(await cur.fetchone())
+        ) == 1
+        approval = _approval(await tx.fetch_one("SELECT * FROM approvals WHERE batch = ? AND call_id = ?", (batch, call_id)))
         if created:
-            await _audit(conn, approval, channel_key=channel_key, persona_id=persona_id, action=action,
+            await _audit(tx, approval, channel_key=channel_key, persona_id=persona_id, action=action,
                          event="requested", actor=persona_id, detail=json.dumps(args))
     return approval, created
 
@@ -76,10 +72,12 @@ async def in_batch(db: Database, batch: str) -> list[Approval]:
 
 
 async def pending(db: Database, channel_key: str | None = None) -> list[Approval]:
-    rows = await db.fetch_all(
-        "SELECT * FROM approvals WHERE status = 'pending' AND (? IS NULL OR channel_key = ?) ORDER BY id",
-        (channel_key, channel_key),
-    )
+    if channel_key is None:
+        rows = await db.fetch_all("SELECT * FROM approvals WHERE status = 'pending' ORDER BY id")
+    else:
+        rows = await db.fetch_all(
+            "SELECT * FROM approvals WHERE status = 'pending' AND channel_key = ? ORDER BY id", (channel_key,)
+        )
     return [_approval(r) for r in rows]
 
 
@@ -88,18 +86,17 @@ async def decide(
 ) -> Approval | None:
     """Move a pending approval to approved, rejected or expired. None when it was no longer pending."""
     assert status in (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED)
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
             "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, comment = ?, incident = ? "
-            "WHERE id = ? AND status = 'pending'",
+            "WHERE id = ? AND status = 'pending' RETURNING *",
             (status.value, actor, time.time(), comment, int(incident), approval_id),
         )
-        if cursor.rowcount != 1:
+        if row is None:
             return None
-        async with conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)) as cur:
-            approval = _approval(await cur.fetchone())
+        approval = _approval(row)
         detail = ("incident: " if incident else "") + comment
-        await _audit(conn, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
+        await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
                      action=approval.action, event=status.value, actor=actor, detail=detail)
     return approval
 
@@ -107,16 +104,15 @@ async def decide(
 async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
     """Record the outcome of an approved action, once: None if it was not waiting to run."""
     status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
-            "UPDATE approvals SET status = ?, result = ? WHERE id = ? AND status = 'approved'",
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
+            "UPDATE approvals SET status = ?, result = ? WHERE id = ? AND status = 'approved' RETURNING *",
             (status.value, result, approval_id),
         )
-        if cursor.rowcount != 1:
+        if row is None:
             return None
-        async with conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)) as cur:
-            approval = _approval(await cur.fetchone())
-        await _audit(conn, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
+        approval = _approval(row)
+        await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
                      action=approval.action, event=status.value, actor=None, detail=result)
     return approval
 
@@ -125,8 +121,8 @@ async def audit(
     db: Database, *, channel_key: str, persona_id: str, action: str, event: str, actor: str | None, detail: str = ""
 ) -> None:
     """An audit entry with no approval behind it (an action that did not need one, or a refused call)."""
-    async with db.transaction() as conn:
-        await _audit(conn, None, channel_key=channel_key, persona_id=persona_id, action=action, event=event,
+    async with db.transaction() as tx:
+        await _audit(tx, None, channel_key=channel_key, persona_id=persona_id, action=action, event=event,
                      actor=actor, detail=detail)
 
 

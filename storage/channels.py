@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from storage.database import Database
+from storage.database import Database, Row
 from storage.records import ApprovalMode, Channel
 
 
-def _channel(row) -> Channel:
+def _channel(row: Row) -> Channel:
     return Channel(
         key=row["key"],
         moderated=bool(row["moderated"]),
@@ -30,13 +30,13 @@ async def ensure_channel(db: Database, key: str, *, participants: Sequence[str],
     if existing:
         return existing
     now = time.time()
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
-            "INSERT OR IGNORE INTO channels (key, moderated, created_at) VALUES (?, ?, ?)",
+    async with db.transaction() as tx:
+        created = await tx.execute(
+            "INSERT INTO channels (key, moderated, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
             (key, int(moderated), now),
         )
-        if cursor.rowcount:
-            await conn.executemany(
+        if created:
+            await tx.execute_many(
                 "INSERT INTO participants (channel_key, persona_id, position, joined_at) VALUES (?, ?, ?, ?)",
                 [(key, persona_id, position, now) for position, persona_id in enumerate(participants)],
             )
@@ -55,18 +55,18 @@ async def participants(db: Database, key: str) -> list[str]:
 
 
 async def set_moderated(db: Database, key: str, moderated: bool, max_turns: int | None = None) -> None:
-    async with db.transaction() as conn:
-        await conn.execute(
+    async with db.transaction() as tx:
+        await tx.execute(
             "UPDATE channels SET moderated = ?, max_turns = COALESCE(?, max_turns) WHERE key = ?",
             (int(moderated), max_turns, key),
         )
 
 
 async def set_scene(db: Database, key: str, scene: str) -> None:
-    async with db.transaction() as conn:
-        await conn.execute("UPDATE channels SET scene = ? WHERE key = ?", (scene, key))
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE channels SET scene = ? WHERE key = ?", (scene, key))
 
 
 async def set_approval_mode(db: Database, key: str, mode: ApprovalMode) -> None:
-    async with db.transaction() as conn:
-        await conn.execute("UPDATE channels SET approval_mode = ? WHERE key = ?", (mode.value, key))
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE channels SET approval_mode = ? WHERE key = ?", (mode.value, key))

@@ -1,75 +1,72 @@
-"""The one owner of the SQLite connection: opening, WAL, migrations and write transactions."""
+"""What the query modules need from a database, whichever engine is behind it.
+
+SQL is written once, with `?` placeholders, in the subset SQLite and PostgreSQL share
+(`ON CONFLICT … DO NOTHING`, `RETURNING`). Each backend adapts placeholders and owns its
+connections, transactions and locks.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import aiosqlite
+# aiosqlite.Row and asyncpg.Record both index by column name and position.
+Row = Any
+Params = Sequence[Any]
 
-from storage.migrations import MIGRATIONS
+
+class Tx(Protocol):
+    """Statements inside one write transaction."""
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run a statement; the number of rows it changed."""
+        ...
+
+    async def execute_many(self, sql: str, rows: Iterable[Params]) -> None: ...
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None: ...
+
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]: ...
+
+    async def serialize(self, name: str) -> None:
+        """Hold `name` until this transaction ends, so transactions naming it commit one at a time."""
+        ...
 
 
-class Database:
-    """Wraps one aiosqlite connection.
+class Database(Protocol):
+    dialect: str  # "sqlite" or "postgresql"
 
-    All writes go through `transaction()`, which holds a lock: coroutines sharing one
-    connection would otherwise interleave their statements inside each other's transactions.
-    """
+    def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
-        self._conn = connection
-        self._write_lock = asyncio.Lock()
+    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None: ...
 
-    @classmethod
-    async def open(cls, path: Path | str) -> Database:
-        if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(str(path), isolation_level=None)
-        conn.row_factory = aiosqlite.Row
-        await conn.execute("PRAGMA journal_mode = WAL")
-        await conn.execute("PRAGMA synchronous = NORMAL")
-        await conn.execute("PRAGMA foreign_keys = ON")
-        await conn.execute("PRAGMA busy_timeout = 5000")
-        db = cls(conn)
-        await db._migrate()
-        return db
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]: ...
 
-    async def close(self) -> None:
-        await self._conn.close()
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
+        """Hold `name` while the block runs; another process asking for it waits (a channel's round, setup)."""
+        ...
 
-    async def schema_version(self) -> int:
-        row = await self.fetch_one("PRAGMA user_version")
-        return int(row[0]) if row else 0
+    async def claim(self, name: str) -> bool:
+        """Try to take `name` for as long as this database stays open: True if this process now holds it."""
+        ...
 
-    async def _migrate(self) -> None:
-        current = await self.schema_version()
-        for version, script in enumerate(MIGRATIONS, start=1):
-            if version <= current:
-                continue
-            async with self._write_lock:
-                # executescript commits on its own, so the version bump rides inside the script.
-                await self._conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;")
+    async def schema_version(self) -> int: ...
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._write_lock:
-            await self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                await self._conn.execute("ROLLBACK")
-                raise
-            else:
-                await self._conn.execute("COMMIT")
+    async def close(self) -> None: ...
 
-    async def fetch_all(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            return list(await cursor.fetchall())
 
-    async def fetch_one(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            return await cursor.fetchone()
+def is_postgres_url(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+async def open_database(url_or_path: str | Path) -> Database:
+    """A migrated database: PostgreSQL for a postgresql:// URL, otherwise an SQLite file at that path."""
+    if isinstance(url_or_path, str) and is_postgres_url(url_or_path):
+        from storage.postgres import PostgresDatabase
+
+        return await PostgresDatabase.open(url_or_path)
+    from storage.sqlite import SqliteDatabase
+
+    return await SqliteDatabase.open(url_or_path)

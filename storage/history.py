@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import time
-import aiosqlite
 
-from storage.database import Database
+from storage.database import Database, Row, Tx
 from storage.records import Line, LineKind
 
 
-def _line(row: aiosqlite.Row) -> Line:
+def _line(row: Row) -> Line:
     return Line(
         id=row["id"],
         channel_key=row["channel_key"],
@@ -21,17 +20,12 @@ def _line(row: aiosqlite.Row) -> Line:
     )
 
 
-async def _insert_line(
-    conn: aiosqlite.Connection, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str
+async def insert_line(
+    tx: Tx, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str
 ) -> Line:
     now = time.time()
-    cursor = await conn.execute(
-        "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (channel_key, kind.value, author_id, author_name, text, now),
-    )
-    line_id = cursor.lastrowid
-    assert line_id is not None
-    await conn.execute(
+    line_id = await _new_line_id(tx, channel_key, kind, author_id, author_name, text, now)
+    await tx.execute(
         "INSERT INTO deliveries (channel_key, persona_id, line_id) "
         "SELECT channel_key, persona_id, ? FROM participants WHERE channel_key = ? AND active = 1",
         (line_id, channel_key),
@@ -39,26 +33,24 @@ async def _insert_line(
     return Line(line_id, channel_key, kind, author_id, author_name, text, now)
 
 
+async def _new_line_id(
+    tx: Tx, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str, now: float
+) -> int:
+    row = await tx.fetch_one(
+        "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        (channel_key, kind.value, author_id, author_name, text, now),
+    )
+    assert row is not None
+    return int(row[0])
+
+
 async def append_line(
     db: Database, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str
 ) -> Line:
     """Store a line and deliver it to every current participant, in one transaction."""
-    async with db.transaction() as conn:
-        return await _insert_line(conn, channel_key, kind, author_id, author_name, text)
-
-
-async def append_inbound(
-    db: Database, event_id: str | None, channel_key: str, author_id: str, author_name: str, text: str
-) -> Line | None:
-    """Record a human line unless its platform event was already processed (then None)."""
-    async with db.transaction() as conn:
-        if event_id is not None:
-            cursor = await conn.execute(
-                "INSERT OR IGNORE INTO processed_events (event_id, seen_at) VALUES (?, ?)", (event_id, time.time())
-            )
-            if cursor.rowcount == 0:
-                return None
-        return await _insert_line(conn, channel_key, LineKind.HUMAN, author_id, author_name, text)
+    async with db.transaction() as tx:
+        return await insert_line(tx, channel_key, kind, author_id, author_name, text)
 
 
 async def set_membership(
@@ -70,15 +62,14 @@ async def set_membership(
     keeps its deliveries; it simply receives nothing new.
     """
     now = time.time()
-    async with db.transaction() as conn:
-        async with conn.execute(
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
             "SELECT active FROM participants WHERE channel_key = ? AND persona_id = ?", (channel_key, persona_id)
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         if (row is not None and bool(row["active"]) == active) or (row is None and not active):
             return False
         if active:
-            await conn.execute(
+            await tx.execute(
                 "INSERT INTO participants (channel_key, persona_id, position, active, joined_at) "
                 "VALUES (?, ?, (SELECT COALESCE(MAX(position), -1) + 1 FROM participants WHERE channel_key = ?), 1, ?) "
                 "ON CONFLICT (channel_key, persona_id) DO UPDATE SET active = 1, position = excluded.position, "
@@ -86,10 +77,10 @@ async def set_membership(
                 (channel_key, persona_id, channel_key, now),
             )
         else:
-            await conn.execute(
+            await tx.execute(
                 "UPDATE participants SET active = 0 WHERE channel_key = ? AND persona_id = ?", (channel_key, persona_id)
             )
-        await _insert_line(conn, channel_key, LineKind.MARKER, "system", "system", marker_text)
+        await insert_line(tx, channel_key, LineKind.MARKER, "system", "system", marker_text)
     return True
 
 
@@ -123,25 +114,16 @@ async def last_persona_speaker(db: Database, channel_key: str) -> str | None:
 
 
 async def forget_processed_events(db: Database, older_than_seconds: float) -> int:
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
-            "DELETE FROM processed_events WHERE seen_at < ?", (time.time() - older_than_seconds,)
-        )
-        return cursor.rowcount
+    async with db.transaction() as tx:
+        return await tx.execute("DELETE FROM processed_events WHERE seen_at < ?", (time.time() - older_than_seconds,))
 
 
 async def append_private_note(db: Database, channel_key: str, persona_id: str, text: str) -> Line:
     """A note only one persona receives, such as the result of its own action."""
     now = time.time()
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
-            "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at) "
-            "VALUES (?, 'marker', 'system', 'system', ?, ?)",
-            (channel_key, text, now),
-        )
-        line_id = cursor.lastrowid
-        assert line_id is not None
-        await conn.execute(
+    async with db.transaction() as tx:
+        line_id = await _new_line_id(tx, channel_key, LineKind.MARKER, "system", "system", text, now)
+        await tx.execute(
             "INSERT INTO deliveries (channel_key, persona_id, line_id) VALUES (?, ?, ?)", (channel_key, persona_id, line_id)
         )
     return Line(line_id, channel_key, LineKind.MARKER, "system", "system", text, now)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from bot.app import App, open_app
 from bot.config import Config, load_config
 from graph.models.base import Models
 from graph.port import OutboundPort
+from tests.postgres_server import PostgresServer
 from tests.recording_port import RecordingPort
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,10 +49,36 @@ def write_config(directory: Path, sections: dict[str, dict[str, Any]] | None = N
     return path
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    server = PostgresServer.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def any_backend(request: pytest.FixtureRequest) -> str:
+    """"" (SQLite) or a fresh PostgreSQL database. A module runs on both by overriding storage_url with it."""
+    if request.param == "sqlite":
+        return ""
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return await server.new_database()
+
+
 @pytest.fixture
-def make_config(tmp_path: Path) -> Callable[..., Config]:
+def storage_url() -> str:
+    """[storage] url for the test's config: "" keeps SQLite in the test's data directory."""
+    return ""
+
+
+@pytest.fixture
+def make_config(tmp_path: Path, storage_url: str) -> Callable[..., Config]:
     def make(sections: dict[str, dict[str, Any]] | None = None) -> Config:
-        return load_config(write_config(tmp_path, sections))
+        storage = {"url": storage_url} if storage_url else {}
+        merged = {"storage": storage, **(sections or {})}
+        if sections and "storage" in sections:
+            merged["storage"] = {**storage, **sections["storage"]}
+        return load_config(write_config(tmp_path, merged))
 
     return make
 

@@ -1,33 +1,62 @@
-"""Storage: migrations, per-persona delivery, dedupe, windowed history."""
+"""Storage on both backends: migrations, per-persona delivery, dedupe, windowed history, the inbox, locks."""
 
+import asyncio
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 
-from storage import channels, history
-from storage.database import Database
+import pytest
+
+from storage import channels, history, inbox
+from storage.database import Database, open_database
+from storage.locks import channel_lock
 from storage.migrations import MIGRATIONS
 from storage.records import LineKind
 
 KEY = "console:t"
 
+Opener = Callable[[], Awaitable[Database]]
 
-async def open_db(tmp_path) -> Database:
-    db = await Database.open(tmp_path / "db.sqlite3")
+
+@pytest.fixture
+def storage_url(any_backend: str) -> str:
+    return any_backend
+
+
+@pytest.fixture
+async def open_db(storage_url: str, tmp_path) -> AsyncIterator[Opener]:
+    """Opens handles on one database; two handles stand for two bot processes."""
+    opened: list[Database] = []
+
+    async def opener() -> Database:
+        db = await open_database(storage_url or tmp_path / "db.sqlite3")
+        opened.append(db)
+        return db
+
+    yield opener
+    for db in opened:
+        await db.close()
+
+
+@pytest.fixture
+async def db(open_db: Opener) -> Database:
+    db = await open_db()
     await channels.ensure_channel(db, KEY, participants=["nova", "sage"], moderated=False)
     return db
 
 
-async def test_migrations_are_versioned_and_the_database_uses_wal(tmp_path):
-    db = await open_db(tmp_path)
+async def count(db: Database, table: str) -> int:
+    row = await db.fetch_one(f"SELECT COUNT(*) FROM {table}")
+    return int(row[0])
+
+
+async def test_migrations_are_versioned_and_run_once(db, open_db):
     assert await db.schema_version() == len(MIGRATIONS)
-    assert (await db.fetch_one("PRAGMA journal_mode"))[0] == "wal"
-    await db.close()
-    reopened = await Database.open(tmp_path / "db.sqlite3")  # migrating twice is a no-op
+    reopened = await open_db()  # migrating twice is a no-op
     assert await reopened.schema_version() == len(MIGRATIONS)
-    await reopened.close()
+    assert await channels.participants(reopened, KEY) == ["nova", "sage"]
 
 
-async def test_a_line_is_stored_once_and_delivered_to_the_participants_present(tmp_path):
-    db = await open_db(tmp_path)
+async def test_a_line_is_stored_once_and_delivered_to_the_participants_present(db):
     await history.append_line(db, KEY, LineKind.HUMAN, "u1", "Ana", "before rex")
     await history.set_membership(db, KEY, "rex", active=True, marker_text="Rex joined")
     await history.append_line(db, KEY, LineKind.HUMAN, "u1", "Ana", "with rex")
@@ -43,31 +72,118 @@ async def test_a_line_is_stored_once_and_delivered_to_the_participants_present(t
     assert texts(nova) == ["before rex", "Rex joined", "with rex", "Sage left", "after sage left"]
     assert texts(rex) == ["Rex joined", "with rex", "Sage left", "after sage left"]
     assert texts(sage) == ["before rex", "Rex joined", "with rex"]  # keeps its memory, hears nothing new
-    assert (await db.fetch_one("SELECT COUNT(*) FROM lines"))[0] == 5
+    assert await count(db, "lines") == 5
     assert await channels.participants(db, KEY) == ["nova", "rex"]
-    await db.close()
 
 
-async def test_inviting_twice_or_dismissing_an_absent_persona_changes_nothing(tmp_path):
-    db = await open_db(tmp_path)
+async def test_inviting_twice_or_dismissing_an_absent_persona_changes_nothing(db):
     assert not await history.set_membership(db, KEY, "nova", active=True, marker_text="Nova joined")
     assert not await history.set_membership(db, KEY, "rex", active=False, marker_text="Rex left")
     assert await history.recent_lines_for(db, KEY, "nova", limit=10) == []
-    await db.close()
 
 
-async def test_a_repeated_event_id_is_recorded_once(tmp_path):
-    db = await open_db(tmp_path)
-    first = await history.append_inbound(db, "evt-1", KEY, "u1", "Ana", "hello")
-    again = await history.append_inbound(db, "evt-1", KEY, "u1", "Ana", "hello")
+async def test_a_repeated_event_id_is_recorded_once(db):
+    first = await inbox.accept(db, "evt-1", KEY, "u1", "Ana", "hello")
+    again = await inbox.accept(db, "evt-1", KEY, "u1", "Ana", "hello")
     assert first is not None and again is None
-    assert (await db.fetch_one("SELECT COUNT(*) FROM lines"))[0] == 1
+    assert await count(db, "lines") == 1
     assert await history.forget_processed_events(db, older_than_seconds=-1) == 1
-    await db.close()
 
 
-async def test_reading_recent_history_is_an_index_range_scan(tmp_path):
-    db = await open_db(tmp_path)
+async def test_two_processes_given_the_same_events_record_each_once(db, open_db):
+    other = await open_db()
+    events = [(f"evt-{i}", f"message {i}") for i in range(50)]
+
+    async def feed(handle: Database) -> list[str]:
+        recorded = []
+        for event_id, text in events:
+            if await inbox.accept(handle, event_id, KEY, "u1", "Ana", text) is not None:
+                recorded.append(event_id)
+        return recorded
+
+    mine, theirs = await asyncio.gather(feed(db), feed(other))
+    assert sorted(mine + theirs) == sorted(event_id for event_id, _ in events)
+    waiting = []
+    while (message := await inbox.oldest(db, KEY)) is not None:
+        waiting.append(message.text)
+        await inbox.take(db, message.line_id)
+    assert waiting == [text for _, text in events]  # the inbox hands them out in the order they arrived
+
+
+async def test_the_inbox_keeps_mentions_and_thread_and_lists_channels_with_work(db):
+    await inbox.accept(db, None, KEY, "u1", "Ana", "Sage?", mentions=("sage",), thread="t-1")
+    assert await inbox.channels_waiting(db) == [KEY]
+    message = await inbox.oldest(db, KEY)
+    assert (message.text, message.author_name, message.mentions, message.thread) == ("Sage?", "Ana", ("sage",), "t-1")
+    await inbox.take(db, message.line_id)
+    assert await inbox.channels_waiting(db) == []
+    assert len(await history.recent_lines_for(db, KEY, "sage", limit=5)) == 1  # the line itself stays
+
+
+async def test_window_reads_return_the_newest_lines_of_a_large_history(db):
+    async with db.transaction() as tx:
+        now = time.time()
+        await tx.execute_many(
+            "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at) VALUES (?, 'human', 'u', 'Ana', ?, ?)",
+            [(KEY, f"line {i}", now) for i in range(20_000)],
+        )
+        await tx.execute(
+            "INSERT INTO deliveries (channel_key, persona_id, line_id) SELECT channel_key, 'nova', id FROM lines"
+        )
+    lines = await history.recent_lines_for(db, KEY, "nova", limit=20)
+    assert [line.text for line in lines[:2]] == ["line 19999", "line 19998"]
+    older = await history.recent_lines_for(db, KEY, "nova", limit=20, before_id=lines[-1].id)
+    assert older[0].text == "line 19979"
+
+
+async def test_the_audit_log_refuses_changes(db):
+    async with db.transaction() as tx:
+        await tx.execute(
+            "INSERT INTO audit_log (at, channel_key, persona_id, action, event) VALUES (?, ?, 'nova', 'x', 'refused')",
+            (time.time(), KEY),
+        )
+    for statement in ("UPDATE audit_log SET actor = 'me'", "DELETE FROM audit_log"):
+        with pytest.raises(Exception, match="append-only"):
+            async with db.transaction() as tx:
+                await tx.execute(statement)
+    assert await count(db, "audit_log") == 1
+
+
+async def test_postgres_channel_lock_makes_a_second_process_wait(postgres_server):
+    url = await postgres_server.new_database()
+    first, second = await open_database(url), await open_database(url)
+    order: list[str] = []
+    first_in = asyncio.Event()
+
+    async def hold(handle: Database, name: str) -> None:
+        async with handle.exclusive(channel_lock(KEY)):
+            order.append(f"{name} in")
+            first_in.set()
+            await asyncio.sleep(0.2)
+            order.append(f"{name} out")
+
+    holding = asyncio.create_task(hold(first, "first"))
+    await first_in.wait()
+    await hold(second, "second")
+    await holding
+    assert order == ["first in", "first out", "second in", "second out"]
+    await first.close()
+    await second.close()
+
+
+async def test_postgres_claim_is_held_by_one_process_until_it_closes(postgres_server):
+    url = await postgres_server.new_database()
+    first, second = await open_database(url), await open_database(url)
+    assert await first.claim("timers")
+    assert not await second.claim("timers")
+    await first.close()
+    assert await second.claim("timers")
+    await second.close()
+
+
+async def test_sqlite_uses_wal_and_reads_history_through_the_index(tmp_path):
+    db = await open_database(tmp_path / "db.sqlite3")
+    assert (await db.fetch_one("PRAGMA journal_mode"))[0] == "wal"
     plan = await db.fetch_all(
         "EXPLAIN QUERY PLAN SELECT l.* FROM deliveries d JOIN lines l ON l.id = d.line_id "
         "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id < ? ORDER BY d.line_id DESC LIMIT ?",
@@ -76,22 +192,4 @@ async def test_reading_recent_history_is_an_index_range_scan(tmp_path):
     details = " ".join(row["detail"] for row in plan)
     assert "SEARCH d USING PRIMARY KEY" in details and "SCAN" not in details
     assert "TEMP B-TREE" not in details  # no sort: the index is already in line order
-    await db.close()
-
-
-async def test_window_reads_cost_the_same_with_a_large_history(tmp_path):
-    db = await open_db(tmp_path)
-    async with db.transaction() as conn:
-        now = time.time()
-        await conn.executemany(
-            "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at) VALUES (?, 'human', 'u', 'Ana', ?, ?)",
-            [(KEY, f"line {i}", now) for i in range(20_000)],
-        )
-        await conn.execute(
-            "INSERT INTO deliveries (channel_key, persona_id, line_id) SELECT channel_key, 'nova', id FROM lines"
-        )
-    lines = await history.recent_lines_for(db, KEY, "nova", limit=20)
-    assert [line.text for line in lines[:2]] == ["line 19999", "line 19998"]
-    older = await history.recent_lines_for(db, KEY, "nova", limit=20, before_id=lines[-1].id)
-    assert older[0].text == "line 19979"
     await db.close()

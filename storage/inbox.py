@@ -1,0 +1,77 @@
+"""The inbox: human lines waiting for their round, answered in line order by whichever process gets there.
+
+A line enters the inbox in the same transaction that records it, so an event acknowledged to the
+platform is never lost: a round that had not started when the bot stopped runs at the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storage.database import Database
+from storage.history import insert_line
+from storage.locks import inbox_lock
+from storage.records import Line, LineKind
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A recorded human line whose round has not run."""
+
+    line_id: int
+    channel_key: str
+    author_name: str
+    text: str
+    mentions: tuple[str, ...]
+    thread: str | None
+
+
+async def accept(
+    db: Database, event_id: str | None, channel_key: str, author_id: str, author_name: str, text: str,
+    *, mentions: Sequence[str] = (), thread: str | None = None,
+) -> Line | None:
+    """Record a human line and queue its round, unless its platform event was seen before (then None)."""
+    async with db.transaction() as tx:
+        if event_id is not None:
+            claimed = await tx.execute(
+                "INSERT INTO processed_events (event_id, seen_at) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING",
+                (event_id, time.time()),
+            )
+            if not claimed:
+                return None
+        # Line ids must commit in order within a channel, or a reader could see a later line first.
+        await tx.serialize(inbox_lock(channel_key))
+        line = await insert_line(tx, channel_key, LineKind.HUMAN, author_id, author_name, text)
+        await tx.execute(
+            "INSERT INTO inbox (line_id, channel_key, mentions, thread) VALUES (?, ?, ?, ?)",
+            (line.id, channel_key, json.dumps(list(mentions)), thread),
+        )
+    return line
+
+
+async def oldest(db: Database, channel_key: str) -> Waiting | None:
+    row = await db.fetch_one(
+        "SELECT i.line_id, i.mentions, i.thread, l.author_name, l.text FROM inbox i JOIN lines l ON l.id = i.line_id "
+        "WHERE i.channel_key = ? ORDER BY i.line_id LIMIT 1",
+        (channel_key,),
+    )
+    if row is None:
+        return None
+    return Waiting(
+        line_id=row["line_id"], channel_key=channel_key, author_name=row["author_name"], text=row["text"],
+        mentions=tuple(json.loads(row["mentions"])), thread=row["thread"],
+    )
+
+
+async def take(db: Database, line_id: int) -> None:
+    """Take a line off the inbox as its round starts."""
+    async with db.transaction() as tx:
+        await tx.execute("DELETE FROM inbox WHERE line_id = ?", (line_id,))
+
+
+async def channels_waiting(db: Database) -> list[str]:
+    rows = await db.fetch_all("SELECT DISTINCT channel_key FROM inbox ORDER BY channel_key")
+    return [row["channel_key"] for row in rows]
