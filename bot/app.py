@@ -9,9 +9,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
 from bot.config import Config, ConfigError
+from bot.persistence import open_persistence
 from bot.service import ChannelDefaults, ChannelService
 from bot.timers import DurableTimers
 from graph.deps import EngineDeps
@@ -23,10 +22,6 @@ from graph.port import OutboundPort
 from graph.settings import EngineSettings
 from personas import Persona, load_personas
 from storage.database import Database
-
-DATABASE_FILE = "roundtable.sqlite3"
-CHECKPOINT_FILE = "checkpoints.sqlite3"
-TIMERS_FILE = "timers.sqlite3"
 
 
 @dataclass
@@ -97,34 +92,33 @@ async def open_app(
     personas = load_checked_personas(config)
     models = models or build_models(provider_config(config), environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    db = await Database.open(config.data_dir / DATABASE_FILE)
-    timers = DurableTimers(config.data_dir / TIMERS_FILE)
-    try:
-        async with AsyncSqliteSaver.from_conn_string(str(config.data_dir / CHECKPOINT_FILE)) as checkpointer:
-            deps = EngineDeps(
-                db=db,
-                personas=personas,
-                models=models,
-                port=port,
-                settings=engine_settings(config),
-                rng=rng or random.Random(),
-                policy=policy_settings(config),
-                timers=timers,
-            )
-            engine = RoundEngine(deps, checkpointer)
-            service = ChannelService(
-                db=db,
-                engine=engine,
-                personas=personas,
-                port=port,
-                defaults=ChannelDefaults(
-                    participants=config.settings.bot.participants, moderated=config.settings.moderation.enabled
-                ),
-                approvers_for=config.settings.approvals.approvers_for,
-            )
-            timers.start(service)
-            yield App(config=config, personas=personas, db=db, models=models, engine=engine, service=service, timers=timers)
+    async with open_persistence(config) as stored:
+        deps = EngineDeps(
+            db=stored.db,
+            personas=personas,
+            models=models,
+            port=port,
+            settings=engine_settings(config),
+            rng=rng or random.Random(),
+            policy=policy_settings(config),
+            timers=stored.timers,
+        )
+        engine = RoundEngine(deps, stored.checkpointer)
+        service = ChannelService(
+            db=stored.db,
+            engine=engine,
+            personas=personas,
+            port=port,
+            defaults=ChannelDefaults(
+                participants=config.settings.bot.participants, moderated=config.settings.moderation.enabled
+            ),
+            approvers_for=config.settings.approvals.approvers_for,
+        )
+        await stored.timers.start(service)
+        try:
+            await service.resume_waiting()
+            yield App(config=config, personas=personas, db=stored.db, models=models, engine=engine,
+                      service=service, timers=stored.timers)
             await service.wait_idle()
-    finally:
-        timers.shutdown()
-        await db.close()
+        finally:
+            await stored.timers.shutdown()

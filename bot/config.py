@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SECRET_ENV_VARS = (
     "GOOGLE_API_KEY",
@@ -67,6 +69,16 @@ class LlmSection(_Section):
 
 class StorageSection(_Section):
     data_dir: str = "data"
+    url: str = ""
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_without_password(cls, url: str) -> str:
+        if not url:
+            return url
+        if urlsplit(url).scheme not in ("postgresql", "postgres"):
+            raise ValueError('a postgresql:// URL, or "" for SQLite in data_dir')
+        return url
 
 
 class HistorySection(_Section):
@@ -158,6 +170,10 @@ def _key_of(loc: tuple) -> str:
     return f"[{'.'.join(parts[:-1])}] {parts[-1]}"
 
 
+def _has_password(value: object) -> bool:
+    return isinstance(value, str) and "://" in value and urlsplit(value).password is not None
+
+
 def load_config(path: Path) -> Config:
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found (pass --config PATH)")
@@ -171,6 +187,10 @@ def load_config(path: Path) -> Config:
                 raise ConfigError(
                     f"{path}: [{section}] {key}: secrets are read only from the environment "
                     f"({', '.join(SECRET_ENV_VARS)}), never from config.toml"
+                )
+            if _has_password(values[key]):
+                raise ConfigError(
+                    f"{path}: [{section}] {key}: remove the password from the URL and set PGPASSWORD in the environment"
                 )
     try:
         settings = Settings.model_validate(raw)

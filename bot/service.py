@@ -1,7 +1,10 @@
 """The channel service: dedupe, one queue per channel, and commands.
 
-Rounds in one channel run strictly one at a time, in the order their messages arrived; different
-channels run concurrently. Commands take effect at once, so `/moderate off` can stop a running round.
+Rounds in one channel run strictly one at a time, in the order their messages were recorded;
+different channels run concurrently. A message is recorded in the inbox before anything else
+happens to it, and a channel's worker answers the inbox oldest first while it holds the channel's
+lock, so processes sharing one database take turns and still answer in order. Commands take
+effect at once, so `/moderate off` can stop a running round.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from graph.port import OutboundPort
 from personas import Persona
 from graph.actions import ActionCall
 from graph.trust import trust_record
-from storage import approvals, channels, history
+from storage import approvals, channels, history, inbox
 from storage.database import Database
+from storage.locks import channel_lock
 from storage.records import Approval, ApprovalMode, ApprovalStatus, LineKind
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,13 @@ class Actor:
 
     id: str
     name: str
+
+
+@dataclass(frozen=True)
+class AnswerInbox:
+    """A queued item: answer whatever waits in the channel's inbox."""
+
+    channel_key: str
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,7 @@ class ChannelService:
         self.port = port
         self.defaults = defaults
         self.approvers_for = approvers_for
-        self._queues: dict[str, asyncio.Queue[Inbound | ResumeApprovals]] = {}
+        self._queues: dict[str, asyncio.Queue[AnswerInbox | ResumeApprovals]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
 
@@ -101,21 +112,27 @@ class ChannelService:
         if command is not None:
             actor = Actor(inbound.author_id, inbound.author_name)
             return await self.run_command(inbound.channel_key, command, thread=inbound.thread, actor=actor)
-        line = await history.append_inbound(
-            self.db, inbound.event_id, inbound.channel_key, inbound.author_id, inbound.author_name, inbound.text
+        line = await inbox.accept(
+            self.db, inbound.event_id, inbound.channel_key, inbound.author_id, inbound.author_name, inbound.text,
+            mentions=inbound.mentions, thread=inbound.thread,
         )
         if line is None:
             log.info("duplicate event %s ignored", inbound.event_id)
             return None
-        self._enqueue(inbound)
+        self._enqueue(AnswerInbox(inbound.channel_key))
         return None
+
+    async def resume_waiting(self) -> None:
+        """At start-up: answer messages recorded before a stop whose rounds never ran."""
+        for key in await inbox.channels_waiting(self.db):
+            self._enqueue(AnswerInbox(key))
 
     async def _ensure_channel(self, key: str) -> None:
         await channels.ensure_channel(
             self.db, key, participants=self.defaults.participants, moderated=self.defaults.moderated
         )
 
-    def _enqueue(self, item: Inbound | ResumeApprovals) -> None:
+    def _enqueue(self, item: AnswerInbox | ResumeApprovals) -> None:
         key = item.channel_key
         self._queues.setdefault(key, asyncio.Queue()).put_nowait(item)
         if key not in self._workers:
@@ -127,23 +144,35 @@ class ChannelService:
             while not queue.empty():
                 item = queue.get_nowait()
                 try:
-                    await self._work(item)
+                    async with self.db.exclusive(channel_lock(key)):
+                        await self._work(item)
                 except Exception:
-                    log.exception("round failed in %s", key)
-                    thread = item.thread if isinstance(item, Inbound) else None
-                    await self._notice(key, "Something went wrong in this round; the message was kept.", thread)
+                    log.exception("queued work failed in %s", key)
+                    await self._notice(key, "Something went wrong in this channel; nothing was lost.", None)
         finally:
             # No await between the empty check and this: a message queued now starts a new worker.
             del self._workers[key]
             if queue.empty():
                 del self._queues[key]
 
-    async def _work(self, item: Inbound | ResumeApprovals) -> None:
+    async def _work(self, item: AnswerInbox | ResumeApprovals) -> None:
         if isinstance(item, ResumeApprovals):
             await self.engine.resume_approvals(item.batch)
             return
+        while (message := await inbox.oldest(self.db, item.channel_key)) is not None:
+            # Taken off before the round runs: a round cut short by a crash is not run again,
+            # so no reply or action request is ever repeated. Messages still waiting are answered.
+            await inbox.take(self.db, message.line_id)
+            try:
+                await self._answer(message)
+            except Exception:
+                log.exception("round failed in %s", item.channel_key)
+                await self._notice(item.channel_key, "Something went wrong in this round; the message was kept.", message.thread)
+
+    async def _answer(self, message: inbox.Waiting) -> None:
         waiting = await self.engine.run_round(
-            item.channel_key, text=item.text, author_name=item.author_name, mentions=list(item.mentions), thread=item.thread
+            message.channel_key, text=message.text, author_name=message.author_name,
+            mentions=list(message.mentions), thread=message.thread,
         )
         await self.engine.start_approvals(waiting)
 

@@ -2,19 +2,28 @@
 
 Jobs are stored by reference to the functions below, so the running app registers itself here.
 `misfire_grace_time=None` makes a timer that fell due while the bot was down fire at the next start.
+
+Processes sharing one database share one job store, which APScheduler 3 cannot run from several
+schedulers at once. So every process adds jobs, but only the process that holds the "timers" claim
+runs them: the others keep their scheduler paused and try for the claim again every few seconds,
+so when the runner stops, another takes over and fires whatever fell due meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Protocol
 
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.schedulers.base import STATE_PAUSED
 
 from graph.actions import ActionCall
+from storage.database import Database
+from storage.locks import SETUP_LOCK, TIMERS_CLAIM
 
 log = logging.getLogger(__name__)
 
@@ -47,22 +56,56 @@ def _when(at: float) -> datetime:
 
 
 class DurableTimers:
-    """The graph's Timers port, on an AsyncIOScheduler with a SQLAlchemy job store."""
+    """The graph's Timers port, on an AsyncIOScheduler with a SQLAlchemy job store.
 
-    def __init__(self, database: Path) -> None:
+    `shared` says other processes may use the same job store: then this one polls, both for the
+    claim and, once it runs jobs, for jobs the others added.
+    """
+
+    def __init__(self, jobstore_url: str, db: Database, *, shared: bool = False, poll_seconds: float = 2.0) -> None:
         self.scheduler = AsyncIOScheduler(
-            jobstores={"default": SQLAlchemyJobStore(url=f"sqlite:///{database}")},
+            jobstores={"default": SQLAlchemyJobStore(url=jobstore_url)},
             job_defaults={"misfire_grace_time": None, "coalesce": True},
             timezone=timezone.utc,
         )
+        self._db = db
+        self._shared = shared
+        self._poll_seconds = poll_seconds
+        self._poller: asyncio.Task[None] | None = None
 
-    def start(self, target: TimerTarget) -> None:
+    @property
+    def running_jobs(self) -> bool:
+        """True when this process is the one that fires timers."""
+        return self.scheduler.running and self.scheduler.state != STATE_PAUSED
+
+    async def start(self, target: TimerTarget) -> None:
         global _target
         _target = target
-        self.scheduler.start()
+        async with self._db.exclusive(SETUP_LOCK):  # starting creates the job table if it is missing
+            self.scheduler.start(paused=True)
+        if await self._db.claim(TIMERS_CLAIM):
+            self.scheduler.resume()
+        if self._shared:
+            self._poller = asyncio.create_task(self._poll(), name="timers:poll")
 
-    def shutdown(self) -> None:
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self._poll_seconds)
+            try:
+                if self.running_jobs:
+                    self.scheduler.wakeup()  # another process may have added a job
+                elif await self._db.claim(TIMERS_CLAIM):
+                    log.info("this process now runs the timers")
+                    self.scheduler.resume()
+            except Exception:
+                log.exception("timer poll failed; trying again in %.0f s", self._poll_seconds)
+
+    async def shutdown(self) -> None:
         global _target
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         _target = None

@@ -1,4 +1,4 @@
-"""Persona actions behind human approval, through the real graph, storage and scheduler."""
+"""Persona actions behind human approval, through the real graph, storage and scheduler, on both backends."""
 
 import asyncio
 import json
@@ -17,6 +17,11 @@ from tests.fake_models import FakeModels
 
 KEY = "console:acts"
 YOU = Actor("you", "you")
+
+
+@pytest.fixture
+def storage_url(any_backend: str) -> str:
+    return any_backend
 
 
 def act(name: str, **args) -> str:
@@ -169,5 +174,5 @@ async def test_three_failures_in_a_row_notify_the_approvers(app, port):
 async def test_audit_log_is_append_only(app):
     await say(app, act("publish_post", channel="news", text="x"))
     with pytest.raises(Exception, match="append-only"):
-        async with app.db.transaction() as conn:
-            await conn.execute("DELETE FROM audit_log")
+        async with app.db.transaction() as tx:
+            await tx.execute("DELETE FROM audit_log")

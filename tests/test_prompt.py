@@ -59,13 +59,13 @@ async def test_prompt_fits_the_token_budget_with_100k_stored_lines(open_test_app
     async with open_test_app({"history": {"token_budget": 1500}}) as app:
         await app.service.handle(Inbound(KEY, "u1", "Ana", "first"))
         await app.service.wait_idle()
-        async with app.db.transaction() as conn:
+        async with app.db.transaction() as tx:
             now = time.time()
-            await conn.executemany(
+            await tx.execute_many(
                 "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at) VALUES (?, 'human', 'u1', 'Ana', ?, ?)",
                 [(KEY, f"message number {i} " + "blah " * (i % 30), now) for i in range(100_000)],
             )
-            await conn.execute(
+            await tx.execute(
                 "INSERT INTO deliveries (channel_key, persona_id, line_id) "
                 "SELECT ?, p.persona_id, l.id FROM lines l, participants p WHERE l.channel_key = ? AND p.channel_key = ? "
                 "AND l.id > (SELECT MAX(line_id) FROM deliveries)",
