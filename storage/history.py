@@ -87,10 +87,15 @@ async def set_membership(
 async def recent_lines_for(
     db: Database, channel_key: str, persona_id: str, *, limit: int, before_id: int | None = None
 ) -> list[Line]:
-    """The newest lines delivered to a persona, newest first: an index range scan of `limit` rows."""
+    """The newest lines delivered to a persona, newest first: an index range scan of `limit` rows.
+
+    Messages still waiting in the inbox are left out until their own round: each round sees the
+    conversation as it stood when its message came up, whatever arrived behind it.
+    """
     rows = await db.fetch_all(
         "SELECT l.* FROM deliveries d JOIN lines l ON l.id = d.line_id "
         "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id < ? "
+        "AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = d.line_id) "
         "ORDER BY d.line_id DESC LIMIT ?",
         (channel_key, persona_id, before_id if before_id is not None else 2**62, limit),
     )
@@ -98,9 +103,11 @@ async def recent_lines_for(
 
 
 async def recent_channel_lines(db: Database, channel_key: str, *, limit: int) -> list[Line]:
-    """The channel's newest lines, oldest first (what the moderator reads)."""
+    """The channel's newest lines, oldest first (what the moderator reads), without waiting messages."""
     rows = await db.fetch_all(
-        "SELECT * FROM lines WHERE channel_key = ? ORDER BY id DESC LIMIT ?", (channel_key, limit)
+        "SELECT * FROM lines l WHERE channel_key = ? AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) "
+        "ORDER BY id DESC LIMIT ?",
+        (channel_key, limit),
     )
     return [_line(row) for row in reversed(rows)]
 

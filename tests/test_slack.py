@@ -15,7 +15,6 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from slack_sdk.signature import SignatureVerifier
 
 from bot.slack.app import build_slack_app
 from bot.slack.client import make_web_client
@@ -28,33 +27,16 @@ from graph.models.base import Models
 from storage import approvals, channels
 from storage.records import Approval, ApprovalMode, ApprovalStatus
 from tests.fake_models import FakeModels
-from tests.fakes.slack_api import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID, FakeSlackApi
+from tests.fakes.slack_api import APP_ID, BOT_USER_ID, TEAM_ID, FakeSlackApi
+from tests.fakes.slack_payloads import (
+    CHANNEL, HUMAN, SIGNING_SECRET, button_click, buttons_of, envelope, message, signed_headers,
+)
 
-SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-fake-bot-token-must-never-be-logged"
-CHANNEL = "C0GENERAL"
 KEY = f"slack:{TEAM_ID}:{CHANNEL}"
-HUMAN = "UHUMAN"
 APPROVER = "UAPPROVER"  # named "Bea" by the fake's users.info
 
 Sections = dict[str, dict[str, Any]]
-
-
-def message(text: str, ts: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "message", "channel": CHANNEL, "user": HUMAN, "text": text, "ts": ts, "channel_type": "channel", **extra}
-
-
-def envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
-    return {
-        "token": "legacy-verification-token",
-        "team_id": TEAM_ID,
-        "api_app_id": APP_ID,
-        "event": {**event, "event_ts": event.get("ts", "1")},
-        "type": "event_callback",
-        "event_id": event_id,
-        "event_time": int(time.time()),
-        "authorizations": [{"team_id": TEAM_ID, "user_id": BOT_USER_ID, "is_bot": True}],
-    }
 
 
 @dataclass
@@ -75,16 +57,9 @@ class SlackHarness:
         forged: bool = False,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, str]:
-        stamp = str(timestamp if timestamp is not None else int(time.time()))
-        signature = SignatureVerifier(SIGNING_SECRET).generate_signature(timestamp=stamp, body=body)
+        sent = {**signed_headers(body, content_type, timestamp=timestamp), **(headers or {})}
         if forged:
-            signature = "v0=" + "0" * 64
-        sent = {
-            "Content-Type": content_type,
-            "X-Slack-Request-Timestamp": stamp,
-            "X-Slack-Signature": signature,
-            **(headers or {}),
-        }
+            sent["X-Slack-Signature"] = "v0=" + "0" * 64
         async with self.http.post(f"{self.url}/slack/events", data=body.encode(), headers=sent) as response:
             return response.status, await response.text()
 
@@ -127,25 +102,10 @@ class SlackHarness:
     async def click(self, action_id: str, request: dict[str, Any], user: str = APPROVER) -> int:
         """Click the button `action_id` of a posted approval request (its value is taken from the blocks)."""
         self._interactions += 1
-        [button] = [b for b in buttons_of(request) if b["action_id"] == action_id]
-        thread = request.get("thread_ts")
-        payload = {
-            "type": "block_actions",
-            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
-            "api_app_id": APP_ID,
-            "token": "legacy-verification-token",
-            "container": {
-                "type": "message", "message_ts": request["ts"], "channel_id": CHANNEL, "is_ephemeral": False,
-                **({"thread_ts": thread} if thread else {}),
-            },
-            "trigger_id": f"trigger.click.{self._interactions}",
-            "team": {"id": TEAM_ID, "domain": "fake"},
-            "channel": {"id": CHANNEL, "name": "general"},
-            "message": {"type": "message", "ts": request["ts"], "text": request["text"], "bot_id": BOT_ID,
-                        "blocks": request["blocks"], **({"thread_ts": thread} if thread else {})},
-            "response_url": self.fake.response_url(f"click{self._interactions}"),
-            "actions": [{**button, "block_id": "approval", "action_ts": str(time.time())}],
-        }
+        payload = button_click(
+            request, action_id, user,
+            response_url=self.fake.response_url(f"click{self._interactions}"), trigger=f"trigger.click.{self._interactions}",
+        )
         return await self.interact(payload)
 
     async def submit_feedback(self, view: dict[str, Any], feedback: str, user: str = APPROVER) -> int:
@@ -225,11 +185,6 @@ def start_slack(open_test_app, make_config, fake_slack: FakeSlackApi) -> StartSl
 async def slack(start_slack: StartSlack) -> AsyncIterator[SlackHarness]:
     async with start_slack() as harness:
         yield harness
-
-
-def buttons_of(message: dict[str, Any]) -> list[dict[str, Any]]:
-    blocks = message.get("blocks") or []
-    return [element for block in blocks if block.get("type") == "actions" for element in block["elements"]]
 
 
 # -- replies ---------------------------------------------------------------------------------------

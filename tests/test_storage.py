@@ -110,14 +110,16 @@ async def test_two_processes_given_the_same_events_record_each_once(db, open_db)
     assert waiting == [text for _, text in events]  # the inbox hands them out in the order they arrived
 
 
-async def test_the_inbox_keeps_mentions_and_thread_and_lists_channels_with_work(db):
+async def test_a_waiting_message_is_heard_only_when_its_round_comes(db):
     await inbox.accept(db, None, KEY, "u1", "Ana", "Sage?", mentions=("sage",), thread="t-1")
     assert await inbox.channels_waiting(db) == [KEY]
+    assert await history.recent_lines_for(db, KEY, "sage", limit=5) == []
+    assert await history.recent_channel_lines(db, KEY, limit=5) == []
     message = await inbox.oldest(db, KEY)
     assert (message.text, message.author_name, message.mentions, message.thread) == ("Sage?", "Ana", ("sage",), "t-1")
     await inbox.take(db, message.line_id)
     assert await inbox.channels_waiting(db) == []
-    assert len(await history.recent_lines_for(db, KEY, "sage", limit=5)) == 1  # the line itself stays
+    assert [line.text for line in await history.recent_lines_for(db, KEY, "sage", limit=5)] == ["Sage?"]
 
 
 async def test_window_reads_return_the_newest_lines_of_a_large_history(db):
@@ -186,10 +188,12 @@ async def test_sqlite_uses_wal_and_reads_history_through_the_index(tmp_path):
     assert (await db.fetch_one("PRAGMA journal_mode"))[0] == "wal"
     plan = await db.fetch_all(
         "EXPLAIN QUERY PLAN SELECT l.* FROM deliveries d JOIN lines l ON l.id = d.line_id "
-        "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id < ? ORDER BY d.line_id DESC LIMIT ?",
+        "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id < ? "
+        "AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = d.line_id) ORDER BY d.line_id DESC LIMIT ?",
         (KEY, "nova", 10**9, 50),
     )
     details = " ".join(row["detail"] for row in plan)
     assert "SEARCH d USING PRIMARY KEY" in details and "SCAN" not in details
+    assert "SEARCH i USING INTEGER PRIMARY KEY" in details  # the inbox check is one key lookup
     assert "TEMP B-TREE" not in details  # no sort: the index is already in line order
     await db.close()
