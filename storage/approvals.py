@@ -62,6 +62,21 @@ async def request(
     return approval, created
 
 
+async def remember_place(db: Database, approval_id: int, channel: str, message: str) -> None:
+    """Where the request was shown, in the platform's own ids (opaque here)."""
+    async with db.transaction() as tx:
+        await tx.execute(
+            "INSERT INTO approval_places (approval_id, channel, message) VALUES (?, ?, ?) "
+            "ON CONFLICT (approval_id) DO UPDATE SET channel = excluded.channel, message = excluded.message",
+            (approval_id, channel, message),
+        )
+
+
+async def place_of(db: Database, approval_id: int) -> tuple[str, str] | None:
+    row = await db.fetch_one("SELECT channel, message FROM approval_places WHERE approval_id = ?", (approval_id,))
+    return (row["channel"], row["message"]) if row else None
+
+
 async def get(db: Database, approval_id: int) -> Approval | None:
     row = await db.fetch_one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
     return _approval(row) if row else None

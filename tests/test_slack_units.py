@@ -36,6 +36,8 @@ from bot.slack.text import (
 )
 from graph.actions import ActionCall
 from personas import load_personas
+from storage import approvals, channels
+from storage.database import open_database
 from storage.records import Approval, ApprovalStatus
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -292,20 +294,26 @@ def test_requests_go_to_the_approvals_channel_when_one_is_set() -> None:
     assert request_location(approval(channel_key="discord:1"), "") == (None, "5.5")
 
 
-async def test_request_messages_are_remembered_across_restarts(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    path = tmp_path / "data" / "slack.sqlite3"
-    await ApprovalMessages(path).remember(7, MessageRef("C1", "9.9"))
-    assert await ApprovalMessages(path).find(7) == MessageRef("C1", "9.9")
-    assert await ApprovalMessages(path).find(8) is None
+async def test_request_messages_are_remembered_with_the_approvals(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db = await open_database(tmp_path / "db.sqlite3")
+    await channels.ensure_channel(db, "slack:T1:C1", participants=["nova"], moderated=False)
+    stored, _ = await approvals.request(
+        db, batch="b", call_id="c", channel_key="slack:T1:C1", thread=None, persona_id="nova",
+        action="publish_post", args={}, timeout_seconds=60,
+    )
+    await ApprovalMessages(db).remember(stored.id, MessageRef("C1", "9.9"))
+    assert await ApprovalMessages(db).find(stored.id) == MessageRef("C1", "9.9")  # another process, or a restart
+    assert await ApprovalMessages(db).find(stored.id + 1) is None
 
     in_memory = ApprovalMessages()
     await in_memory.remember(7, MessageRef("C1", "9.9"))
     assert await in_memory.find(7) == MessageRef("C1", "9.9") and await ApprovalMessages().find(7) is None
 
-    unwritable = ApprovalMessages(tmp_path)  # a directory: sqlite cannot open it
-    await unwritable.remember(1, MessageRef("C1", "1.1"))
-    assert await unwritable.find(1) == MessageRef("C1", "1.1")  # still known in this process
-    assert await ApprovalMessages(tmp_path).find(1) is None
+    await db.close()  # storage failing: still known in this process, and only a warning
+    failing = ApprovalMessages(db)
+    await failing.remember(1, MessageRef("C1", "1.1"))
+    assert await failing.find(1) == MessageRef("C1", "1.1")
+    assert await ApprovalMessages(db).find(1) is None
     assert "could not store where approval 1 was posted" in caplog.text
 
 

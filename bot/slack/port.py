@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.config import Config
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
-from bot.slack.approval_messages import FILE_NAME, ApprovalMessages, MessageRef, request_location
+from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
 from bot.slack.keys import channel_id_of
 from bot.slack.text import escape_clipped, slack_messages
 from bot.slack.users import UserNames
@@ -53,12 +53,12 @@ def _nobody(channel_key: str) -> set[str]:
 
 
 def slack_port(config: Config, client: AsyncWebClient) -> SlackPort:
-    """The port with the approval settings of config.toml and its message places in the data dir."""
+    """The port with the approval settings of config.toml. Attach the app's database to
+    `port.messages` once it is open, so request places are stored with the approvals."""
     return SlackPort(
         client,
         approvals_channel=config.settings.slack.approvals_channel,
         approvers_for=config.settings.approvals.approvers_for,
-        messages=ApprovalMessages(config.data_dir / FILE_NAME),
     )
 
 

@@ -33,7 +33,9 @@ async def run_slack(config: Config, environ: Mapping[str, str]) -> None:
         raise ConfigError("Slack needs SLACK_SIGNING_SECRET (HTTP mode) or SLACK_APP_TOKEN (Socket Mode)")
 
     client = make_web_client(token, settings.api_base_url)
-    async with open_app(config, slack_port(config, client), environ=environ) as roundtable:
+    port = slack_port(config, client)
+    async with open_app(config, port, environ=environ) as roundtable:
+        port.messages.attach(roundtable.db)
         bot = build_slack_app(roundtable, settings, None if app_token else signing_secret, token, client)
         try:
             if app_token is not None:
