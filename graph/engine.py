@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import BaseMessage
-from langgraph.types import Checkpointer
-
-from langgraph.types import Command
+from langgraph.types import Checkpointer, Command
 
 from graph.action_runner import ActionRunner
 from graph.approval_flow import ApprovalFlow, build_approval_graph
@@ -51,7 +49,9 @@ class RoundEngine:
             # A turn is at most persona/review three times, then deliver or skip, advance, moderator.
             "recursion_limit": 20 + 10 * turns,
         }
-        final = await self.graph.ainvoke(state, config)
+        # Saved once, at the end: a round is never resumed midway (a new message starts a new one),
+        # and one write per round instead of one per step is most of what a turn costs besides the model.
+        final = await self.graph.ainvoke(state, config, durability="exit")
         return final["new_batches"]
 
     async def start_approvals(self, batches: list[Batch]) -> None:

@@ -24,13 +24,13 @@ class SqliteTx:
     async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
         await self._conn.executemany(sql, [tuple(row) for row in rows])
 
+    # execute_fetchall is one trip to aiosqlite's thread; execute, fetch and close would be three.
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            return await cursor.fetchone()
+        rows = await self._conn.execute_fetchall(sql, tuple(params))
+        return next(iter(rows), None)
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            return list(await cursor.fetchall())
+        return list(await self._conn.execute_fetchall(sql, tuple(params)))
 
     async def serialize(self, name: str) -> None:
         """Nothing to do: BEGIN IMMEDIATE already lets one writer in at a time."""
