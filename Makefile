@@ -28,6 +28,7 @@ ifeq ($(PG_INITDB),)
 endif
 
 bench: $(STAMP)
+	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/local_model.py
 
 clean:

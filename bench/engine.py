@@ -1,0 +1,149 @@
+"""The engine benchmark: per-turn overhead, its growth with history, concurrency, Slack acks, memory
+and model calls, against the real app with a fake model. Prints one table and writes it into the
+README between the bench:engine markers.
+
+Run from the repository root: python bench/engine.py [--no-readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.phases import CallTally, growth_phase, load_phase, memory_phase, turns_phase  # noqa: E402
+from bench.report import Row, median, percentile, rewrite_readme, table  # noqa: E402
+
+MB = 1024 * 1024
+SMALL_HISTORY = 100  # stored lines in the growth phase's small channel
+
+
+@dataclass
+class Results:
+    turns: list[float]  # seconds of engine time per persona turn, fresh channel
+    growth: dict[int, list[float]]  # the same, by lines stored in the channel beforehand
+    burst_seconds: float
+    acks: list[float]  # seconds from sending a Slack event until its HTTP 200
+    rss_before: float
+    rss_after: float
+    unmoderated: CallTally
+    moderated: CallTally
+
+
+async def measure(args: argparse.Namespace) -> Results:
+    unmoderated, moderated = CallTally(), CallTally()
+    rss_before, rss_after = await memory_phase(args.memory_channels, unmoderated)  # first: a fresh heap
+    turns = await turns_phase(args.rounds, args.warmup, moderated)
+    growth = await growth_phase(args.growth_rounds, args.warmup, (SMALL_HISTORY, args.stored_lines), moderated)
+    burst_seconds, acks = await load_phase(args.channels, args.latency, args.probed_runs, unmoderated)
+    return Results(turns, growth, burst_seconds, acks, rss_before, rss_after, unmoderated, moderated)
+
+
+# -- the table: one row per target ------------------------------------------------------------------
+
+
+def turn_row(r: Results) -> Row:
+    turn = median(r.turns)
+    return Row(
+        "persona turn overhead: 3 personas, moderation on, zero-latency model",
+        f"median {turn * 1e3:.2f} ms, p99 {percentile(r.turns, 0.99) * 1e3:.2f} ms ({len(r.turns)} turns)",
+        "median ≤ 3 ms",
+        turn / 0.003,
+        turn <= 0.003,
+    )
+
+
+def growth_row(r: Results) -> Row:
+    small, large = sorted(r.growth)
+    low, high = median(r.growth[small]), median(r.growth[large])
+    return Row(
+        f"growth: median turn overhead with {large:,} vs {small:,} stored lines",
+        f"{high * 1e3:.2f} vs {low * 1e3:.2f} ms",
+        "ratio ≤ 1.2",
+        high / low,
+        high / low <= 1.2,
+    )
+
+
+def burst_row(r: Results, args: argparse.Namespace) -> Row:
+    return Row(
+        f"{args.channels} channels, one message each at once, {args.latency * 1e3:.0f} ms model: all answered",
+        f"{r.burst_seconds:.3f} s",
+        "≤ 0.6 s",
+        r.burst_seconds / 0.6,
+        r.burst_seconds <= 0.6,
+    )
+
+
+def ack_row(r: Results, args: argparse.Namespace) -> Row:
+    ack = percentile(r.acks, 0.99)
+    return Row(
+        f"Slack HTTP ack during the {args.channels}-channel load",
+        f"p99 {ack * 1e3:.1f} ms, median {median(r.acks) * 1e3:.1f} ms ({len(r.acks)} acks)",
+        "p99 ≤ 50 ms",
+        ack / 0.05,
+        ack <= 0.05,
+    )
+
+
+def memory_row(r: Results, args: argparse.Namespace) -> Row:
+    return Row(
+        f"RSS after {args.memory_channels:,} channels had one round each",
+        f"{r.rss_after / MB:.0f} MB (before them: {r.rss_before / MB:.0f} MB)",
+        "≤ 250 MB",
+        r.rss_after / MB / 250,
+        r.rss_after <= 250 * MB,
+    )
+
+
+def calls_row(r: Results) -> Row:
+    off, on = r.unmoderated, r.moderated
+    expected = off.replies + on.replies + (on.replies + on.messages)
+    counted = off.persona_calls + off.moderator_calls + on.persona_calls + on.moderator_calls
+    return Row(
+        "model calls per message, counted by the fake model",
+        f"off: {off.persona_calls / off.replies:.2f} per reply, {off.moderator_calls} moderator; "
+        f"on: {on.persona_calls / on.messages:.2f} replies + {on.moderator_calls / on.messages:.2f} moderator "
+        f"per message ({off.messages + on.messages:,} messages)",
+        "off: 1 per reply; on: replies + (replies + 1) moderator",
+        counted / expected,
+        not (off.mismatches or on.mismatches),
+    )
+
+
+def rows(r: Results, args: argparse.Namespace) -> list[Row]:
+    return [turn_row(r), growth_row(r), burst_row(r, args), ack_row(r, args), memory_row(r, args), calls_row(r)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=200, help="measured rounds in a fresh channel")
+    parser.add_argument("--growth-rounds", type=int, default=100, help="measured rounds per seeded channel")
+    parser.add_argument("--warmup", type=int, default=10, help="rounds per channel before measuring")
+    parser.add_argument("--stored-lines", type=int, default=100_000, help="lines seeded in the large channel")
+    parser.add_argument("--channels", type=int, default=200, help="channels in the concurrency burst")
+    parser.add_argument("--latency", type=float, default=0.5, help="seconds the fake model takes in the burst")
+    parser.add_argument("--probed-runs", type=int, default=3, help="bursts during which Slack acks are timed")
+    parser.add_argument("--memory-channels", type=int, default=1000, help="channels before RSS is read")
+    parser.add_argument("--no-readme", action="store_true", help="print the table only")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    load, start = os.getloadavg()[0], time.perf_counter()
+    results = asyncio.run(measure(args))
+    block = table(rows(results, args), time.perf_counter() - start, load)
+    print(block)
+    if not args.no_readme:
+        rewrite_readme(REPO / "README.md", block)
+
+
+if __name__ == "__main__":
+    main()

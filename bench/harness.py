@@ -1,0 +1,155 @@
+"""What every engine benchmark phase shares: a timed fake model, a timing port and a throwaway app."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from bot.app import App, open_app
+from bot.config import load_config
+from bot.inbound import Inbound
+from graph.actions import ActionCall
+from graph.models.base import ChatRunnable
+from personas import Persona
+from storage.records import Approval
+from tests.conftest import write_config
+from tests.fake_models import CallbackChatModel, FakeModels, Reply
+
+REPLY = "A perfectly reasonable reply, long enough to pass review."
+MODERATOR = "moderator"
+
+
+class BenchModels(FakeModels):
+    """FakeModels whose persona replies take `latency` seconds; time spent inside every model call is summed."""
+
+    def __init__(self, latency: float = 0.0) -> None:
+        super().__init__(self._answer)
+        self.latency = latency
+        self.model_seconds = 0.0
+        self._models: dict[str, ChatRunnable] = {}  # one per speaker, as real providers reuse theirs
+
+    async def _answer(self, speaker: str, messages: list[BaseMessage]) -> str:
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return REPLY
+
+    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+        if persona.id not in self._models:
+            self._models[persona.id] = self._timed(super().persona_model(persona, other_names))
+        return self._models[persona.id]
+
+    def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
+        if MODERATOR not in self._models:
+            self._models[MODERATOR] = self._timed(super().moderator_model(choices))
+        return self._models[MODERATOR]
+
+    def _timed(self, model: ChatRunnable) -> ChatRunnable:
+        """The same model, with the time spent inside its reply callback added to model_seconds."""
+        assert isinstance(model, CallbackChatModel)
+        inner: Reply = model.reply
+
+        async def reply(speaker: str, messages: list[BaseMessage]) -> Any:
+            start = time.perf_counter()
+            try:
+                return await inner(speaker, messages)
+            finally:
+                self.model_seconds += time.perf_counter() - start
+
+        return CallbackChatModel(speaker=model.speaker, reply=reply)
+
+    def take_counts(self) -> tuple[int, int]:
+        """(persona calls, moderator calls) since the last take; the logged prompts are dropped."""
+        moderator = self.count(MODERATOR)
+        persona = len(self.calls) - moderator
+        self.calls.clear()
+        return persona, moderator
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A moment in a channel: wall clock, and the model time spent by then."""
+
+    at: float
+    model_seconds: float
+
+
+@dataclass
+class TimingPort:
+    """Records when each post reaches the platform; everything else is kept only to spot failed rounds."""
+
+    models: BenchModels
+    posts: defaultdict[str, list[Mark]] = field(default_factory=lambda: defaultdict(list))
+    notices: list[tuple[str, str]] = field(default_factory=list)
+
+    def mark(self) -> Mark:
+        return Mark(time.perf_counter(), self.models.model_seconds)
+
+    async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
+        self.posts[channel_key].append(self.mark())
+
+    async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
+        self.notices.append((channel_key, text))
+
+    async def trace(self, channel_key: str, text: str) -> None:
+        pass
+
+    async def request_approval(self, approval: Approval, persona: Persona) -> None:
+        raise AssertionError("the benchmark asks for no actions")
+
+    async def show_decision(self, approval: Approval, persona: Persona) -> None:
+        raise AssertionError("the benchmark asks for no actions")
+
+    async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        raise AssertionError("the benchmark asks for no actions")
+
+    async def notify_approvers(self, channel_key: str, text: str) -> None:
+        self.notices.append((channel_key, text))
+
+
+@dataclass
+class BenchApp:
+    app: App
+    models: BenchModels
+    port: TimingPort
+
+    async def say(self, channel_key: str, text: str) -> None:
+        reply = await self.app.service.handle(Inbound(channel_key, "U0ANA", "Ana", text))
+        if reply is not None and not reply.ok:
+            raise RuntimeError(f"{channel_key}: {text!r} was refused: {reply.reply}")
+
+    async def round(self, channel_key: str, text: str) -> None:
+        """One human line and the whole round it starts."""
+        await self.say(channel_key, text)
+        await self.app.service.wait_idle(channel_key)
+
+    def check_answered(self, channel_keys: Sequence[str], posts_each: int) -> None:
+        """Raise unless every channel got exactly `posts_each` posts: a failed round must not pass as fast."""
+        wrong = [key for key in channel_keys if len(self.port.posts[key]) != posts_each]
+        if wrong:
+            notices = [text for key, text in self.port.notices if key == wrong[0]]
+            raise RuntimeError(
+                f"{len(wrong)} channels did not get {posts_each} posts, e.g. {wrong[0]}: "
+                f"{len(self.port.posts[wrong[0]])} posts, notices {notices}"
+            )
+
+
+@asynccontextmanager
+async def bench_app(
+    models: BenchModels, sections: dict[str, dict[str, Any]] | None = None
+) -> AsyncIterator[BenchApp]:
+    """The real app (default SQLite WAL storage) in a temporary data directory, with the repo's personas."""
+    with tempfile.TemporaryDirectory(prefix="roundtable-bench-") as directory:
+        config = load_config(write_config(Path(directory), sections))
+        port = TimingPort(models)
+        async with open_app(config, port, models=models, environ={}, rng=random.Random(7)) as app:
+            yield BenchApp(app, models, port)

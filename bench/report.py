@@ -1,0 +1,74 @@
+"""The benchmark's table: percentiles, the machine it ran on, and the README block it rewrites."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+START = "<!-- bench:engine:start -->"
+END = "<!-- bench:engine:end -->"
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest rank: the smallest value with at least `fraction` of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def median(values: Sequence[float]) -> float:
+    return percentile(values, 0.5)
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    measured: str
+    target: str
+    ratio: float  # measured / target, or the ratio the target itself is about
+    passed: bool
+
+    def cells(self) -> list[str]:
+        return [self.metric, self.measured, self.target, f"{self.ratio:.2f}", "pass" if self.passed else "**FAIL**"]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def machine(load: float) -> str:
+    """The CPU, its cores, Python, the date, and how busy the machine already was."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [cpu_model(), f"{os.cpu_count()} cores", f"Python {platform.python_version()}", platform.system(), now]
+    return ", ".join([*parts, f"1-minute load {load:.2f} at the start"])
+
+
+def table(rows: Sequence[Row], seconds: float, load: float) -> str:
+    lines = [
+        f"Machine: {machine(load)}. The engine benchmark took {seconds:.0f} s.",
+        "",
+        "| metric | measured | target | ratio | result |",
+        "| --- | --- | --- | --- | --- |",
+        *("| " + " | ".join(row.cells()) + " |" for row in rows),
+    ]
+    return "\n".join(lines)
+
+
+def rewrite_readme(readme: Path, block: str) -> None:
+    """Replace what stands between the engine benchmark's markers with `block`."""
+    text = readme.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), flags=re.DOTALL)
+    if not pattern.search(text):
+        raise RuntimeError(f"{readme}: no {START} ... {END} block to rewrite")
+    readme.write_text(pattern.sub(lambda _: f"{START}\n{block}\n{END}", text, count=1), encoding="utf-8")
