@@ -36,6 +36,13 @@ def test_secrets_are_refused_in_the_file(tmp_path):
     assert "secrets are read only from the environment" in message and "sk-123" not in message
 
 
+def test_a_storage_url_must_be_postgresql_and_carry_no_password(tmp_path):
+    message = config_error(tmp_path, '[storage]\nurl = "postgresql://bot:hunter2@db/roundtable"\n')
+    assert message.endswith("[storage] url: remove the password from the URL and set PGPASSWORD in the environment")
+    assert "hunter2" not in message
+    assert "[storage] url: expected a postgresql:// URL" in config_error(tmp_path, '[storage]\nurl = "mysql://db/x"\n')
+
+
 def test_the_shipped_config_is_valid():
     settings = load_config(REPO / "config.toml").settings
     assert settings.moderation.max_turns == 6 and settings.review.min_chars == 20
