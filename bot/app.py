@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 from collections.abc import AsyncIterator, Mapping
@@ -117,6 +118,10 @@ async def open_app(
         await stored.timers.start(service)
         try:
             await service.resume_waiting()
+            # Everything loaded so far lives as long as the app: moving it out of the collector's
+            # reach stops full collections from pausing the event loop for ~100 ms under load.
+            gc.collect()
+            gc.freeze()
             yield App(config=config, personas=personas, db=stored.db, models=models, engine=engine,
                       service=service, timers=stored.timers)
             await service.wait_idle()

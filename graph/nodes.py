@@ -200,28 +200,29 @@ class RoundNodes:
         return {"speaker": state["queue"][0], "queue": state["queue"][1:]}
 
 
-# -- edges: plain functions over the state ------------------------------------------------------
+# -- edges: functions over the state ------------------------------------------------------------
+# async only because LangGraph runs a sync edge in its thread pool: a thread trip per edge.
 
 
-def after_start(state: RoundState) -> str:
+async def after_start(state: RoundState) -> str:
     return "moderator" if state["moderated"] else "select"
 
 
-def after_pick(state: RoundState) -> str:
+async def after_pick(state: RoundState) -> str:
     return "persona" if state["speaker"] else "end"
 
 
-def after_persona(state: RoundState) -> str:
+async def after_persona(state: RoundState) -> str:
     return "skip" if state["turn_failed"] else "review"
 
 
-def after_review(state: RoundState) -> str:
+async def after_review(state: RoundState) -> str:
     if state["review_note"]:
         return "persona"
     return "skip" if state["turn_failed"] else "deliver"
 
 
-def after_turn(state: RoundState) -> str:
+async def after_turn(state: RoundState) -> str:
     step = routing.after_turn(
         moderated=state["moderated"],
         still_moderated=state["moderated_now"],
