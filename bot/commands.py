@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from bot.numbers import record_id, whole_number
+
 USAGE = {
     "moderate": "/moderate on [max_turns] | off | status",
     "invite": "/invite PERSONA_ID",
@@ -16,6 +18,7 @@ USAGE = {
     "reject": "/reject N [incident] [feedback]",
     "trust": "/trust",
 }
+MAX_NAME_CHARS = 32  # a longer (or unprintable) command name is not echoed back
 
 
 class CommandError(ValueError):
@@ -64,9 +67,10 @@ def parse_moderate(args: list[str]) -> Moderate:
         return Moderate(mode)  # type: ignore[arg-type]
     if len(args) == 1:
         return Moderate("on")
-    if len(args) > 2 or not args[1].isdigit() or not 1 <= int(args[1]) <= 50:
+    max_turns = whole_number(args[1], 1, 50) if len(args) == 2 else None
+    if max_turns is None:
         raise CommandError(f"usage: {USAGE['moderate']} (max_turns is a whole number from 1 to 50)")
-    return Moderate("on", int(args[1]))
+    return Moderate("on", max_turns)
 
 
 def parse_command(text: str) -> Command | None:
@@ -92,8 +96,8 @@ def parse_command(text: str) -> Command | None:
         return parse_decision(name, rest)
     if name == "trust":
         return ShowTrust()
-    known = ", ".join(f"/{n}" for n in USAGE)
-    raise CommandError(f"unknown command /{name}; try {known}")
+    shown = f" /{name}" if name.isprintable() and len(name) <= MAX_NAME_CHARS else ""
+    raise CommandError(f"unknown command{shown}; try {', '.join(f'/{n}' for n in USAGE)}")
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,8 @@ def parse_approvals(args: list[str]) -> ListApprovals | SetApprovalMode:
 
 def parse_decision(name: str, rest: str) -> Decide:
     number, _, comment = rest.strip().partition(" ")
-    if not number.lstrip("#").isdigit():
+    approval_id = record_id(number)
+    if approval_id is None:
         raise _usage(name)
     comment = comment.strip()
     incident = False
@@ -140,7 +145,7 @@ def parse_decision(name: str, rest: str) -> Decide:
         incident, comment = True, comment[len("incident") :].strip()
     if name == "approve" and comment:
         raise _usage(name)
-    return Decide(int(number.lstrip("#")), approve=name == "approve", comment=comment, incident=incident)
+    return Decide(approval_id, approve=name == "approve", comment=comment, incident=incident)
 
 
 Command = Moderate | Invite | Dismiss | ListPersonas | SetScene | ListApprovals | SetApprovalMode | Decide | ShowTrust

@@ -14,11 +14,12 @@ from typing import Any, Literal, Self
 import discord
 
 from bot.discord_bot.approval_clicks import SOMETHING_WENT_WRONG, ApprovalDesk, tell
+from bot.numbers import ID_DIGITS
 
 log = logging.getLogger(__name__)
 
 Verb = Literal["approve", "reject", "feedback"]
-TEMPLATE = r"approval:(?P<id>\d{1,18}):(?P<verb>approve|reject|feedback)"
+TEMPLATE = rf"approval:(?P<id>[0-9]{{1,{ID_DIGITS}}}):(?P<verb>approve|reject|feedback)"  # ASCII digits only
 FEEDBACK_FORM = "approval-feedback:{approval_id}:{opened_by}"  # one form per opening
 FEEDBACK_FIELD = "feedback"
 FEEDBACK_FORM_MINUTES = 60  # an unsubmitted form is forgotten after this; a late submit then fails

@@ -48,7 +48,8 @@ def add_slash_commands(
         max_turns: app_commands.Range[int, 1, 50] | None = None,
     ) -> None:
         try:
-            command = parse_moderate([mode] + ([str(max_turns)] if max_turns is not None else []))
+            # Discord checks the option types and range, but whatever arrives is parsed as typed text.
+            command = parse_moderate([str(mode)] + ([str(max_turns)] if max_turns is not None else []))
         except CommandError as exc:
             await reply_now(interaction, str(exc))
             return

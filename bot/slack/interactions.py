@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.numbers import record_id
 from bot.slack.approval_blocks import FEEDBACK_BLOCK, FEEDBACK_INPUT
-
-_MAX_ID = 2**63 - 1  # SQLite's largest integer
 
 
 @dataclass(frozen=True)
@@ -62,10 +61,7 @@ def feedback_submission(body: Mapping[str, Any]) -> FeedbackSubmission | None:
 
 
 def _approval_id(value: Any) -> int | None:
-    text = str(value).strip() if isinstance(value, (str, int)) else ""
-    if not (text.isascii() and text.isdigit() and len(text) <= 19) or not 0 < int(text) <= _MAX_ID:
-        return None
-    return int(text)
+    return record_id(str(value).strip()) if isinstance(value, (str, int)) else None
 
 
 def _user_id(body: Mapping[str, Any]) -> str | None:
