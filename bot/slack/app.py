@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
 from bot.config import SlackSection
 from bot.slack import approvals, commands, events
 from bot.slack.client import make_web_client
+from bot.slack.http_server import SignedBolt
 from bot.slack.slack_bot import SlackBot
 from bot.slack.users import UserNames
 
@@ -25,7 +26,8 @@ def build_slack_app(
     `client` (already holding `token`) is shared with the SlackPort; without one, a client is made.
     """
     client = client or make_web_client(token, settings.api_base_url)
-    bolt = AsyncApp(
+    bolt = SignedBolt(
+        signature_verifier=SignatureVerifier(signing_secret) if signing_secret is not None else None,
         client=client,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
