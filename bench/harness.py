@@ -43,9 +43,9 @@ class BenchModels(FakeModels):
             await asyncio.sleep(self.latency)
         return REPLY
 
-    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+    def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
         if persona.id not in self._models:
-            self._models[persona.id] = self._timed(super().persona_model(persona, other_names))
+            self._models[persona.id] = self._timed(super().persona_model(persona, other_names, addressed=addressed))
         return self._models[persona.id]
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:

@@ -47,7 +47,8 @@ class ConsolePort:
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         call = ActionCall(approval.call_id, approval.action, approval.args)
         expires = datetime.fromtimestamp(approval.expires_at).strftime("%H:%M")
-        self.write(f"[approval {approval.id}] {persona.display_name} wants {call.describe()} (expires {expires})")
+        revises = f" (revises #{approval.revises})" if approval.revises else ""
+        self.write(f"[approval {approval.id}] {persona.display_name} wants {call.describe()}{revises} (expires {expires})")
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         match approval.status:

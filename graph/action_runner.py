@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from graph.actions import ActionCall, check_call
-from graph.policy import PolicySettings, Trust, Verdict, verdict
+from graph.policy import PolicySettings, Trust, Verdict, revision_of, verdict
 from graph.port import OutboundPort, Timers
 from graph.trust import trust_record
 from personas import Persona
 from storage import approvals, channels, history
 from storage.database import Database
-from storage.records import ApprovalMode
+from storage.records import Approval, ApprovalMode, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -30,16 +30,26 @@ class ActionRunner:
     clock: Callable[[], float] = time.time
 
     async def handle(
-        self, channel_key: str, thread: str | None, persona: Persona, tool_calls: Sequence[dict[str, Any]], draft: str
+        self,
+        channel_key: str,
+        thread: str | None,
+        persona: Persona,
+        tool_calls: Sequence[ToolCall],
+        rejected: Sequence[Approval] = (),
     ) -> dict[str, Any] | None:
-        """Run or refuse what may go now; return the batch that must wait for approval, if any."""
+        """Run or refuse what may go now; return the batch that must wait for approval, if any.
+
+        Every call that is refused or run gets its result in the persona's history at once; a
+        waiting call gets its result when it is decided. `rejected` are the persona's proposals
+        that were just turned down: a new call revises one of them.
+        """
         checked: list[ActionCall] = []
         for call in tool_calls:
-            result = check_call(persona, call.get("id") or uuid.uuid4().hex, call.get("name", ""), call.get("args"))
+            result = check_call(persona, call.id, call.name, call.args)
             if isinstance(result, str):
                 await approvals.audit(self.db, channel_key=channel_key, persona_id=persona.id,
-                                      action=str(call.get("name")), event="refused", actor=None, detail=result)
-                await history.append_private_note(self.db, channel_key, persona.id, f"{call.get('name')}: {result}")
+                                      action=call.name, event="refused", actor=None, detail=result)
+                await history.append_tool_result(self.db, channel_key, persona.id, call, result)
             else:
                 checked.append(result)
         if not checked:
@@ -54,7 +64,7 @@ class ActionRunner:
                 waiting.append(call)
                 continue
             outcome = await self.run(channel_key, persona, call)
-            await history.append_private_note(self.db, channel_key, persona.id, f"{call.name}: {outcome}")
+            await history.append_tool_result(self.db, channel_key, persona.id, ToolCall(call.call_id, call.name, call.args), outcome)
             if decision is Verdict.ANNOUNCE:
                 await self.port.notice(channel_key, f"{persona.display_name} ran {call.describe()}: {outcome}", thread)
         if not waiting:
@@ -64,8 +74,10 @@ class ActionRunner:
             "channel_key": channel_key,
             "thread": thread,
             "persona_id": persona.id,
-            "calls": [{"call_id": c.call_id, "name": c.name, "args": c.args} for c in waiting],
-            "draft": draft,
+            "calls": [
+                {"call_id": c.call_id, "name": c.name, "args": c.args, "revises": revision_of(c.name, rejected)}
+                for c in waiting
+            ],
         }
 
     async def run(self, channel_key: str, persona: Persona, call: ActionCall, approval_id: int | None = None) -> str:

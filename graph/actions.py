@@ -2,33 +2,56 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from personas import Persona
 
 
 class _Args(BaseModel):
+    """The arguments of an action. The class docstring is the tool description the model reads."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("channel", mode="before", check_fields=False)
+    @classmethod
+    def _without_hash(cls, value: Any) -> Any:
+        # People write "#news"; platforms want "news".
+        return value.strip().lstrip("#").strip() if isinstance(value, str) else value
+
+
+_CHANNEL = Field(min_length=1, max_length=200, description="the channel's name, without '#', e.g. news")
+_TEXT = Field(min_length=1, max_length=8000, description="the exact text to post, as the person asked for it")
 
 
 class PublishPost(_Args):
-    channel: str = Field(min_length=1, max_length=200)
-    text: str = Field(min_length=1, max_length=8000)
+    """Publish a post in a channel, under your own name and avatar. Use it only when someone asks
+    you to post, publish or announce something in a channel."""
+
+    channel: str = _CHANNEL
+    text: str = _TEXT
 
 
 class SendMessage(_Args):
-    to: str = Field(min_length=1, max_length=200, description="a user id or a channel")
-    text: str = Field(min_length=1, max_length=8000)
+    """Send a direct message to a person or a channel. Use it only when someone asks you to message,
+    DM or tell someone something."""
+
+    to: str = Field(min_length=1, max_length=200, description="the person's name or user id, or a channel")
+    text: str = _TEXT
 
 
 class SchedulePost(_Args):
-    at: datetime = Field(description="ISO 8601 date and time, with a timezone")
-    channel: str = Field(min_length=1, max_length=200)
-    text: str = Field(min_length=1, max_length=8000)
+    """Schedule a post in a channel for a later time. Use it only when someone asks you to post
+    something at a given time."""
+
+    at: datetime = Field(description="when to post: ISO 8601 date and time, with a timezone")
+    channel: str = _CHANNEL
+    text: str = _TEXT
 
 
 ACTIONS: dict[str, type[_Args]] = {
@@ -36,6 +59,36 @@ ACTIONS: dict[str, type[_Args]] = {
     "send_message": SendMessage,
     "schedule_post": SchedulePost,
 }
+
+
+def action_description(name: str) -> str:
+    return " ".join((ACTIONS[name].__doc__ or name).split())
+
+
+def tool_definitions(names: Sequence[str]) -> list[dict[str, Any]]:
+    """The actions `names` as tools in OpenAI function format, which every LangChain chat model's
+    bind_tools accepts: names, descriptions and JSON schemas straight from the pydantic models."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": action_description(name),
+                "parameters": _parameters(ACTIONS[name]),
+            },
+        }
+        for name in names
+        if name in ACTIONS
+    ]
+
+
+def _parameters(spec: type[_Args]) -> dict[str, Any]:
+    schema = spec.model_json_schema()
+    for annotation in ("title", "description", "additionalProperties"):  # Gemini's schema has no additionalProperties
+        schema.pop(annotation, None)
+    for field_schema in schema.get("properties", {}).values():
+        field_schema.pop("title", None)
+    return schema
 
 
 @dataclass(frozen=True)
@@ -71,3 +124,12 @@ def check_call(persona: Persona, call_id: str, name: str, args: Any) -> ActionCa
         where = ".".join(str(p) for p in first["loc"]) or "arguments"
         return f"error: bad arguments for {name}: {where}: {first['msg']}"
     return ActionCall(call_id=call_id, name=name, args=parsed.model_dump(mode="json"))
+
+
+def tool_calls_of(reply: Any) -> list[dict[str, Any]]:
+    """A model reply's tool calls as plain dicts (id, name, args), each with an id: a few
+    OpenAI-compatible servers leave it out, and a call must be paired with its result by id."""
+    return [
+        {"id": call.get("id") or f"call_{uuid.uuid4().hex[:16]}", "name": call.get("name", ""), "args": call.get("args") or {}}
+        for call in getattr(reply, "tool_calls", None) or []
+    ]

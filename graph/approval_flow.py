@@ -9,19 +9,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypedDict
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, interrupt
 
 from graph.action_runner import ActionRunner
-from graph.actions import ActionCall
+from graph.actions import ActionCall, tool_calls_of
 from graph.deps import EngineDeps
 from graph.models.retry import ainvoke_with_retry
 from graph.review import cut_impersonation
 from personas import Persona
 from storage import approvals, history
-from storage.records import ApprovalStatus, LineKind
+from storage.records import ApprovalStatus, LineKind, ToolCall
 
 
 PromptFor = Callable[[str, Persona], Awaitable[list[BaseMessage]]]
@@ -32,8 +32,7 @@ class ApprovalState(TypedDict):
     channel_key: str
     thread: str | None
     persona_id: str
-    calls: list[dict[str, Any]]
-    draft: str
+    calls: list[dict[str, Any]]  # call_id, name, args, revises
     outcomes: list[str]
     new_batches: list[dict[str, Any]]
 
@@ -68,6 +67,7 @@ class ApprovalFlow:
                 action=call["name"],
                 args=call["args"],
                 timeout_seconds=self.deps.settings.approval_timeout_seconds,
+                revises=call.get("revises"),
             )
             ids.append(approval.id)
             if created:
@@ -79,31 +79,29 @@ class ApprovalFlow:
         return {}
 
     async def execute(self, state: ApprovalState) -> dict[str, Any]:
+        """Run what was approved, and give the persona each call's result as a tool result."""
         persona = self.deps.personas[state["persona_id"]]
+        key = state["channel_key"]
         outcomes: list[str] = []
         for approval in await approvals.in_batch(self.deps.db, state["batch"]):
+            call = ActionCall(call_id=approval.call_id, name=approval.action, args=approval.args)
             if approval.status is ApprovalStatus.APPROVED:
-                call = ActionCall(call_id=approval.call_id, name=approval.action, args=approval.args)
-                await self.runner.run(state["channel_key"], persona, call, approval_id=approval.id)
+                await self.runner.run(key, persona, call, approval_id=approval.id)
                 approval = await approvals.get(self.deps.db, approval.id) or approval
             if approval.status is not ApprovalStatus.PENDING:
                 await self.deps.port.show_decision(approval, persona)
-            outcomes.append(outcome_text(approval.status, approval.decided_by, approval.comment, approval.result))
+            outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
+            outcomes.append(outcome)
+            # Run again after a crash, this adds a second result for the call; the prompt keeps one.
+            await history.append_tool_result(self.deps.db, key, persona.id, ToolCall(call.call_id, call.name, call.args), outcome)
         return {"outcomes": outcomes}
 
     async def follow_up(self, state: ApprovalState) -> dict[str, Any]:
-        """The persona hears how its actions ended, as tool results, and finishes its turn."""
+        """The persona hears how its actions ended, as tool results, and finishes its turn. It may
+        propose a revised call in place of a rejected one."""
         persona = self.deps.personas[state["persona_id"]]
         key = state["channel_key"]
-        tool_calls = [{"name": c["name"], "args": c["args"], "id": c["call_id"], "type": "tool_call"} for c in state["calls"]]
-        messages = await self._prompt_without_newest_own_line(key, persona.id, state["draft"])
-        messages.append(AIMessage(content=state["draft"], tool_calls=tool_calls))
-        messages.extend(
-            ToolMessage(content=outcome, tool_call_id=call["call_id"], name=call["name"])
-            for call, outcome in zip(state["calls"], state["outcomes"], strict=True)
-        )
-        for call, outcome in zip(state["calls"], state["outcomes"], strict=True):
-            await history.append_private_note(self.deps.db, key, persona.id, f"{call['name']}: {outcome}")
+        messages = await self.prompt_for(key, persona)
         model = self.deps.models.persona_model(persona, [])
         settings = self.deps.settings
         try:
@@ -112,21 +110,19 @@ class ApprovalFlow:
             return {"new_batches": []}
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
         text = cut_impersonation(reply.text, persona.display_name, others)
-        if text:
+        calls = [ToolCall(c["id"], c["name"], c["args"]) for c in tool_calls_of(reply)]
+        if calls:
+            await history.append_persona_turn(self.deps.db, key, persona.id, persona.display_name, text, calls)
+        elif text:
             await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, text)
+        if text:
             await self.deps.port.post(key, persona, text, state["thread"])
-        batch = await self.runner.handle(key, state["thread"], persona, getattr(reply, "tool_calls", []) or [], text)
+        if not calls:
+            return {"new_batches": []}
+        decided = await approvals.in_batch(self.deps.db, state["batch"])
+        rejected = [a for a in decided if a.status is ApprovalStatus.REJECTED]
+        batch = await self.runner.handle(key, state["thread"], persona, calls, rejected)
         return {"new_batches": [batch] if batch else []}
-
-    async def _prompt_without_newest_own_line(self, key: str, persona_id: str, draft: str) -> list[BaseMessage]:
-        messages = await self.prompt_for(key, self.deps.personas[persona_id])
-        # The turn's own text is re-attached after this, together with its tool calls.
-        for index in range(len(messages) - 1, 0, -1):
-            if isinstance(messages[index], AIMessage):
-                if messages[index].content == draft:
-                    del messages[index]
-                break
-        return messages
 
 
 def build_approval_graph(flow: ApprovalFlow, checkpointer: Checkpointer = None) -> CompiledStateGraph:

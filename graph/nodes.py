@@ -9,16 +9,18 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from graph import routing
 from graph.action_runner import ActionRunner
+from graph.actions import tool_calls_of
 from graph.deps import EngineDeps
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import moderator_messages, parse_decision, reask_messages
+from graph.policy import is_sensitive
 from graph.prompt import assemble_prompt, max_lines_within, system_text
 from graph.review import cut_impersonation, review_reply
 from graph.routing import FINISH, Speaker
 from graph.state import RoundState
 from personas import Persona
 from storage import channels, history
-from storage.records import LineKind
+from storage.records import LineKind, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,9 @@ class RoundNodes:
         newest_first = await history.recent_lines_for(
             self.deps.db, channel_key, persona.id, limit=max_lines_within(budget)
         )
-        return assemble_prompt(system_text(persona, others, channel.scene if channel else ""), newest_first, persona.id, budget)
+        needs_approval = [a for a in persona.actions if is_sensitive(a, self.deps.policy.sensitive)]
+        system = system_text(persona, others, channel.scene if channel else "", needs_approval)
+        return assemble_prompt(system, newest_first, persona.id, budget)
 
     async def _invoke(self, model, messages: list[BaseMessage]) -> BaseMessage:
         settings = self.deps.settings
@@ -133,14 +137,16 @@ class RoundNodes:
             messages.append(
                 HumanMessage(content=f"[system] Your last draft was not posted: {state['review_note']}. Write it again.")
             )
-        others = [s.name for s in await self._speakers(key) if s.id != persona.id]
-        model = self.deps.models.persona_model(persona, [*others, state["author_name"]])
+        speakers = await self._speakers(key)
+        others = [s.name for s in speakers if s.id != persona.id]
+        was_addressed = persona.id in routing.addressed(state["text"], state["mentions"], speakers)
+        model = self.deps.models.persona_model(persona, [*others, state["author_name"]], addressed=was_addressed)
         try:
             reply = await self._invoke(model, messages)
         except Exception as exc:
             log.warning("persona %s failed in %s: %s", persona.id, key, type(exc).__name__)
             return {"turn_failed": True, "draft": "", "tool_calls": []}
-        return {"turn_failed": False, "draft": reply.text, "tool_calls": list(getattr(reply, "tool_calls", []) or [])}
+        return {"turn_failed": False, "draft": reply.text, "tool_calls": tool_calls_of(reply)}
 
     async def review(self, state: RoundState) -> Update:
         persona = self.deps.personas[state["speaker"] or ""]
@@ -156,12 +162,16 @@ class RoundNodes:
         persona = self.deps.personas[state["speaker"] or ""]
         key = state["channel_key"]
         self._failures_in_a_row[key] = 0
-        if state["draft"]:
+        calls = [ToolCall(c["id"], c["name"], c["args"]) for c in state["tool_calls"]]
+        if calls:
+            await history.append_persona_turn(self.deps.db, key, persona.id, persona.display_name, state["draft"], calls)
+        elif state["draft"]:
             await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, state["draft"])
+        if state["draft"]:
             await self.deps.port.post(key, persona, state["draft"], state["thread"])
         update = await self._turn_over(state, spoke=persona.id)
-        if state["tool_calls"]:
-            batch = await self.runner.handle(key, state["thread"], persona, state["tool_calls"], state["draft"])
+        if calls:
+            batch = await self.runner.handle(key, state["thread"], persona, calls)
             if batch:
                 update["new_batches"] = [*state["new_batches"], batch]
         return update

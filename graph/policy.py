@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from storage.records import ApprovalMode
+from storage.records import Approval, ApprovalMode
 
 
 class Verdict(StrEnum):
@@ -50,3 +50,11 @@ def verdict(
     if settings.auto_relax and trust is Trust.EXPERT:
         return Verdict.ANNOUNCE
     return Verdict.WAIT
+
+
+def revision_of(action: str, rejected: Sequence[Approval]) -> int | None:
+    """The rejected approval a new proposal revises: the last one for the same action, else the
+    last rejected one; None when nothing was just rejected."""
+    same = [a for a in rejected if a.action == action]
+    chosen = same or list(rejected)
+    return chosen[-1].id if chosen else None

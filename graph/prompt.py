@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from graph.actions import action_description
 from personas import Persona
 from storage.records import Line, LineKind
+
+# What a call that has no result yet (its approval is pending) is answered with, so that no
+# provider ever sees a call without its result.
+NO_RESULT_YET = "not run yet: it waits for a person to approve or reject it"
 
 MESSAGE_OVERHEAD_TOKENS = 4
 
@@ -33,29 +38,48 @@ def persona_lock(persona: Persona, others: Sequence[str]) -> str:
     )
 
 
-def system_text(persona: Persona, others: Sequence[str], scene: str) -> str:
+def actions_text(persona: Persona, needs_approval: Collection[str]) -> str:
+    """What the persona can do, when to do it, and that some actions wait for a person."""
+    rows = []
+    for name in persona.actions:
+        wait = " It waits for a person's approval before it runs." if name in needs_approval else ""
+        rows.append(f"- {name}: {action_description(name)}{wait}")
+    return (
+        "Actions you can take, as tool calls:\n" + "\n".join(rows) + "\n"
+        "Call an action only when someone asks you to do that thing. Never say an action is done "
+        "until its result says it ran; while it waits for approval, say that it waits."
+    )
+
+
+def system_text(persona: Persona, others: Sequence[str], scene: str, needs_approval: Collection[str] = ()) -> str:
     parts = [persona_lock(persona, others), persona.system_prompt.strip()]
     if persona.core_memory.strip():
         parts.append("What you remember:\n" + persona.core_memory.strip())
+    if persona.actions:
+        parts.append(actions_text(persona, needs_approval))
     if scene.strip():
         parts.append("The scene:\n" + scene.strip())
     return "\n\n".join(parts)
 
 
 def as_message(line: Line, persona_id: str) -> BaseMessage:
-    """Role separation: only the persona's own lines are AI turns."""
+    """Role separation: only the persona's own lines are AI turns; its tool results are tool messages."""
     message_id = f"line-{line.id}"
     if line.kind is LineKind.PERSONA and line.author_id == persona_id:
-        return AIMessage(content=line.text, id=message_id)
+        calls = [{"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"} for c in line.tool_calls]
+        return AIMessage(content=line.text, tool_calls=calls, id=message_id)
     if line.kind is LineKind.PERSONA:
         return HumanMessage(content=f"[{line.author_name}] {line.text}", id=message_id)
     if line.kind is LineKind.HUMAN:
         return HumanMessage(content=f"{line.author_name}: {line.text}", id=message_id)
+    if line.call_id is not None:
+        return ToolMessage(content=line.text, tool_call_id=line.call_id, name=line.author_name, id=message_id)
     return HumanMessage(content=f"[system] {line.text}", id=message_id)
 
 
 def assemble_prompt(system: str, newest_first: Iterable[Line], persona_id: str, budget: int) -> list[BaseMessage]:
-    """System message, then as many of the newest lines as fit the token budget, oldest first."""
+    """System message, then as many of the newest lines as fit the token budget, oldest first,
+    with every tool call directly followed by its result."""
     remaining = budget - estimate_tokens(system)
     kept: list[BaseMessage] = []
     for line in newest_first:
@@ -65,7 +89,30 @@ def assemble_prompt(system: str, newest_first: Iterable[Line], persona_id: str, 
             break
         remaining -= cost
         kept.append(message)
-    return [SystemMessage(content=system), *reversed(kept)]
+    return [SystemMessage(content=system), *pair_tool_results(list(reversed(kept)))]
+
+
+def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Each AI tool call directly followed by its result, as providers require.
+
+    A result arrives later than its call (after an approval, say), so it is moved up to its call.
+    A call with no result yet gets NO_RESULT_YET; a result whose call fell outside the window
+    becomes a plain note. No provider ever sees an orphan call or an orphan result.
+    """
+    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    calls_shown = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    paired: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id not in calls_shown:
+                paired.append(HumanMessage(content=f"[system] {message.name}: {message.text}", id=message.id))
+            continue
+        paired.append(message)
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                result = results.get(call["id"])
+                paired.append(result or ToolMessage(content=NO_RESULT_YET, tool_call_id=call["id"], name=call["name"]))
+    return paired
 
 
 def prompt_tokens(messages: Sequence[BaseMessage]) -> int:

@@ -29,6 +29,7 @@ def _approval(row: Row) -> Approval:
         comment=row["comment"],
         incident=bool(row["incident"]),
         result=row["result"],
+        revises=row["revises"],
     )
 
 
@@ -45,15 +46,16 @@ async def _audit(
 
 async def request(
     db: Database, *, batch: str, call_id: str, channel_key: str, thread: str | None, persona_id: str,
-    action: str, args: dict[str, Any], timeout_seconds: float,
+    action: str, args: dict[str, Any], timeout_seconds: float, revises: int | None = None,
 ) -> tuple[Approval, bool]:
     """The approval for (batch, call_id), created and audited only the first time: (approval, created)."""
     now = time.time()
     async with db.transaction() as tx:
         created = await tx.execute(
             "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, "
-            "requested_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch, call_id) DO NOTHING",
-            (batch, call_id, channel_key, thread, persona_id, action, json.dumps(args), now, now + timeout_seconds),
+            "requested_at, expires_at, revises) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch, call_id) DO NOTHING",
+            (batch, call_id, channel_key, thread, persona_id, action, json.dumps(args), now, now + timeout_seconds,
+             revises),
         ) == 1
         approval = _approval(await tx.fetch_one("SELECT * FROM approvals WHERE batch = ? AND call_id = ?", (batch, call_id)))
         if created:

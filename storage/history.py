@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Sequence
 
 from storage.database import Database, Row, Tx
-from storage.records import Line, LineKind
+from storage.records import Line, LineKind, ToolCall
 
 
 def _line(row: Row) -> Line:
+    calls = json.loads(row["tool_calls"]) if row["tool_calls"] else []
     return Line(
         id=row["id"],
         channel_key=row["channel_key"],
@@ -17,32 +20,48 @@ def _line(row: Row) -> Line:
         author_name=row["author_name"],
         text=row["text"],
         created_at=row["created_at"],
+        tool_calls=tuple(ToolCall(c["id"], c["name"], c["args"]) for c in calls),
+        call_id=row["call_id"],
     )
 
 
 async def insert_line(
     tx: Tx, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str
 ) -> Line:
-    now = time.time()
-    line_id = await _new_line_id(tx, channel_key, kind, author_id, author_name, text, now)
+    line = await _insert(tx, Line(0, channel_key, kind, author_id, author_name, text, time.time()))
+    await _deliver_to_participants(tx, line)
+    return line
+
+
+async def _deliver_to_participants(tx: Tx, line: Line) -> None:
     await tx.execute(
         "INSERT INTO deliveries (channel_key, persona_id, line_id) "
         "SELECT channel_key, persona_id, ? FROM participants WHERE channel_key = ? AND active = 1",
-        (line_id, channel_key),
+        (line.id, line.channel_key),
     )
-    return Line(line_id, channel_key, kind, author_id, author_name, text, now)
 
 
-async def _new_line_id(
-    tx: Tx, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str, now: float
-) -> int:
+async def _insert(tx: Tx, line: Line) -> Line:
+    """Store `line` (its id is ignored); the stored line, with its new id."""
+    calls = json.dumps([{"id": c.id, "name": c.name, "args": c.args} for c in line.tool_calls]) if line.tool_calls else None
     row = await tx.fetch_one(
-        "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-        (channel_key, kind.value, author_id, author_name, text, now),
+        "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at, tool_calls, call_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (line.channel_key, line.kind.value, line.author_id, line.author_name, line.text, line.created_at,
+         calls, line.call_id),
     )
     assert row is not None
-    return int(row[0])
+    return Line(int(row[0]), line.channel_key, line.kind, line.author_id, line.author_name, line.text,
+                line.created_at, line.tool_calls, line.call_id)
+
+
+async def _deliver_privately(tx: Tx, line: Line, persona_id: str) -> Line:
+    stored = await _insert(tx, line)
+    await tx.execute(
+        "INSERT INTO deliveries (channel_key, persona_id, line_id) VALUES (?, ?, ?)",
+        (stored.channel_key, persona_id, stored.id),
+    )
+    return stored
 
 
 async def append_line(
@@ -105,7 +124,8 @@ async def recent_lines_for(
 async def recent_channel_lines(db: Database, channel_key: str, *, limit: int) -> list[Line]:
     """The channel's newest lines, oldest first (what the moderator reads), without waiting messages."""
     rows = await db.fetch_all(
-        "SELECT * FROM lines l WHERE channel_key = ? AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) "
+        "SELECT * FROM lines l WHERE channel_key = ? AND text <> '' "
+        "AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) "
         "ORDER BY id DESC LIMIT ?",
         (channel_key, limit),
     )
@@ -126,11 +146,29 @@ async def forget_processed_events(db: Database, older_than_seconds: float) -> in
 
 
 async def append_private_note(db: Database, channel_key: str, persona_id: str, text: str) -> Line:
-    """A note only one persona receives, such as the result of its own action."""
-    now = time.time()
+    """A note only one persona receives."""
     async with db.transaction() as tx:
-        line_id = await _new_line_id(tx, channel_key, LineKind.MARKER, "system", "system", text, now)
-        await tx.execute(
-            "INSERT INTO deliveries (channel_key, persona_id, line_id) VALUES (?, ?, ?)", (channel_key, persona_id, line_id)
-        )
-    return Line(line_id, channel_key, LineKind.MARKER, "system", "system", text, now)
+        return await _deliver_privately(tx, Line(0, channel_key, LineKind.MARKER, "system", "system", text, time.time()), persona_id)
+
+
+async def append_persona_turn(
+    db: Database, channel_key: str, persona_id: str, persona_name: str, text: str, tool_calls: Sequence[ToolCall]
+) -> Line:
+    """A persona's line with the tool calls it made. Everyone present hears the text; a turn that
+    only calls tools is kept for the persona alone, so its calls can be paired with their results."""
+    line = Line(0, channel_key, LineKind.PERSONA, persona_id, persona_name, text, time.time(), tuple(tool_calls))
+    async with db.transaction() as tx:
+        if text:
+            stored = await _insert(tx, line)
+            await _deliver_to_participants(tx, stored)
+            return stored
+        return await _deliver_privately(tx, line, persona_id)
+
+
+async def append_tool_result(
+    db: Database, channel_key: str, persona_id: str, call: ToolCall, result: str
+) -> Line:
+    """The result of one of a persona's tool calls, for that persona alone."""
+    line = Line(0, channel_key, LineKind.MARKER, "system", call.name, result, time.time(), call_id=call.id)
+    async with db.transaction() as tx:
+        return await _deliver_privately(tx, line, persona_id)

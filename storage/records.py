@@ -38,6 +38,15 @@ class Channel:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call a persona made, as its model returned it (id, action name, arguments)."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Line:
     id: int
     channel_key: str
@@ -46,6 +55,8 @@ class Line:
     author_name: str
     text: str
     created_at: float
+    tool_calls: tuple[ToolCall, ...] = ()  # on a persona's own line: the calls it made with it
+    call_id: str | None = None  # on a tool result (a marker only its persona receives): the call it answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,7 @@ class Approval:
     comment: str | None
     incident: bool
     result: str | None
+    revises: int | None = None  # the rejected approval this one is a revised proposal of
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,7 +57,7 @@ class FakeModels:
         decision = self.decisions.pop(0) if self.decisions else {"next_speaker": "FINISH", "reason": "script ended"}
         return decision if isinstance(decision, str) else json.dumps(decision)
 
-    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+    def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
         return CallbackChatModel(speaker=persona.id, reply=self._persona)
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:

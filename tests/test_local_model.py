@@ -131,7 +131,7 @@ async def test_another_channels_round_completes_while_a_local_generation_runs(mo
     class Mixed:
         description = "local for Nova, fake for Sage"
 
-        def persona_model(self, persona, other_names):
+        def persona_model(self, persona, other_names, *, addressed=False):
             if persona.id == "nova":
                 generating.set()
                 return slow

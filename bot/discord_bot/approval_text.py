@@ -24,6 +24,8 @@ _SPACE = re.compile(r"\s+")
 def approval_text(approval: Approval, persona: Persona, *, decider_id: int | None = None) -> str:
     action = approval.action.replace("`", "")[:40]  # inside a code span: shown as is, no escapes
     head = f"**Approval #{approval.id}**: {_safe(persona.display_name, 80)} wants to run `{action}`"
+    if approval.revises:
+        head += f" (revises #{approval.revises})"
     last = status_line(approval, decider_id)
     budget = MESSAGE_LIMIT - len(head) - len(last) - 2
     shown = [f"> {_safe(str(key), 40)}: {_safe(str(value), VALUE_LIMIT)}" for key, value in approval.args.items()]

@@ -35,14 +35,15 @@ def slack_time(at: float, tokens: str = "{time}") -> str:
 def request_text(approval: Approval, persona: Persona) -> str:
     """The message's plain text (notifications, clients without blocks)."""
     name = escape_for_slack(persona.display_name)
-    return f"Approval #{approval.id}: {name} wants to run {escape_for_slack(approval.action)}"
+    revises = f" (revises #{approval.revises})" if approval.revises else ""
+    return f"Approval #{approval.id}: {name} wants to run {escape_for_slack(approval.action)}{revises}"
 
 
 def request_blocks(approval: Approval, persona: Persona, *, name_the_channel: bool) -> list[Block]:
     expires = slack_time(approval.expires_at, "{date_short_pretty} at {time}")
     return [
         *_description(approval, persona, name_the_channel),
-        _context(f"Approval #{approval.id} · expires {expires}"),
+        _context(f"Approval #{approval.id}{_revises(approval)} · expires {expires}"),
         {
             "type": "actions",
             "block_id": f"approval_{approval.id}",
@@ -115,6 +116,10 @@ def _description(approval: Approval, persona: Persona, name_the_channel: bool) -
         {"type": "context", "elements": [*_icon(persona), {"type": "mrkdwn", "text": headline}]},
         {"type": "section", "text": {"type": "mrkdwn", "text": _arguments(approval.args)}},
     ]
+
+
+def _revises(approval: Approval) -> str:
+    return f" · revises #{approval.revises}" if approval.revises else ""
 
 
 def _icon(persona: Persona) -> list[Block]:

@@ -17,8 +17,11 @@ ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
 class Models(Protocol):
     description: str
 
-    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
-        """The model that writes this persona's replies; other_names feed stop strings where supported."""
+    def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
+        """The model that writes this persona's replies, with the persona's actions as tools.
+
+        other_names feed stop strings where supported; `addressed` says the human line named the
+        persona, which is when a model without native tool calls considers an action."""
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         """A model whose reply text is a JSON decision, constrained to choices + FINISH where supported."""

@@ -8,12 +8,13 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.rate_limiters import InMemoryRateLimiter
 
+from graph.actions import tool_definitions
 from graph.models.base import ChatRunnable
 from graph.moderator import decision_schema
 from personas import Persona
 
 MakeChatModel = Callable[[str, InMemoryRateLimiter | None], BaseChatModel]
-BindPersona = Callable[[BaseChatModel, Persona, Sequence[str]], ChatRunnable]
+BindPersona = Callable[[BaseChatModel, Persona, Sequence[str], bool], ChatRunnable]
 BindModerator = Callable[[BaseChatModel, dict[str, Any]], ChatRunnable]
 
 
@@ -28,8 +29,11 @@ def rate_limiter(requests_per_minute: float) -> InMemoryRateLimiter:
     return limiter
 
 
-def bind_plain(model: BaseChatModel, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
-    return model
+def bind_actions_as_tools(model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool) -> ChatRunnable:
+    """Models with native tool calls (Gemini, OpenAI-compatible) get exactly the persona's actions."""
+    if not persona.actions:
+        return model
+    return model.bind_tools(tool_definitions(persona.actions))
 
 
 class ChatModels:
@@ -42,7 +46,7 @@ class ChatModels:
         moderator_model_name: str,
         requests_per_minute: Callable[[str], float] | None,
         bind_moderator: BindModerator,
-        bind_persona: BindPersona = bind_plain,
+        bind_persona: BindPersona = bind_actions_as_tools,
     ) -> None:
         self.description = description
         self._make = make
@@ -63,9 +67,9 @@ class ChatModels:
     def models(self) -> Mapping[str, BaseChatModel]:
         return self._models
 
-    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+    def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
         model = self._model(persona.model or self._persona_model_name)
-        return self._bind_persona(model, persona, other_names)
+        return self._bind_persona(model, persona, other_names, addressed)
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         return self._bind_moderator(self._model(self._moderator_model_name), decision_schema(choices))

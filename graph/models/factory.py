@@ -145,10 +145,12 @@ def _local(config: ProviderConfig) -> Models:
     def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
         return shared  # one embedded model serves personas and moderator alike
 
-    def bind_persona(model: BaseChatModel, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+    def bind_persona(model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool) -> ChatRunnable:
         # A base model continues the transcript; stopping at other names is the impersonation guard.
+        # With no native tool calls, it considers an action only when the human line addressed it.
         stops = ["\n", *(f"{name}:" for name in other_names)]
-        return model.bind(speaker=persona.display_name, stop=stops)
+        actions = list(persona.actions) if addressed else []
+        return model.bind(speaker=persona.display_name, stop=stops, actions=actions)
 
     def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
         return model.bind(response_format=_openai_response_format(schema))

@@ -10,18 +10,24 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 import re
 import secrets
 import threading
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import xllamacpp as xlc
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+
+from graph.models.local_actions import decision_prompt, decision_schema, newest_human_line, tool_call_from
+
+log = logging.getLogger(__name__)
 
 JSON_CUE = "Decision (JSON):"
 # Free-text JSON strings get at most this many characters, and no escapes (each escape is
@@ -40,8 +46,9 @@ class LocalLlamaChatModel(BaseChatModel):
 
     Call-time kwargs (usually via `.bind`): `speaker` (the name whose line is written next),
     `response_format` (OpenAI json_schema style: switches to constrained JSON, where `stop` is
-    ignored), and optionally `max_tokens` / `temperature` overrides. Concurrent calls are safe:
-    the llama.cpp server queues them on its single slot.
+    ignored), `actions` (action names the speaker may propose first, see local_actions.py), and
+    optionally `max_tokens` / `temperature` overrides. Concurrent calls are safe: the llama.cpp
+    server queues them on its single slot.
     """
 
     model_path: str
@@ -107,6 +114,13 @@ class LocalLlamaChatModel(BaseChatModel):
         speaker: str | None = kwargs.get("speaker")
         if schema is None and not speaker:
             raise ValueError("LocalLlamaChatModel needs a `speaker` kwarg, e.g. model.bind(speaker='Nova')")
+        actions: Sequence[str] = kwargs.get("actions") or ()
+        if schema is None and actions and speaker:
+            call = self._propose_action(messages, speaker, actions)
+            if call is not None:
+                # The call alone: the approval request says what happens, and the persona speaks
+                # once it hears the result, so it can never claim "done" too early.
+                return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))])
         max_tokens = int(kwargs.get("max_tokens") or (self.json_max_tokens if schema is not None else self.max_tokens))
         temperature = kwargs.get("temperature")
         request: dict[str, Any] = {
@@ -143,6 +157,24 @@ class LocalLlamaChatModel(BaseChatModel):
             response_metadata={"model_name": Path(self.model_path).name, "finish_reason": choice.get("finish_reason")},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _propose_action(self, messages: list[BaseMessage], speaker: str, actions: Sequence[str]) -> dict[str, Any] | None:
+        """The action the newest human line asks `speaker` for, under constrained decoding; or None."""
+        line = newest_human_line(messages)
+        if line is None:
+            return None
+        request = {
+            "prompt": decision_prompt(line, speaker, actions, datetime.now(timezone.utc)),
+            "json_schema": bounded_schema(decision_schema(actions)),
+            "max_tokens": self.json_max_tokens,
+            "temperature": 0.0,  # a decision, not a voice: the likeliest reading of the request
+        }
+        result = self._server().handle_completions(request)
+        try:
+            return tool_call_from(result["choices"][0]["text"], line)
+        except (KeyError, IndexError, ValueError) as exc:
+            log.warning("embedded action step gave no usable decision: %s", type(exc).__name__)
+            return None
 
     def _complete_within_context(
         self, request: dict[str, Any], header: str, lines: list[str], final_line: str
@@ -189,6 +221,8 @@ def render_transcript(messages: Sequence[BaseMessage], ai_name: str) -> tuple[st
         text = " ".join(message.text.split())  # one line per message
         if not text:
             continue
+        if isinstance(message, ToolMessage):
+            text = f"[system] {message.name}: {text}"  # an action's result, as a note
         tagged = _BRACKET_TAG.fullmatch(text)
         if tagged and tagged.group(1).casefold() != "system":
             text = f"{tagged.group(1)}: {tagged.group(2)}"

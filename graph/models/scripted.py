@@ -146,7 +146,7 @@ class ScriptedModels:
     def __init__(self) -> None:
         self.directives = Directives()
 
-    def persona_model(self, persona: Persona, other_names: Sequence[str]) -> ChatRunnable:
+    def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
         return ScriptedPersonaModel(
             persona_name=persona.display_name, catchphrase=persona.catchphrase, directives=self.directives
         )

@@ -2,7 +2,8 @@
 
 google-genai, given `base_url`, posts to `<base_url>/v1beta/models/<model>:generateContent` with the
 API key in the `x-goog-api-key` header. The fake records every request, can hang up on the next N
-requests or answer them with a 429 RESOURCE_EXHAUSTED error, and otherwise replies with `reply_text`.
+requests or answer them with a 429 RESOURCE_EXHAUSTED error, and otherwise replies with the next
+queued answer (text and/or a functionCall, see `queue`) or else `reply_text`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ class FakeGemini(LoopbackServer):
     rate_limited_requests: int = 0  # answer this many upcoming requests with a 429
     dropped_requests: int = 0  # close the connection without answering on this many upcoming requests
     requests: list[RecordedRequest] = field(default_factory=list)
+    answers: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
+
+    def queue(self, text: str = "", call: dict[str, Any] | None = None) -> None:
+        """Answer an upcoming request with `text`, a functionCall `{"name", "args"}`, or both."""
+        self.answers.append((text, call))
 
     @property
     def url(self) -> str:
@@ -75,16 +81,20 @@ class FakeGemini(LoopbackServer):
                 }
             }
             return web.json_response(error, status=429)
-        return web.json_response(generate_content_response(self.reply_text, request.match_info["model"]))
+        text, call = self.answers.pop(0) if self.answers else (self.reply_text, None)
+        return web.json_response(generate_content_response(text, request.match_info["model"], call))
 
 
-def generate_content_response(text: str, model: str) -> dict[str, Any]:
-    """A GenerateContentResponse with one candidate holding `text`."""
+def generate_content_response(text: str, model: str, call: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A GenerateContentResponse with one candidate holding `text` and, if given, a functionCall."""
     prompt_tokens, reply_tokens = 12, max(1, len(text) // 4)
+    parts: list[dict[str, Any]] = [{"text": text}] if text else []
+    if call is not None:
+        parts.append({"functionCall": call})
     return {
         "candidates": [
             {
-                "content": {"role": "model", "parts": [{"text": text}]},
+                "content": {"role": "model", "parts": parts},
                 "finishReason": "STOP",
                 "index": 0,
             }

@@ -1,11 +1,13 @@
 """A fake of the OpenAI Chat Completions API (`POST /v1/chat/completions`) on 127.0.0.1.
 
 Give the SDK `base_url=<fake.url>/v1`. The fake records every request, can answer the next N
-requests with a 429 rate-limit error and otherwise replies with `reply_text`.
+requests with a 429 rate-limit error and otherwise replies with the next queued answer (text
+and/or a tool call, see `queue`) or else `reply_text`.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,11 @@ class FakeOpenAI(LoopbackServer):
     reply_text: str = "Hello from the fake OpenAI."
     rate_limited_requests: int = 0  # answer this many upcoming requests with a 429
     requests: list[RecordedRequest] = field(default_factory=list)
+    answers: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
+
+    def queue(self, text: str = "", call: dict[str, Any] | None = None) -> None:
+        """Answer an upcoming request with `text`, a tool call `{"name", "args"}`, or both."""
+        self.answers.append((text, call))
 
     @property
     def url(self) -> str:
@@ -60,7 +67,8 @@ class FakeOpenAI(LoopbackServer):
             }
             return _closing(web.json_response(error, status=429))
         model = str(body.get("model", "fake-model"))
-        return _closing(web.json_response(chat_completion(self.reply_text, model, len(self.requests))))
+        text, call = self.answers.pop(0) if self.answers else (self.reply_text, None)
+        return _closing(web.json_response(chat_completion(text, model, len(self.requests), call)))
 
 
 
@@ -70,9 +78,16 @@ def _closing(response: web.Response) -> web.Response:
     return response
 
 
-def chat_completion(text: str, model: str, number: int) -> dict[str, Any]:
-    """A ChatCompletion with one assistant choice holding `text`."""
+def chat_completion(text: str, model: str, number: int, call: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ChatCompletion with one assistant choice holding `text` and, if given, one tool call."""
     prompt_tokens, reply_tokens = 12, max(1, len(text) // 4)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
+    if call is not None:
+        message["tool_calls"] = [{
+            "id": f"call_fake_{number}",
+            "type": "function",
+            "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
+        }]
     return {
         "id": f"chatcmpl-fake-{number}",
         "object": "chat.completion",
@@ -81,9 +96,9 @@ def chat_completion(text: str, model: str, number: int) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": message,
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": "tool_calls" if call is not None else "stop",
             }
         ],
         "usage": {

@@ -1,0 +1,115 @@
+"""The embedded model's action step: a base model has no native tool calls, so it decides
+`{"action": "none"}` or `{"action": NAME, ...args}` under a JSON schema that llama.cpp enforces.
+
+It runs only for a persona that has actions and was addressed by the human line. The schema, the
+prompt and the few-shot lines are built here from the pydantic argument models in graph/actions.py;
+what the model proposes is then a tool call like any other provider's, so it still goes through
+`check_call` and the approval policy.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from graph.actions import ACTIONS
+
+NO_ACTION = "none"
+DECISION_CUE = "Action (JSON):"
+
+# Few-shot lines in the transcript: requests with their arguments, and look-alike chit-chat that
+# mentions posting or messaging without asking for it. None of them is in the benchmark set.
+_EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("Mia: {name}, post 'Tickets are sold out' in #tickets", {"action": "publish_post", "channel": "tickets", "text": "Tickets are sold out"}),
+    ("Mia: {name}, did you read the post in #updates?", {"action": NO_ACTION}),
+    ("Leo: {name}, DM Zoe that the server is back", {"action": "send_message", "to": "Zoe", "text": "The server is back"}),
+    ("Leo: {name}, I messaged Zoe already, thanks.", {"action": NO_ACTION}),
+    ("Mia: {name}, schedule 'Quiz night starts' in #fun for 2026-03-05T19:00:00+00:00",
+     {"action": "schedule_post", "at": "2026-03-05T19:00:00+00:00", "channel": "fun", "text": "Quiz night starts"}),
+    ("Leo: {name}, how are you today?", {"action": NO_ACTION}),
+    ("Mia: {name}, send Max a message: 'Call me back'", {"action": "send_message", "to": "Max", "text": "Call me back"}),
+    ("Mia: {name}, should we post something about the outage?", {"action": NO_ACTION}),
+    ("Leo: {name}, publish 'New blog post is up' in #blog", {"action": "publish_post", "channel": "blog", "text": "New blog post is up"}),
+    ("Leo: {name}, what a nice day.", {"action": NO_ACTION}),
+)
+
+
+def decision_schema(actions: Sequence[str]) -> dict[str, Any]:
+    """One object per allowed action, told apart by a constant `action`, plus `{"action": "none"}`."""
+    options: list[dict[str, Any]] = [
+        {"type": "object", "properties": {"action": {"const": NO_ACTION}}, "required": ["action"]}
+    ]
+    for name in actions:
+        if name not in ACTIONS:
+            continue
+        args = ACTIONS[name].model_json_schema()
+        properties = {"action": {"const": name}}
+        properties.update({key: _plain(value) for key, value in args["properties"].items()})
+        options.append({"type": "object", "properties": properties, "required": ["action", *args.get("required", [])]})
+    return {"anyOf": options}
+
+
+def _plain(field: dict[str, Any]) -> dict[str, Any]:
+    """A field schema without the annotations a grammar does not need."""
+    return {key: value for key, value in field.items() if key not in ("title", "description", "maxLength")}
+
+
+def newest_human_line(messages: Sequence[BaseMessage]) -> str | None:
+    """The newest line a person wrote ("Ana: ..."): the one that addressed the persona."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage) and not message.text.startswith("["):
+            return " ".join(message.text.split())
+    return None
+
+
+def decision_prompt(line: str, speaker: str, actions: Sequence[str], now: datetime) -> str:
+    """A base-model prompt: what each action is, then example lines with their decisions, then `line`."""
+    described = "\n".join(f"- {name}: {' '.join((ACTIONS[name].__doc__ or '').split())}" for name in actions if name in ACTIONS)
+    examples = [
+        f"{text.format(name=speaker)}\n{DECISION_CUE} {json.dumps(decision, separators=(',', ':'))}"
+        for text, decision in _EXAMPLES
+        if decision["action"] in (NO_ACTION, *actions)
+    ]
+    return (
+        f"{speaker} can take these actions:\n{described}\n"
+        f"For each message, decide whether it asks {speaker} to take one of these actions now. "
+        'If it does not clearly ask for one, the answer is {"action":"none"}. '
+        f"Now is {now.isoformat(timespec='minutes')}.\n\n" + "\n\n".join(examples) + f"\n\n{line}\n{DECISION_CUE}"
+    )
+
+
+def tool_call_from(decision_text: str, line: str) -> dict[str, Any] | None:
+    """The LangChain tool call a decision asks for, or None for `{"action": "none"}` and for a
+    proposal that is not grounded in the line that asked for it."""
+    decision = json.loads(decision_text)
+    name = decision.pop("action", NO_ACTION) if isinstance(decision, dict) else NO_ACTION
+    if name == NO_ACTION or not grounded(decision, line):
+        return None
+    return {"name": name, "args": decision, "id": f"call_{uuid.uuid4().hex[:16]}", "type": "tool_call"}
+
+
+def grounded(args: dict[str, Any], line: str) -> bool:
+    """Whether the person's line holds what the model proposes: the text to send (and not merely
+    the whole line echoed back), the channel and the recipient.
+
+    A 270M base model asked for arguments invents them when nobody asked for anything (a post
+    "Good morning" from "Nova, good morning!", a channel copied from an example), so a proposal
+    must be found in the request before it becomes a call.
+    """
+    said = _words(line.split(":", 1)[-1])
+    text = _words(str(args.get("text", "")))
+    if not text or text not in said or said.endswith(text) and len(text) >= len(said) - _ADDRESS_SLACK:
+        return False
+    return all(_words(str(args[key])) in said for key in ("channel", "to") if key in args)
+
+
+_ADDRESS_SLACK = 12  # "nova, " and "nova please " before an echoed line
+
+
+def _words(text: str) -> str:
+    return " ".join("".join(c if c.isalnum() or c in "'#" else " " for c in text.casefold()).split())
