@@ -113,7 +113,7 @@ async def open_app(
             defaults=ChannelDefaults(
                 participants=config.settings.bot.participants, moderated=config.settings.moderation.enabled
             ),
-            approvers_for=config.settings.approvals.approvers_for,
+            is_approver=config.settings.approvals.is_approver,
         )
         await stored.timers.start(service)
         try:

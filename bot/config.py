@@ -121,6 +121,24 @@ class ApprovalsSection(_Section):
         platform = channel_key.split(":", 1)[0]
         return set(self.approvers.get(platform, []))  # type: ignore[call-overload]
 
+    def is_approver(self, channel_key: str, user_id: str, team: str | None = None) -> bool:
+        """Whether this user may decide approvals in the channel. Slack user ids are unique only within a
+        workspace, so there a user is a team and an id: "U456" is U456 of the channel's own workspace
+        (the one in its key, "slack:T123:C789"), and "T999:U456" is U456 of workspace T999."""
+        listed = self.approvers_for(channel_key)
+        platform, _, place = channel_key.partition(":")
+        if platform != "slack":
+            return user_id in listed
+        channel_team = place.partition(":")[0]
+        return team is not None and (team, user_id) in {slack_approver(entry, channel_team) for entry in listed}
+
+
+def slack_approver(entry: str, channel_team: str) -> tuple[str, str]:
+    """(team, user id) of an approvers entry, "U456" or "T999:U456", in a channel of channel_team."""
+    team, _, user = entry.rpartition(":")
+    return team or channel_team, user
+
+
 
 class Settings(_Section):
     bot: BotSection = BotSection()

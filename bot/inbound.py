@@ -14,3 +14,4 @@ class Inbound:
     mentions: tuple[str, ...] = field(default=())  # persona ids the platform says were @mentioned
     event_id: str | None = None  # the platform's id, for dedupe of redeliveries
     thread: str | None = None
+    author_team: str | None = None  # on Slack, the author's workspace: approvers are matched on team and user

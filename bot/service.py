@@ -51,10 +51,20 @@ class ChannelDefaults:
 
 @dataclass(frozen=True)
 class Actor:
-    """Who typed a command or pressed a button: a platform user id and a display name."""
+    """Who typed a command or pressed a button: a platform user id, a display name and, on Slack, the
+    user's team (workspace), since user ids are only unique within one."""
 
     id: str
     name: str
+    team: str | None = None
+
+
+IsApprover = Callable[[str, str, str | None], bool]
+"""(channel key, user id, team) -> whether that user may decide approvals there."""
+
+
+def _nobody(channel_key: str, user_id: str, team: str | None) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -90,14 +100,14 @@ class ChannelService:
         personas: Mapping[str, Persona],
         port: OutboundPort,
         defaults: ChannelDefaults,
-        approvers_for: Callable[[str], set[str]] = lambda key: set(),
+        is_approver: IsApprover = _nobody,
     ) -> None:
         self.db = db
         self.engine = engine
         self.personas = personas
         self.port = port
         self.defaults = defaults
-        self.approvers_for = approvers_for
+        self.is_approver = is_approver
         self._queues: dict[str, asyncio.Queue[AnswerInbox | ResumeApprovals]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
@@ -110,7 +120,7 @@ class ChannelService:
         except CommandError as exc:
             return CommandReply(str(exc), ok=False)
         if command is not None:
-            actor = Actor(inbound.author_id, inbound.author_name)
+            actor = Actor(inbound.author_id, inbound.author_name, inbound.author_team)
             return await self.run_command(inbound.channel_key, command, thread=inbound.thread, actor=actor)
         line = await inbox.accept(
             self.db, inbound.event_id, inbound.channel_key, inbound.author_id, inbound.author_name, inbound.text,
@@ -202,7 +212,7 @@ class ChannelService:
             case ListApprovals():
                 return CommandReply(await self._approval_list(key))
             case SetApprovalMode(mode=mode):
-                if actor is None or actor.id not in self.approvers_for(key):
+                if actor is None or not self.may_decide(key, actor):
                     return CommandReply("Only approvers can change the approval mode.", ok=False)
                 await channels.set_approval_mode(self.db, key, ApprovalMode(mode))
                 announce = f"Approval mode is now {mode}."
@@ -263,6 +273,9 @@ class ChannelService:
 
     # -- approvals -----------------------------------------------------------------------------
 
+    def may_decide(self, channel_key: str, actor: Actor) -> bool:
+        return self.is_approver(channel_key, actor.id, actor.team)
+
     async def decide(
         self, approval_id: int, actor: Actor, approve: bool, comment: str = "", incident: bool = False
     ) -> CommandReply:
@@ -270,7 +283,7 @@ class ChannelService:
         approval = await approvals.get(self.db, approval_id)
         if approval is None:
             return CommandReply(f"There is no approval #{approval_id}.", ok=False)
-        if actor.id not in self.approvers_for(approval.channel_key):
+        if not self.may_decide(approval.channel_key, actor):
             return CommandReply(f"Only approvers can decide; #{approval_id} stays pending.", ok=False)
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
         decided = await approvals.decide(self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident)

@@ -36,7 +36,8 @@ class ApprovalDesk:
             return f"There is no approval #{approval_id}."
         if interaction.channel_id is None or approval.channel_key != key_for_channel(interaction.channel_id):
             return f"Approval #{approval_id} belongs to another channel."
-        if str(interaction.user.id) not in self.service.approvers_for(approval.channel_key):
+        actor = Actor(str(interaction.user.id), interaction.user.display_name)
+        if not self.service.may_decide(approval.channel_key, actor):
             return f"Only approvers can decide; #{approval_id} stays pending."
         if approval.status is not ApprovalStatus.PENDING:
             return f"Approval #{approval_id} was already decided ({approval.status})."

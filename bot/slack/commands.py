@@ -73,14 +73,16 @@ def _listener(bot: SlackBot, parse: Parser) -> Callable[..., Any]:
             return
         await ack()
         key = channel_key(command["team_id"], command["channel_id"])
-        work = carry_out(bot, key, parsed, str(command["user_id"]), respond)
+        work = carry_out(bot, key, parsed, str(command["user_id"]), str(command["team_id"]), respond)
         bot.work.start(work, name=f"slack {command.get('command')} in {key}")
 
     return on_command
 
 
-async def carry_out(bot: SlackBot, key: str, command: Command, user_id: str, respond: AsyncRespond) -> None:
-    actor = Actor(user_id, await bot.names.name_of(user_id))
+async def carry_out(
+    bot: SlackBot, key: str, command: Command, user_id: str, team_id: str, respond: AsyncRespond
+) -> None:
+    actor = Actor(user_id, await bot.names.name_of(user_id), team_id)
     reply = await bot.roundtable.service.run_command(key, command, actor=actor)
     if not reply.announced:
         await respond(text=escape_for_slack(reply.reply), response_type="ephemeral")

@@ -42,11 +42,11 @@ def inbound_from_event(body: Mapping[str, Any], bot_user_id: str | None) -> Inbo
         return None
     if event.get("bot_id") or event.get("subtype") not in HUMAN_SUBTYPES or event.get("hidden"):
         return None
-    user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
-    team_id = body.get("team_id") or event.get("team")
+    user, channel, ts, thread = (_text(event.get(name)) for name in ("user", "channel", "ts", "thread_ts"))
+    team_id = _text(body.get("team_id")) or _text(event.get("team"))
     if not (user and channel and ts and team_id) or user == bot_user_id:
         return None
-    text = strip_mention(unescape_from_slack(str(event.get("text") or "")), bot_user_id)
+    text = strip_mention(unescape_from_slack(_text(event.get("text"))), bot_user_id)
     if not text:
         return None
     return Inbound(
@@ -55,5 +55,12 @@ def inbound_from_event(body: Mapping[str, Any], bot_user_id: str | None) -> Inbo
         author_name=user,
         text=text,
         event_id=message_id(team_id, channel, ts),
-        thread=event.get("thread_ts") or None,
+        thread=thread or None,
+        # A user from another organisation (Slack Connect) is marked with their own workspace.
+        author_team=_text(event.get("user_team")) or _text(event.get("team")) or team_id,
     )
+
+
+def _text(value: Any) -> str:
+    """A field Slack sends as a string; anything else counts as missing."""
+    return value if isinstance(value, str) else ""

@@ -20,6 +20,7 @@ class ButtonClick:
     channel: str | None  # where the clicked message is, for a private answer
     thread: str | None
     trigger_id: str | None  # for views.open, valid for 3 seconds
+    team_id: str | None = None  # the clicker's workspace
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class FeedbackSubmission:
     approval_id: int
     user_id: str
     comment: str
+    team_id: str | None = None
 
 
 def button_click(body: Mapping[str, Any]) -> ButtonClick | None:
@@ -43,6 +45,7 @@ def button_click(body: Mapping[str, Any]) -> ButtonClick | None:
     return ButtonClick(
         approval_id=approval_id,
         user_id=user_id,
+        team_id=_team_id(body),
         channel=str(channel) if channel else None,
         thread=str(thread) if thread else None,
         trigger_id=str(trigger_id) if trigger_id else None,
@@ -57,7 +60,7 @@ def feedback_submission(body: Mapping[str, Any]) -> FeedbackSubmission | None:
     comment = _mapping(_mapping(values.get(FEEDBACK_BLOCK)).get(FEEDBACK_INPUT)).get("value")
     if approval_id is None or user_id is None:
         return None
-    return FeedbackSubmission(approval_id, user_id, str(comment or "").strip())
+    return FeedbackSubmission(approval_id, user_id, str(comment or "").strip(), _team_id(body))
 
 
 def _approval_id(value: Any) -> int | None:
@@ -67,6 +70,12 @@ def _approval_id(value: Any) -> int | None:
 def _user_id(body: Mapping[str, Any]) -> str | None:
     user_id = _mapping(body.get("user")).get("id")
     return str(user_id) if user_id else None
+
+
+def _team_id(body: Mapping[str, Any]) -> str | None:
+    """The user's own workspace, else the one the payload came from."""
+    team_id = _mapping(body.get("user")).get("team_id") or _mapping(body.get("team")).get("id")
+    return str(team_id) if team_id else None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

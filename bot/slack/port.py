@@ -16,7 +16,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.config import Config
+from bot.config import Config, slack_approver
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
 from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
@@ -92,7 +92,7 @@ class SlackPort:
 
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         """Mentions only the configured approvers' user ids; the text itself is escaped, so it cannot ping."""
-        mentions = " ".join(f"<@{user}>" for user in sorted(self.approvers_for(channel_key)) if is_user_id(user))
+        mentions = " ".join(f"<@{user}>" for user in self._approver_ids(channel_key))
         pieces = slack_messages(f"For the approvers: {text}")
         if mentions and pieces:
             pieces[0] = f"{mentions} {pieces[0]}"
@@ -146,9 +146,14 @@ class SlackPort:
         """A mention of the approver who decided, found by name among the channel's approvers; else the name."""
         if approval.status in _NO_DECIDER or not approval.decided_by:
             return "nobody"
-        approvers = sorted(user for user in self.approvers_for(approval.channel_key) if is_user_id(user))
+        approvers = self._approver_ids(approval.channel_key)
         matches = [user for user in approvers if await self.names.name_of(user) == approval.decided_by]
         return f"<@{matches[0]}>" if len(matches) == 1 else escape_clipped(approval.decided_by, 80)
+
+    def _approver_ids(self, channel_key: str) -> list[str]:
+        """The Slack user ids among the channel's approvers ("U456" or "T999:U456"), to mention."""
+        users = {slack_approver(entry, "")[1] for entry in self.approvers_for(channel_key)}
+        return sorted(user for user in users if is_user_id(user))
 
     # -- delivery --------------------------------------------------------------------------------
 
