@@ -7,11 +7,11 @@ platform is never lost: a round that had not started when the bot stopped runs a
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storage.database import Database
+from storage.events import claim_in
 from storage.history import insert_line
 from storage.locks import inbox_lock
 from storage.records import Line, LineKind
@@ -35,13 +35,8 @@ async def accept(
 ) -> Line | None:
     """Record a human line and queue its round, unless its platform event was seen before (then None)."""
     async with db.transaction() as tx:
-        if event_id is not None:
-            claimed = await tx.execute(
-                "INSERT INTO processed_events (event_id, seen_at) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING",
-                (event_id, time.time()),
-            )
-            if not claimed:
-                return None
+        if event_id is not None and not await claim_in(tx, event_id):
+            return None
         # Line ids must commit in order within a channel, or a reader could see a later line first.
         await tx.serialize(inbox_lock(channel_key))
         line = await insert_line(tx, channel_key, LineKind.HUMAN, author_id, author_name, text)
