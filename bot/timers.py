@@ -7,6 +7,10 @@ Processes sharing one database share one job store, which APScheduler 3 cannot r
 schedulers at once. So every process adds jobs, but only the process that holds the "timers" claim
 runs them: the others keep their scheduler paused and try for the claim again every few seconds,
 so when the runner stops, another takes over and fires whatever fell due meanwhile.
+
+The process that runs timers also prunes the processed event ids (the dedupe of redeliveries) at
+start and every hour, keeping a day of them: platforms redeliver within minutes, so the table
+stays bounded by one day's events. That job lives in memory and is added again at every start.
 """
 
 from __future__ import annotations
@@ -17,15 +21,21 @@ import logging
 from datetime import datetime, timezone
 from typing import Protocol
 
+from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.base import STATE_PAUSED
 
 from graph.actions import ActionCall
+from storage import history
 from storage.database import Database
 from storage.locks import SETUP_LOCK, TIMERS_CLAIM
 
 log = logging.getLogger(__name__)
+
+PROCESSED_EVENTS_KEPT_SECONDS = 24 * 3600
+PRUNE_EVERY_SECONDS = 3600
+PRUNE_JOB = "forget-processed-events"
 
 
 class TimerTarget(Protocol):
@@ -64,7 +74,7 @@ class DurableTimers:
 
     def __init__(self, jobstore_url: str, db: Database, *, shared: bool = False, poll_seconds: float = 2.0) -> None:
         self.scheduler = AsyncIOScheduler(
-            jobstores={"default": SQLAlchemyJobStore(url=jobstore_url)},
+            jobstores={"default": SQLAlchemyJobStore(url=jobstore_url), "upkeep": MemoryJobStore()},
             job_defaults={"misfire_grace_time": None, "coalesce": True},
             timezone=timezone.utc,
         )
@@ -83,6 +93,10 @@ class DurableTimers:
         _target = target
         async with self._db.exclusive(SETUP_LOCK):  # starting creates the job table if it is missing
             self.scheduler.start(paused=True)
+        self.scheduler.add_job(
+            self.forget_old_events, "interval", seconds=PRUNE_EVERY_SECONDS, next_run_time=datetime.now(timezone.utc),
+            id=PRUNE_JOB, jobstore="upkeep", replace_existing=True,
+        )
         if await self._db.claim(TIMERS_CLAIM):
             self.scheduler.resume()
         if self._shared:
@@ -99,6 +113,14 @@ class DurableTimers:
                     self.scheduler.resume()
             except Exception:
                 log.exception("timer poll failed; trying again in %.0f s", self._poll_seconds)
+
+    async def forget_old_events(self) -> None:
+        try:
+            forgotten = await history.forget_processed_events(self._db, PROCESSED_EVENTS_KEPT_SECONDS)
+        except Exception as exc:
+            log.warning("pruning processed event ids failed (%s); trying again in an hour", type(exc).__name__)
+            return
+        log.info("forgot %d processed event ids older than a day", forgotten)
 
     async def shutdown(self) -> None:
         global _target
