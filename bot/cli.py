@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bot.app import open_app
-from bot.config import Config, ConfigError, load_config
+from bot.config import Config, ConfigError, ensure_data_dir, load_config, read_text
 from bot.console import ConsolePort, ConsoleSession, console_key
 from graph.models.factory import ProviderError
 from personas import PersonaError
@@ -91,9 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         config = load_config(args.config)
+        ensure_data_dir(config)
         if args.command == "console":
-            if args.script is not None and not args.script.exists():
-                raise ConfigError(f"{args.script}: script file not found")
+            if args.script is not None:
+                if not args.script.exists():
+                    raise ConfigError(f"{args.script}: script file not found")
+                read_text(args.script)  # a one-line error now rather than a traceback mid-session
             return asyncio.run(_console(config, args.channel, args.script, args.verbose))
         if args.command == "prompt":
             return asyncio.run(_prompt(config, args.channel, args.persona))

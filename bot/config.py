@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,7 +140,6 @@ def slack_approver(entry: str, channel_team: str) -> tuple[str, str]:
     return team or channel_team, user
 
 
-
 class Settings(_Section):
     bot: BotSection = BotSection()
     moderation: ModerationSection = ModerationSection()
@@ -193,11 +193,22 @@ def _has_password(value: object) -> bool:
     return isinstance(value, str) and "://" in value and urlsplit(value).password is not None
 
 
+def read_text(path: Path) -> str:
+    """A UTF-8 text file's contents; a one-line ConfigError when it cannot be read as one."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
 def load_config(path: Path) -> Config:
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found (pass --config PATH)")
+    text = read_text(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     for section, values in raw.items():
@@ -217,6 +228,21 @@ def load_config(path: Path) -> Config:
         first = exc.errors()[0]
         raise ConfigError(f"{path}: {_key_of(first['loc'])}: {_expected(first)}") from None
     return Config(path=path.resolve(), settings=settings)
+
+
+def ensure_data_dir(config: Config) -> Path:
+    """[storage] data_dir, created if missing; a one-line ConfigError when it cannot be a place to write."""
+    data_dir = config.data_dir
+    where = f"{config.path}: [storage] data_dir {str(data_dir)!r}"
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ConfigError(f"{where} is a file, not a directory")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=data_dir):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{where} is not a writable directory ({exc.strerror or type(exc).__name__})") from None
+    return data_dir
 
 
 def secret(name: str) -> str | None:

@@ -54,6 +54,10 @@ def load_persona_file(path: Path) -> Persona:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise PersonaError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PersonaError(f"{path}: not UTF-8 text (at byte {exc.start})") from None
+    except OSError as exc:
+        raise PersonaError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
     try:
         return Persona.model_validate(raw)
     except ValidationError as exc:
