@@ -30,6 +30,7 @@ endif
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/local_model.py
+	$(BIN)/python bench/actions.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -65,10 +65,11 @@ def table(rows: Sequence[Row], seconds: float, load: float) -> str:
     return "\n".join(lines)
 
 
-def rewrite_readme(readme: Path, block: str) -> None:
-    """Replace what stands between the engine benchmark's markers with `block`."""
+def rewrite_readme(readme: Path, block: str, name: str = "engine") -> None:
+    """Replace what stands between the `name` benchmark's markers with `block`."""
+    start, end = (START, END) if name == "engine" else (f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->")
     text = readme.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), flags=re.DOTALL)
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), flags=re.DOTALL)
     if not pattern.search(text):
-        raise RuntimeError(f"{readme}: no {START} ... {END} block to rewrite")
-    readme.write_text(pattern.sub(lambda _: f"{START}\n{block}\n{END}", text, count=1), encoding="utf-8")
+        raise RuntimeError(f"{readme}: no {start} ... {end} block to rewrite")
+    readme.write_text(pattern.sub(lambda _: f"{start}\n{block}\n{end}", text, count=1), encoding="utf-8")

@@ -37,3 +37,36 @@ def test_console_replies_with_gemma_and_the_moderated_round_ends(tmp_path: Path)
     assert 1 <= len(replies) <= 2  # max_turns 2, or FINISH sooner
     assert len(decisions) in (len(replies), len(replies) + 1)
     assert not any("fallback" in line for line in decisions)  # every decision parsed and was valid
+
+
+def test_gemma_proposes_an_action_when_asked_and_never_on_chit_chat(tmp_path: Path):
+    """The embedded model's own action format (constrained JSON) through the console: the request
+    becomes an approval, /approve runs it once, Nova hears the result; chit-chat proposes nothing."""
+    config = write_config(
+        tmp_path,
+        {
+            "llm": {"provider": "local"},
+            "llm.local": {"cache_dir": str(Path.home() / ".cache" / "roundtable-test"), "max_tokens": 40},
+        },
+    )
+    script = tmp_path / "script.txt"
+    script.write_text("Nova, publish 'Doors open at 9' in #news\n/approve 1\nNova, how was your weekend?\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    asked = lines.index("[you] Nova, publish 'Doors open at 9' in #news")
+    assert lines[asked + 1].startswith("[approval 1] Nova wants publish_post(channel='news', text='Doors open at 9')")
+    approved = lines.index("[you] /approve 1")
+    assert lines[approved + 1 : approved + 4] == [
+        "[system] Approved #1.",
+        "[Nova in #news] Doors open at 9",
+        "[action 1] executed: posted in #news",
+    ]
+    chit_chat = lines[lines.index("[you] Nova, how was your weekend?") + 1 :]
+    assert chit_chat and chit_chat[0].startswith("[Nova] ")
+    assert not any(line.startswith("[approval") for line in chit_chat)
+    assert sum(line.startswith("[Nova in #news]") for line in lines) == 1

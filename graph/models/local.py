@@ -46,7 +46,8 @@ class LocalLlamaChatModel(BaseChatModel):
 
     Call-time kwargs (usually via `.bind`): `speaker` (the name whose line is written next),
     `response_format` (OpenAI json_schema style: switches to constrained JSON, where `stop` is
-    ignored), `actions` (action names the speaker may propose first, see local_actions.py), and
+    ignored), `actions` (action names the speaker may propose first, see local_actions.py; `now`, an ISO
+    time, dates them), and
     optionally `max_tokens` / `temperature` overrides. Concurrent calls are safe: the llama.cpp
     server queues them on its single slot.
     """
@@ -116,7 +117,8 @@ class LocalLlamaChatModel(BaseChatModel):
             raise ValueError("LocalLlamaChatModel needs a `speaker` kwarg, e.g. model.bind(speaker='Nova')")
         actions: Sequence[str] = kwargs.get("actions") or ()
         if schema is None and actions and speaker:
-            call = self._propose_action(messages, speaker, actions)
+            now = datetime.fromisoformat(kwargs["now"]) if kwargs.get("now") else datetime.now(timezone.utc)
+            call = self._propose_action(messages, speaker, actions, now)
             if call is not None:
                 # The call alone: the approval request says what happens, and the persona speaks
                 # once it hears the result, so it can never claim "done" too early.
@@ -158,13 +160,15 @@ class LocalLlamaChatModel(BaseChatModel):
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
-    def _propose_action(self, messages: list[BaseMessage], speaker: str, actions: Sequence[str]) -> dict[str, Any] | None:
+    def _propose_action(
+        self, messages: list[BaseMessage], speaker: str, actions: Sequence[str], now: datetime
+    ) -> dict[str, Any] | None:
         """The action the newest human line asks `speaker` for, under constrained decoding; or None."""
         line = newest_human_line(messages)
         if line is None:
             return None
         request = {
-            "prompt": decision_prompt(line, speaker, actions, datetime.now(timezone.utc)),
+            "prompt": decision_prompt(line, speaker, actions, now),
             "json_schema": bounded_schema(decision_schema(actions)),
             "max_tokens": self.json_max_tokens,
             "temperature": 0.0,  # a decision, not a voice: the likeliest reading of the request

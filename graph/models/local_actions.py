@@ -10,6 +10,7 @@ what the model proposes is then a tool call like any other provider's, so it sti
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -90,7 +91,22 @@ def tool_call_from(decision_text: str, line: str) -> dict[str, Any] | None:
     name = decision.pop("action", NO_ACTION) if isinstance(decision, dict) else NO_ACTION
     if name == NO_ACTION or not grounded(decision, line):
         return None
+    if isinstance(decision.get("text"), str):
+        decision["text"] = snap_to_quote(decision["text"], line)
     return {"name": name, "args": decision, "id": f"call_{uuid.uuid4().hex[:16]}", "type": "tool_call"}
+
+
+def snap_to_quote(text: str, line: str) -> str:
+    """The quoted text in the line that the proposal copies, as the person wrote it: the model
+    tends to drop a closing "!" or "?" of 'Welcome aboard!'."""
+    for quoted in _QUOTED.findall(line):
+        span = quoted[0] or quoted[1]
+        if _words(span) == _words(text):
+            return span
+    return text
+
+
+_QUOTED = re.compile(r"'([^']+)'(?=\W|$)|\"([^\"]+)\"")
 
 
 def grounded(args: dict[str, Any], line: str) -> bool:
