@@ -1,4 +1,5 @@
-"""The SQLite backend: one aiosqlite connection in WAL mode, writes serialized in-process."""
+"""The SQLite backend in WAL mode: one writer connection, writes serialized in-process, and a
+reader connection, so no read ever sees another transaction's uncommitted rows."""
 
 from __future__ import annotations
 
@@ -37,36 +38,40 @@ class SqliteTx:
 
 
 class SqliteDatabase:
-    """Wraps one aiosqlite connection.
+    """Wraps a writer and a reader aiosqlite connection.
 
-    All writes go through `transaction()`, which holds a lock: coroutines sharing one
-    connection would otherwise interleave their statements inside each other's transactions.
+    All writes go through `transaction()` on the writer, which holds a lock: coroutines sharing
+    one connection would otherwise interleave their statements inside each other's transactions.
+    Reads outside a transaction go to the reader, which in WAL mode sees only committed rows.
     One process owns the file, so its locks are always free: its own per-channel queue already
     keeps a channel's rounds apart.
     """
 
     dialect = "sqlite"
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
-        self._conn = connection
-        self._reads = SqliteTx(connection)
+    def __init__(self, writer: aiosqlite.Connection, reader: aiosqlite.Connection | None) -> None:
+        self._conn = writer
+        self._reader = reader
+        self._reads = SqliteTx(reader or writer)
         self._write_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path | str) -> SqliteDatabase:
-        if str(path) != ":memory:":
+        in_memory = str(path) == ":memory:"
+        if not in_memory:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(str(path), isolation_level=None)
-        conn.row_factory = aiosqlite.Row
-        await conn.execute("PRAGMA journal_mode = WAL")
-        await conn.execute("PRAGMA synchronous = NORMAL")
-        await conn.execute("PRAGMA foreign_keys = ON")
-        await conn.execute("PRAGMA busy_timeout = 5000")
-        db = cls(conn)
+        writer = await _connect(path)
+        await writer.execute("PRAGMA journal_mode = WAL")
+        await writer.execute("PRAGMA synchronous = NORMAL")
+        await writer.execute("PRAGMA foreign_keys = ON")
+        # An in-memory database is private to its connection: there, reads wait for the write lock.
+        db = cls(writer, None if in_memory else await _connect(path, query_only=True))
         await db._migrate()
         return db
 
     async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
         await self._conn.close()
 
     async def schema_version(self) -> int:
@@ -103,7 +108,20 @@ class SqliteDatabase:
         return True
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        if self._reader is None:
+            async with self._write_lock:
+                return await self._reads.fetch_all(sql, params)
         return await self._reads.fetch_all(sql, params)
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
-        return await self._reads.fetch_one(sql, params)
+        rows = await self.fetch_all(sql, params)
+        return rows[0] if rows else None
+
+
+async def _connect(path: Path | str, *, query_only: bool = False) -> aiosqlite.Connection:
+    connection = await aiosqlite.connect(str(path), isolation_level=None)
+    connection.row_factory = aiosqlite.Row
+    await connection.execute("PRAGMA busy_timeout = 5000")
+    if query_only:
+        await connection.execute("PRAGMA query_only = ON")
+    return connection

@@ -197,3 +197,25 @@ async def test_sqlite_uses_wal_and_reads_history_through_the_index(tmp_path):
     assert "SEARCH i USING INTEGER PRIMARY KEY" in details  # the inbox check is one key lookup
     assert "TEMP B-TREE" not in details  # no sort: the index is already in line order
     await db.close()
+
+
+async def test_no_read_sees_a_transactions_uncommitted_lines(db):
+    await history.append_line(db, KEY, LineKind.HUMAN, "u1", "Ana", "committed")
+    inside, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_writer() -> None:
+        async with db.transaction() as tx:
+            await history.insert_line(tx, KEY, LineKind.HUMAN, "u1", "Ana", "not yet committed")
+            inside.set()
+            await release.wait()
+            raise RuntimeError("rolled back")
+
+    writer = asyncio.create_task(slow_writer())
+    await inside.wait()
+    seen = [line.text for line in await history.recent_lines_for(db, KEY, "nova", limit=10)]
+    channel = [line.text for line in await history.recent_channel_lines(db, KEY, limit=10)]
+    release.set()
+    with pytest.raises(RuntimeError):
+        await writer
+    assert seen == ["committed"] and channel == ["committed"]
+    assert [line.text for line in await history.recent_lines_for(db, KEY, "nova", limit=10)] == ["committed"]
