@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/actions.py
+	$(BIN)/python bench/first_turn.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -145,7 +145,7 @@ class RoundNodes:
             reply = await self._invoke(model, messages)
         except Exception as exc:
             log.warning("persona %s failed in %s: %s", persona.id, key, type(exc).__name__)
-            return {"turn_failed": True, "draft": "", "tool_calls": []}
+            return {"turn_failed": True, "failure": "model error", "draft": "", "tool_calls": []}
         return {"turn_failed": False, "draft": reply.text, "tool_calls": tool_calls_of(reply)}
 
     async def review(self, state: RoundState) -> Update:
@@ -156,7 +156,9 @@ class RoundNodes:
         reason = None if acting_silently else review_reply(text, self.deps.settings.min_chars)
         if reason and state["review_attempts"] < self.deps.settings.max_review_retries:
             return {"draft": "", "review_note": reason, "review_attempts": state["review_attempts"] + 1}
-        return {"draft": text, "review_note": "", "turn_failed": not text and not acting_silently}
+        failed = not text and not acting_silently
+        return {"draft": text, "review_note": "", "turn_failed": failed,
+                "failure": "the model wrote nothing usable, also when asked again" if failed else ""}
 
     async def deliver(self, state: RoundState) -> Update:
         persona = self.deps.personas[state["speaker"] or ""]
@@ -179,7 +181,8 @@ class RoundNodes:
     async def skip(self, state: RoundState) -> Update:
         key = state["channel_key"]
         name = self._name(state["speaker"])
-        await self.deps.port.notice(key, f"{name} could not answer (model error) and was skipped.", state["thread"])
+        why = state["failure"] or "model error"
+        await self.deps.port.notice(key, f"{name} could not answer ({why}) and was skipped.", state["thread"])
         update = await self._turn_over(state, spoke=None)
         if routing.too_many_failures(update["failures"], state["planned_turns"]):
             await self.deps.port.notice(key, "Round stopped: more than half of its turns failed.", state["thread"])
@@ -199,6 +202,7 @@ class RoundNodes:
             "review_attempts": 0,
             "review_note": "",
             "turn_failed": False,
+            "failure": "",
             "tool_calls": [],
         }
         if spoke:

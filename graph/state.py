@@ -22,6 +22,7 @@ class RoundState(TypedDict):
     planned_turns: int
     failures: int
     turn_failed: bool
+    failure: str  # why the current turn failed, for the notice
     draft: str
     review_attempts: int
     review_note: str
@@ -50,6 +51,7 @@ def initial_state(
         planned_turns=0,
         failures=0,
         turn_failed=False,
+        failure="",
         draft="",
         review_attempts=0,
         review_note="",

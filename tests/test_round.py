@@ -124,6 +124,14 @@ async def test_failing_persona_is_skipped_and_the_round_goes_on(app, port):
     assert port.notices() == ["[system] Nova could not answer (model error) and was skipped."]
 
 
+async def test_a_persona_that_keeps_writing_nothing_is_skipped_with_the_reason(open_test_app, port):
+    models = FakeModels(fixed_reply(""))
+    async with open_test_app(models=models) as app:
+        await run(app, "Nova?")
+    assert models.count("nova") == 3  # the first draft and two more tries, each with the reason
+    assert port.notices()[0] == "[system] Nova could not answer (the model wrote nothing usable, also when asked again) and was skipped."
+
+
 async def test_round_stops_when_more_than_half_of_its_turns_failed(app, port):
     await run(app, "Nova, Sage and Rex: !!fail 2")
     assert port.speakers() == []

@@ -36,6 +36,7 @@ JSON_STRING_CAP = 100
 _NO_ESCAPES = '^[^"\\\\\\x00-\\x1f]*$'
 _BRACKET_TAG = re.compile(r"\[([^\]]+)\]\s*(.*)")
 _CONTEXT_RETRIES = 3
+EMPTY_REPLY_RETRIES = 2
 
 _servers: dict[tuple[str, int, int], xlc.Server] = {}
 _servers_lock = threading.Lock()
@@ -140,6 +141,13 @@ class LocalLlamaChatModel(BaseChatModel):
             final_line = f"{speaker}:"
         header, lines = render_transcript(messages, ai_name=speaker or "Assistant")
         result = self._complete_within_context(request, header, lines, final_line)
+        for nudge in range(EMPTY_REPLY_RETRIES if schema is None else 0):
+            if result["choices"][0]["text"].strip():
+                break
+            # A base model sometimes ends its line at once; a fresh seed and a little more
+            # temperature almost always get a sentence out of it.
+            warmer = {**request, "temperature": request["temperature"] + 0.2 * (nudge + 1), "seed": secrets.randbelow(2**31)}
+            result = self._complete_within_context(warmer, header, lines, final_line)
 
         choice = result["choices"][0]
         text = choice["text"].strip()
