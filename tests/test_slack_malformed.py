@@ -114,3 +114,24 @@ async def test_after_all_that_a_genuine_event_is_still_answered(slack: SlackHarn
 
     [reply] = slack.posts()
     assert reply["username"] == "Sage"
+
+
+SIGNED_BUT_INCOMPLETE = {
+    "a button click without an action_id": {"type": "block_actions", "user": {"id": "UAPPROVER"}, "actions": [{}]},
+    "a form submission whose view has no type": {
+        "type": "view_submission", "user": {"id": "UAPPROVER"}, "view": {"callback_id": "approval_feedback_modal"},
+    },
+}
+
+
+@pytest.mark.parametrize("payload", SIGNED_BUT_INCOMPLETE.values(), ids=SIGNED_BUT_INCOMPLETE.keys())
+async def test_a_signed_payload_lacking_what_bolt_reads_is_refused(
+    slack: SlackHarness, caplog: pytest.LogCaptureFixture, payload: dict[str, object]
+) -> None:
+    """Slack always sends these fields; bolt indexes them unchecked, which would be a 500 and a traceback."""
+    form = urlencode({"payload": json.dumps(payload)})
+    assert await post_raw(slack, form.encode(), signed_headers(form, FORM)) == 400
+    await slack.bot.wait_idle()
+
+    assert "Traceback" not in caplog.text
+    assert [call.method for call in slack.fake.calls if call.method != "auth.test"] == []

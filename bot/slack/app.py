@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import traceback
+from pathlib import Path
+
+from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -12,6 +17,8 @@ from bot.slack.client import make_web_client
 from bot.slack.http_server import SignedBolt
 from bot.slack.slack_bot import SlackBot
 from bot.slack.users import UserNames
+
+log = logging.getLogger(__name__)
 
 
 def build_slack_app(
@@ -35,8 +42,24 @@ def build_slack_app(
         # response costs nothing, and once a request is answered its work is there to await.
         process_before_response=True,
     )
+    bolt.error(on_error)
     bot = SlackBot(bolt=bolt, roundtable=roundtable, settings=settings, names=UserNames(client))
     events.register(bot)
     commands.register(bot)
     approvals.register(bot)
     return bot
+
+
+async def on_error(error: Exception) -> BoltResponse | None:
+    """A signed request bolt itself cannot read (it lacks a field Slack always sends) gets 400 and
+    one log line; a failure in our own listeners keeps bolt's 500 and its traceback."""
+    if _raised_in_bolt(error):
+        log.warning("Slack request refused (400): bolt cannot read it (%s: %s)", type(error).__name__, error)
+        return BoltResponse(status=400, body="")
+    log.error("a Slack listener failed", exc_info=error)
+    return None
+
+
+def _raised_in_bolt(error: Exception) -> bool:
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and "slack_bolt" in Path(frames[-1].filename).parts

@@ -3,8 +3,8 @@
 bolt parses a body before it checks the signature, so a request is checked here first, in an order
 where nothing anyone can send unsigned reaches a parser that can throw: the body must be UTF-8 (400),
 then signed with the signing secret, checked by slack_sdk's SignatureVerifier (401), then JSON or a
-form that parses, the way bolt will, into an object nested at most MAX_DEPTH deep (400). Refusals
-are logged as one line.
+form that parses, the way bolt will, into an object nested at most MAX_DEPTH deep, which bolt's
+payload readers can read (400). Refusals are logged as one line.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.request.internals import parse_body
+from slack_bolt.request.payload_utils import (
+    to_action, to_command, to_event, to_message, to_options, to_shortcut, to_step, to_view,
+)
 from slack_sdk.signature import SignatureVerifier
 
 from bot.numbers import whole_number
@@ -28,6 +31,8 @@ HEALTH_PATH = "/healthz"
 MAX_DEPTH = 32  # Slack's deepest payloads (views with blocks) nest about 12 levels
 MAX_TIMESTAMP = 10**12  # seconds; a longer header is not a time
 CONTENT_TYPES = ("application/json", "application/x-www-form-urlencoded")  # events; commands and interactivity
+# What bolt reads from every request before any listener or error handler runs.
+BOLT_READERS = (to_options, to_shortcut, to_action, to_view, to_command, to_event, to_message, to_step)
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +99,11 @@ def slack_web_app(bolt: SignedBolt) -> web.Application:
             return _refuse(400, "the content type is not JSON or a form")
         if readable_body(body, content_type) is None:
             return _refuse(400, "the body is not a JSON object or form")
-        try:
+        try:  # signed, so from Slack; but should a field Slack always sends be missing, bolt would fail
             bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=headers)
-        except Exception as exc:  # signed, so from Slack, yet bolt cannot read it
+            for read in BOLT_READERS:
+                read(bolt_request.body)
+        except Exception as exc:
             return _refuse(400, f"bolt cannot read the body ({type(exc).__name__})")
         return await to_aiohttp_response(await bolt.async_dispatch(bolt_request))
 

@@ -38,9 +38,10 @@ def inbound_from_event(body: Mapping[str, Any], bot_user_id: str | None) -> Inbo
     author_name is the Slack user id here; the caller swaps in the display name it looks up.
     """
     event = body.get("event")
-    if not isinstance(event, Mapping) or event.get("type") not in EVENT_TYPES:
+    if not isinstance(event, Mapping) or _text(event.get("type")) not in EVENT_TYPES:
         return None
-    if event.get("bot_id") or event.get("subtype") not in HUMAN_SUBTYPES or event.get("hidden"):
+    subtype = event.get("subtype")
+    if event.get("bot_id") or event.get("hidden") or not (subtype is None or _text(subtype) in HUMAN_SUBTYPES):
         return None
     user, channel, ts, thread = (_text(event.get(name)) for name in ("user", "channel", "ts", "thread_ts"))
     team_id = _text(body.get("team_id")) or _text(event.get("team"))
