@@ -6,7 +6,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from graph.actions import ActionCall, check_call
@@ -28,6 +28,8 @@ class ActionRunner:
     timers: Timers | None
     policy: PolicySettings
     clock: Callable[[], float] = time.time
+    # Claims approved runs; a claim by a process that is gone is reported as an unknown outcome.
+    runner_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     async def handle(
         self,
@@ -81,7 +83,12 @@ class ActionRunner:
         }
 
     async def run(self, channel_key: str, persona: Persona, call: ActionCall, approval_id: int | None = None) -> str:
-        """Execute one action and audit it. Never raises: a failure becomes the persona's tool result."""
+        """Execute one action and audit it. Never raises: a failure becomes the persona's tool result.
+
+        An approved action's run is claimed (committed) first, so a stop between the platform call
+        and its outcome leaves a claim that start-up reports, never a run that happens twice."""
+        if approval_id is not None and await approvals.claim_run(self.db, approval_id, self.runner_id) is None:
+            return "not run: it was not waiting to run"
         try:
             if call.name == "schedule_post":
                 if self.timers is None:

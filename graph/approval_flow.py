@@ -44,6 +44,8 @@ def outcome_text(status: ApprovalStatus, decided_by: str | None, comment: str | 
         return f"Approved by {decided_by}, but it {result}"
     if status is ApprovalStatus.EXPIRED:
         return "Rejected: timed out"
+    if status is ApprovalStatus.UNKNOWN:
+        return f"Approved by {decided_by}, but {result}: it may or may not have run"
     return f"Rejected by {decided_by}: {comment or 'no feedback given'}"
 
 
@@ -88,8 +90,9 @@ class ApprovalFlow:
             if approval.status is ApprovalStatus.APPROVED:
                 await self.runner.run(key, persona, call, approval_id=approval.id)
                 approval = await approvals.get(self.deps.db, approval.id) or approval
-            if approval.status is not ApprovalStatus.PENDING:
-                await self.deps.port.show_decision(approval, persona)
+            if approval.status in (ApprovalStatus.PENDING, ApprovalStatus.RUNNING):
+                continue  # not decided, or another process is running it right now
+            await self.deps.port.show_decision(approval, persona)
             outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
             outcomes.append(outcome)
             # Run again after a crash, this adds a second result for the call; the prompt keeps one.

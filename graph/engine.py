@@ -8,11 +8,14 @@ from langchain_core.messages import BaseMessage
 from langgraph.types import Checkpointer, Command
 
 from graph.action_runner import ActionRunner
-from graph.approval_flow import ApprovalFlow, build_approval_graph
+from graph.actions import ActionCall
+from graph.approval_flow import ApprovalFlow, build_approval_graph, outcome_text
 from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
 from graph.state import initial_state
+from storage import approvals, history
+from storage.records import Approval, ToolCall
 
 Batch = dict[str, Any]
 
@@ -75,6 +78,30 @@ class RoundEngine:
         resume = Command(resume={"decided": True}) if snapshot.interrupts else None
         result = await self.approval_graph.ainvoke(resume, config, durability="sync")
         await self.start_approvals(list(result.get("new_batches", [])))
+
+    async def run_approved(self, approval_id: int) -> None:
+        """Run one approved action outside its batch's flow (an approver's retry), show how it
+        ended and give the persona the result."""
+        approval = await approvals.get(self.deps.db, approval_id)
+        persona = self.deps.personas.get(approval.persona_id) if approval else None
+        if approval is None or persona is None:
+            return
+        call = ActionCall(call_id=approval.call_id, name=approval.action, args=approval.args)
+        await self.runner.run(approval.channel_key, persona, call, approval_id=approval.id)
+        finished = await approvals.get(self.deps.db, approval_id)
+        if finished is not None:
+            await self.show_outcome(finished)
+
+    async def show_outcome(self, approval: Approval) -> None:
+        """Show a decided approval's outcome and hand it to its persona as the call's result
+        (the newest result for a call is the one its prompt keeps)."""
+        persona = self.deps.personas.get(approval.persona_id)
+        if persona is None:
+            return
+        await self.deps.port.show_decision(approval, persona)
+        outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
+        call = ToolCall(approval.call_id, approval.action, approval.args)
+        await history.append_tool_result(self.deps.db, approval.channel_key, persona.id, call, outcome)
 
     async def prompt_for(self, channel_key: str, persona_id: str) -> list[BaseMessage]:
         return await self.nodes.persona_prompt(channel_key, self.deps.personas[persona_id])

@@ -30,6 +30,7 @@ def _approval(row: Row) -> Approval:
         incident=bool(row["incident"]),
         result=row["result"],
         revises=row["revises"],
+        runner=row["runner"],
     )
 
 
@@ -118,12 +119,24 @@ async def decide(
     return approval
 
 
+async def claim_run(db: Database, approval_id: int, runner: str) -> Approval | None:
+    """Claim an approved action's run for `runner`, committed before it starts: None if it was not
+    waiting to run (already claimed, run or never approved), so nothing ever runs twice."""
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
+            "UPDATE approvals SET status = 'running', runner = ?, started_at = ? "
+            "WHERE id = ? AND status = 'approved' RETURNING *",
+            (runner, time.time(), approval_id),
+        )
+    return _approval(row) if row else None
+
+
 async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
-    """Record the outcome of an approved action, once: None if it was not waiting to run."""
+    """Record the outcome of a claimed run, once: None if it was not running."""
     status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
     async with db.transaction() as tx:
         row = await tx.fetch_one(
-            "UPDATE approvals SET status = ?, result = ? WHERE id = ? AND status = 'approved' RETURNING *",
+            "UPDATE approvals SET status = ?, result = ? WHERE id = ? AND status = 'running' RETURNING *",
             (status.value, result, approval_id),
         )
         if row is None:
@@ -131,6 +144,48 @@ async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Ap
         approval = _approval(row)
         await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
                      action=approval.action, event=status.value, actor=None, detail=result)
+    return approval
+
+
+async def with_status(db: Database, status: ApprovalStatus) -> list[Approval]:
+    rows = await db.fetch_all("SELECT * FROM approvals WHERE status = ? ORDER BY id", (status.value,))
+    return [_approval(r) for r in rows]
+
+
+async def mark_unknown(db: Database, approval_id: int, runner: str) -> Approval | None:
+    """A run `runner` started and never confirmed (its process stopped): outcome unknown."""
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
+            "UPDATE approvals SET status = 'unknown', result = ? WHERE id = ? AND status = 'running' AND runner = ? "
+            "RETURNING *",
+            (UNKNOWN_RESULT, approval_id, runner),
+        )
+        if row is None:
+            return None
+        approval = _approval(row)
+        await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
+                     action=approval.action, event="failed", actor=None, detail=UNKNOWN_RESULT)
+    return approval
+
+
+UNKNOWN_RESULT = "outcome unknown: the bot stopped while it ran"
+
+
+async def settle_unknown(db: Database, approval_id: int, *, retry: bool, actor: str) -> Approval | None:
+    """A person's answer to an unknown outcome: run it again (back to approved), or close it as
+    failed without running it. None when it was not unknown (someone answered first)."""
+    status, result = (ApprovalStatus.APPROVED, None) if retry else (ApprovalStatus.FAILED, f"closed by {actor} without running again")
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
+            "UPDATE approvals SET status = ?, result = ?, runner = NULL WHERE id = ? AND status = 'unknown' RETURNING *",
+            (status.value, result, approval_id),
+        )
+        if row is None:
+            return None
+        approval = _approval(row)
+        await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
+                     action=approval.action, event="approved" if retry else "failed", actor=actor,
+                     detail="retry after an unknown outcome" if retry else result or "")
     return approval
 
 

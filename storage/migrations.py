@@ -2,7 +2,8 @@
 
 Each step is written once. The few words the engines spell differently are placeholders that
 `migration_sql` fills in: {id} (an auto-numbered key), {bigint}, {real} (a float timestamp),
-{without_rowid} and {append_only:TABLE} (triggers that refuse UPDATE and DELETE).
+{without_rowid}, {append_only:TABLE} (triggers that refuse UPDATE and DELETE) and
+{widen_approval_status} (migration 6's new approval states).
 """
 
 from __future__ import annotations
@@ -141,7 +142,52 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE lines ADD COLUMN call_id TEXT;     -- on a result line: the call it answers
     ALTER TABLE approvals ADD COLUMN revises {bigint};  -- the rejected approval this one revises
     """,
+    # 6: an approved action's run is claimed before it starts ('running', by one process), so a
+    # run cut short by a stop is reported ('unknown') instead of being run blindly again
+    """
+    {widen_approval_status}
+    ALTER TABLE approvals ADD COLUMN started_at {real};
+    ALTER TABLE approvals ADD COLUMN runner TEXT;  -- the process that claimed the run
+    """,
 )
+
+_APPROVAL_STATUSES = "'pending', 'approved', 'rejected', 'expired', 'executed', 'failed', 'running', 'unknown'"
+
+# SQLite cannot change a CHECK constraint in place: the table is rebuilt (foreign keys from
+# approval_places are checked at commit, when `approvals` exists again under its name).
+_WIDEN_APPROVAL_STATUS = {
+    "sqlite": f"""
+    PRAGMA defer_foreign_keys = ON;
+    CREATE TABLE approvals_widened (
+        id           INTEGER PRIMARY KEY,
+        batch        TEXT NOT NULL,
+        call_id      TEXT NOT NULL,
+        channel_key  TEXT NOT NULL REFERENCES channels(key),
+        thread       TEXT,
+        persona_id   TEXT NOT NULL,
+        action       TEXT NOT NULL,
+        args         TEXT NOT NULL,
+        status       TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ({_APPROVAL_STATUSES})),
+        requested_at REAL NOT NULL,
+        expires_at   REAL NOT NULL,
+        decided_by   TEXT,
+        decided_at   REAL,
+        comment      TEXT,
+        incident     INTEGER NOT NULL DEFAULT 0 CHECK (incident IN (0, 1)),
+        result       TEXT,
+        revises      INTEGER,
+        UNIQUE (batch, call_id)
+    );
+    INSERT INTO approvals_widened SELECT * FROM approvals;
+    DROP TABLE approvals;
+    ALTER TABLE approvals_widened RENAME TO approvals;
+    CREATE INDEX approvals_pending ON approvals (status, channel_key);
+    """,
+    "postgresql": f"""
+    ALTER TABLE approvals DROP CONSTRAINT approvals_status_check;
+    ALTER TABLE approvals ADD CONSTRAINT approvals_status_check CHECK (status IN ({_APPROVAL_STATUSES}));
+    """,
+}
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
 
@@ -154,6 +200,8 @@ def migration_sql(step: str, dialect: str) -> str:
         name, table = match.groups()
         if name == "append_only":
             return _APPEND_ONLY[dialect].format(table=table)
+        if name == "widen_approval_status":
+            return _WIDEN_APPROVAL_STATUS[dialect]
         return spellings[name]
 
     return _PLACEHOLDER.sub(fill, step)

@@ -26,6 +26,8 @@ class ApprovalStatus(StrEnum):
     EXPIRED = "expired"
     EXECUTED = "executed"
     FAILED = "failed"
+    RUNNING = "running"  # approved, and its run claimed by one process
+    UNKNOWN = "unknown"  # the run was cut short by a stop: it may or may not have happened
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class Approval:
     incident: bool
     result: str | None
     revises: int | None = None  # the rejected approval this one is a revised proposal of
+    runner: str | None = None  # the process that claimed the run
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from personas import Persona
 from storage.records import Approval, ApprovalStatus
 
 NO_MENTIONS = discord.AllowedMentions.none()
-_NOT_FINAL = (ApprovalStatus.PENDING, ApprovalStatus.APPROVED)
+_NOT_FINAL = (ApprovalStatus.PENDING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
 
 
 class ApprovalBoard:

@@ -41,8 +41,11 @@ def status_line(approval: Approval, decider_id: int | None) -> str:
         case ApprovalStatus.PENDING:
             at = int(approval.expires_at)
             return f"Expires <t:{at}:t> (<t:{at}:R>). Approvers: use the buttons below."
-        case ApprovalStatus.APPROVED:
+        case ApprovalStatus.APPROVED | ApprovalStatus.RUNNING:
             return f"\N{WHITE HEAVY CHECK MARK} Approved by {who}; running it now."
+        case ApprovalStatus.UNKNOWN:
+            return (f"\N{WARNING SIGN} Approved by {who}, but {result}: it may or may not have run. "
+                    f"Approvers: /approvals retry {approval.id} or /approvals close {approval.id}.")
         case ApprovalStatus.EXECUTED:
             return f"\N{WHITE HEAVY CHECK MARK} Approved by {who}, executed: {result}"
         case ApprovalStatus.FAILED:

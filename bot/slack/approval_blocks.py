@@ -77,7 +77,9 @@ def outcome_text(approval: Approval, decider: str) -> str:
             return f"Rejected by {decider}: {escape_clipped(approval.comment or 'no feedback given', 1000)}"
         case ApprovalStatus.EXPIRED:
             return "Expired: nobody decided in time."
-        case ApprovalStatus.APPROVED:
+        case ApprovalStatus.UNKNOWN:
+            return f"Approved by {decider} at {at}, but {result}: it may or may not have run. Approvers: /approvals retry {approval.id} or /approvals close {approval.id}."
+        case ApprovalStatus.APPROVED | ApprovalStatus.RUNNING:
             return f"Approved by {decider} at {at}."
     return f"Still pending (approval #{approval.id})."
 
