@@ -87,8 +87,10 @@ VOLUME ["/data"]
 # Slack HTTP mode serves /slack/events and /healthz here ([slack] port in /app/config.toml).
 EXPOSE 3000
 
-# The CLI turns Ctrl-C (KeyboardInterrupt) into a clean shutdown; SIGTERM would just kill it.
-STOPSIGNAL SIGINT
+# SIGTERM (and SIGINT) drain: running rounds get [bot] shutdown_grace_seconds (20) to finish,
+# then the stores are flushed. Give the container more than that: docker stop -t 30, or
+# stop_grace_period in docker-compose.yml.
+STOPSIGNAL SIGTERM
 
 # /healthz exists only in Slack HTTP mode (SLACK_SIGNING_SECRET set, SLACK_APP_TOKEN unset);
 # in Socket Mode, Discord-only or console runs there is no HTTP server, so the check passes.

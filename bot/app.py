@@ -126,4 +126,6 @@ async def open_app(
                       service=service, timers=stored.timers)
             await service.wait_idle()
         finally:
+            # After a stop signal: running rounds get the grace period, queued work waits durably.
+            await service.drain(config.settings.bot.shutdown_grace_seconds)
             await stored.timers.shutdown()

@@ -6,8 +6,11 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from bot.app import open_app
 from bot.config import Config, ConfigError, ensure_data_dir, load_config, read_text
@@ -83,6 +86,24 @@ async def _run(config: Config) -> int:
     return 0
 
 
+async def _until_stopped(main: Coroutine[Any, Any, int]) -> int:
+    """Run `main` until it ends or SIGTERM/SIGINT arrives. A signal stops it the graceful way:
+    the platforms stop taking events, running rounds get [bot] shutdown_grace_seconds, and the
+    stores close (open_app does both on the way out). A second signal cuts the grace short."""
+    task = asyncio.ensure_future(main)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        logging.getLogger(__name__).info("stopped by a signal; drained")
+        return 0
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -97,10 +118,10 @@ def main(argv: list[str] | None = None) -> int:
                 if not args.script.exists():
                     raise ConfigError(f"{args.script}: script file not found")
                 read_text(args.script)  # a one-line error now rather than a traceback mid-session
-            return asyncio.run(_console(config, args.channel, args.script, args.verbose))
+            return asyncio.run(_until_stopped(_console(config, args.channel, args.script, args.verbose)))
         if args.command == "prompt":
             return asyncio.run(_prompt(config, args.channel, args.persona))
-        return asyncio.run(_run(config))
+        return asyncio.run(_until_stopped(_run(config)))
     except (ConfigError, PersonaError, ProviderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -13,7 +13,7 @@ USAGE = {
     "dismiss": "/dismiss PERSONA_ID",
     "personas": "/personas",
     "scene": "/scene TEXT (an empty TEXT clears the scene)",
-    "approvals": "/approvals [mode in-command|in-the-loop|on-the-loop]",
+    "approvals": "/approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]",
     "approve": "/approve N",
     "reject": "/reject N [incident] [feedback]",
     "trust": "/trust",
@@ -126,11 +126,22 @@ class ShowTrust:
 APPROVAL_MODES = ("in-command", "in-the-loop", "on-the-loop")
 
 
-def parse_approvals(args: list[str]) -> ListApprovals | SetApprovalMode:
+@dataclass(frozen=True)
+class SettleUnknown:
+    """An approver's answer to an action whose outcome is unknown: run it again, or close it."""
+
+    approval_id: int
+    retry: bool
+
+
+def parse_approvals(args: list[str]) -> ListApprovals | SetApprovalMode | SettleUnknown:
     if not args:
         return ListApprovals()
-    if args[0].lower() == "mode" and len(args) == 2 and args[1].lower() in APPROVAL_MODES:
+    verb = args[0].lower()
+    if verb == "mode" and len(args) == 2 and args[1].lower() in APPROVAL_MODES:
         return SetApprovalMode(args[1].lower())
+    if verb in ("retry", "close") and len(args) == 2 and (approval_id := record_id(args[1])) is not None:
+        return SettleUnknown(approval_id, retry=verb == "retry")
     raise _usage("approvals")
 
 
@@ -148,4 +159,7 @@ def parse_decision(name: str, rest: str) -> Decide:
     return Decide(approval_id, approve=name == "approve", comment=comment, incident=incident)
 
 
-Command = Moderate | Invite | Dismiss | ListPersonas | SetScene | ListApprovals | SetApprovalMode | Decide | ShowTrust
+Command = (
+    Moderate | Invite | Dismiss | ListPersonas | SetScene | ListApprovals | SetApprovalMode | SettleUnknown | Decide
+    | ShowTrust
+)

@@ -38,6 +38,7 @@ class _Section(BaseModel):
 class BotSection(_Section):
     participants: list[str] = Field(default_factory=lambda: ["nova", "sage", "rex"], min_length=1)
     console_user: Annotated[str, Field(min_length=1, max_length=40)] = "you"
+    shutdown_grace_seconds: Annotated[float, Field(ge=0, le=300)] = 20
     personas_dir: str = "personas"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from datetime import datetime
@@ -59,6 +59,9 @@ class ConsolePort:
             case ApprovalStatus.REJECTED:
                 who = "you" if approval.decided_by == self.user else approval.decided_by
                 self.write(f"[action {approval.id}] rejected by {who}: {approval.comment or 'no feedback'}")
+            case ApprovalStatus.UNKNOWN:
+                self.write(f"[action {approval.id}] {approval.result}: it may or may not have run "
+                           f"(/approvals retry {approval.id} runs it again, /approvals close {approval.id} leaves it)")
             case ApprovalStatus.EXPIRED:
                 self.write(f"[action {approval.id}] expired: nobody decided in time")
 
@@ -107,13 +110,25 @@ class ConsoleSession:
     async def run_interactive(self) -> None:
         self.write("[system] Type a message, or /personas, /invite ID, /dismiss ID, /moderate on|off|status, /scene TEXT, "
             "/approvals, /approve N, /reject N [feedback], /trust; /quit or Ctrl-D ends.")
-        while True:
-            raw = await asyncio.to_thread(sys.stdin.readline)
-            if not raw:
-                break
+        async for raw in stdin_lines():
             text = raw.strip()
             if text in ("/quit", "/exit"):
                 break
             if text:
                 await self.say(text)
         await self.app.service.wait_idle(self.key)
+
+
+async def stdin_lines() -> AsyncIterator[str]:
+    """Lines typed at the console until end of input. A pipe or a terminal is read on the event
+    loop, so a stop signal ends the wait at once; a regular file is read in a worker thread."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    except ValueError:  # not a pipe, socket or character device: a redirected file
+        while raw := await asyncio.to_thread(sys.stdin.readline):
+            yield raw
+        return
+    while raw_bytes := await reader.readline():
+        yield raw_bytes.decode("utf-8", errors="replace")

@@ -26,6 +26,7 @@ from bot.commands import (
     Moderate,
     SetApprovalMode,
     SetScene,
+    SettleUnknown,
     ShowTrust,
     parse_command,
 )
@@ -83,6 +84,17 @@ class ResumeApprovals:
 
 
 @dataclass(frozen=True)
+class RunApproved:
+    """A queued item: run one approved action outside its batch's flow (a retry)."""
+
+    channel_key: str
+    approval_id: int
+
+
+WorkItem = AnswerInbox | ResumeApprovals | RunApproved
+
+
+@dataclass(frozen=True)
 class CommandReply:
     """`reply` goes back to whoever typed the command; changes are also announced in the channel."""
 
@@ -108,8 +120,9 @@ class ChannelService:
         self.port = port
         self.defaults = defaults
         self.is_approver = is_approver
-        self._queues: dict[str, asyncio.Queue[AnswerInbox | ResumeApprovals]] = {}
+        self._queues: dict[str, asyncio.Queue[WorkItem]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+        self._draining = False
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
@@ -133,16 +146,38 @@ class ChannelService:
         return None
 
     async def resume_waiting(self) -> None:
-        """At start-up: answer messages recorded before a stop whose rounds never ran."""
+        """At start-up: finish what a stop interrupted. Approved actions that never ran are run;
+        a run that started and was never confirmed is reported to the approvers, not run again;
+        messages recorded before the stop whose rounds never ran are answered."""
+        runner = self.engine.runner.runner_id
+        await self.db.claim(f"runner:{runner}")  # held while this process lives: its claims are alive
+        for approval in await approvals.with_status(self.db, ApprovalStatus.RUNNING):
+            owner = approval.runner or ""
+            if owner != runner and await self.db.claim(f"runner:{owner}"):  # its process is gone
+                if await approvals.mark_unknown(self.db, approval.id, owner) is not None:
+                    await self._tell_approvers(approval.channel_key, unknown_outcome_notice(approval))
+        batches: dict[str, str] = {}
+        for status in (ApprovalStatus.APPROVED, ApprovalStatus.UNKNOWN):
+            for approval in await approvals.with_status(self.db, status):
+                batches.setdefault(approval.batch, approval.channel_key)
+        for batch, key in batches.items():
+            if not any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(self.db, batch)):
+                self._enqueue(ResumeApprovals(key, batch))  # a finished flow resumes as a no-op
         for key in await inbox.channels_waiting(self.db):
             self._enqueue(AnswerInbox(key))
+
+    async def _tell_approvers(self, key: str, text: str) -> None:
+        try:
+            await self.port.notify_approvers(key, text)
+        except Exception:
+            log.exception("could not notify the approvers of %s", key)
 
     async def _ensure_channel(self, key: str) -> None:
         await channels.ensure_channel(
             self.db, key, participants=self.defaults.participants, moderated=self.defaults.moderated
         )
 
-    def _enqueue(self, item: AnswerInbox | ResumeApprovals) -> None:
+    def _enqueue(self, item: WorkItem) -> None:
         key = item.channel_key
         self._queues.setdefault(key, asyncio.Queue()).put_nowait(item)
         if key not in self._workers:
@@ -151,7 +186,7 @@ class ChannelService:
     async def _drain(self, key: str) -> None:
         queue = self._queues[key]
         try:
-            while not queue.empty():
+            while not queue.empty() and not self._draining:
                 item = queue.get_nowait()
                 try:
                     async with self.db.exclusive(channel_lock(key)):
@@ -165,9 +200,12 @@ class ChannelService:
             if queue.empty():
                 del self._queues[key]
 
-    async def _work(self, item: AnswerInbox | ResumeApprovals) -> None:
+    async def _work(self, item: WorkItem) -> None:
         if isinstance(item, ResumeApprovals):
             await self.engine.resume_approvals(item.batch)
+            return
+        if isinstance(item, RunApproved):
+            await self.engine.run_approved(item.approval_id)
             return
         while (message := await inbox.oldest(self.db, item.channel_key)) is not None:
             # Taken off before the round runs: a round cut short by a crash is not run again,
@@ -175,6 +213,10 @@ class ChannelService:
             await inbox.take(self.db, message.line_id)
             try:
                 await self._answer(message)
+            except asyncio.CancelledError:
+                # Stopped mid-round: a round that had said nothing yet is answered at the next start.
+                await asyncio.shield(inbox.give_back_if_unanswered(self.db, message))
+                raise
             except Exception:
                 log.exception("round failed in %s", item.channel_key)
                 await self._notice(item.channel_key, "Something went wrong in this round; the message was kept.", message.thread)
@@ -191,6 +233,20 @@ class ChannelService:
             await self.port.notice(key, text, thread)
         except Exception:
             log.exception("could not post a notice in %s", key)
+
+    async def drain(self, grace_seconds: float) -> None:
+        """A graceful stop: take no more queued work, let running work finish within the grace
+        period, then cancel it. What was queued is durable and picked up at the next start."""
+        self._draining = True
+        running = list(self._workers.values())
+        if not running:
+            return
+        _, late = await asyncio.wait(running, timeout=grace_seconds)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        if late:
+            log.warning("stopped %d channel(s) after the %.0f s grace period", len(late), grace_seconds)
 
     async def wait_idle(self, channel_key: str | None = None) -> None:
         """Until the channel's queued rounds (or every channel's) have run."""
@@ -211,6 +267,8 @@ class ChannelService:
                 return await self.decide(approval_id, actor or Actor("", "unknown"), approve, comment, incident)
             case ListApprovals():
                 return CommandReply(await self._approval_list(key))
+            case SettleUnknown(approval_id=approval_id, retry=retry):
+                return await self.settle_unknown(approval_id, actor or Actor("", "unknown"), retry)
             case SetApprovalMode(mode=mode):
                 if actor is None or not self.may_decide(key, actor):
                     return CommandReply("Only approvers can change the approval mode.", ok=False)
@@ -293,6 +351,22 @@ class ChannelService:
         await self._resume_if_complete(decided)
         return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
 
+    async def settle_unknown(self, approval_id: int, actor: Actor, retry: bool) -> CommandReply:
+        """An approver runs an action whose outcome is unknown once more, or closes it."""
+        approval = await approvals.get(self.db, approval_id)
+        if approval is None:
+            return CommandReply(f"There is no approval #{approval_id}.", ok=False)
+        if not self.may_decide(approval.channel_key, actor):
+            return CommandReply(f"Only approvers can retry or close #{approval_id}.", ok=False)
+        settled = await approvals.settle_unknown(self.db, approval_id, retry=retry, actor=actor.name)
+        if settled is None:
+            return CommandReply(f"Approval #{approval_id} has no unknown outcome ({approval.status}).", ok=False)
+        if retry:
+            self._enqueue(RunApproved(settled.channel_key, settled.id))
+            return CommandReply(f"Running #{approval_id} again.")
+        await self.engine.show_outcome(settled)
+        return CommandReply(f"Closed #{approval_id} without running it again.")
+
     async def expire_approval(self, approval_id: int) -> None:
         self._timer_callbacks += 1
         try:
@@ -349,3 +423,10 @@ class ChannelService:
     def _persona_name(self, persona_id: str) -> str:
         persona = self.personas.get(persona_id)
         return persona.display_name if persona else persona_id
+
+
+def unknown_outcome_notice(approval: Approval) -> str:
+    return (
+        f"Approval #{approval.id} ({approval.action}) was running when the bot stopped, so it may or may not "
+        f"have happened. /approvals retry {approval.id} runs it again; /approvals close {approval.id} leaves it."
+    )

@@ -577,7 +577,7 @@ async def test_approvals_and_trust_commands(slack: SlackHarness) -> None:
     assert len(replies) == 3  # the approver's change was announced in the channel, so no private reply
 
     _, body = await slack.command("/approvals", "mode yolo")
-    assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /approvals [mode in-command|in-the-loop|on-the-loop]"}
+    assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]"}
     _, body = await slack.command("/trust", "everyone")
     assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /trust"}
 

@@ -22,7 +22,6 @@ from bot.discord_bot.port import DiscordPort, ForwardApproval
 from graph.models.base import Models
 
 TOKEN_ENV = "DISCORD_TOKEN"
-SHUTDOWN_GRACE_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +80,7 @@ async def discord_bot(
                 try:
                     yield DiscordBot(app=app, client=client, connection=connection)
                 finally:
-                    with suppress(TimeoutError):
-                        await asyncio.wait_for(app.service.wait_idle(), SHUTDOWN_GRACE_SECONDS)
+                    await app.service.drain(config.settings.bot.shutdown_grace_seconds)
                     await client.close()
                     if not connection.done():
                         connection.cancel()

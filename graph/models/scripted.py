@@ -5,13 +5,15 @@
 - The moderator picks the first participant, in participant order, who has not spoken since the
   newest human line and is not the last speaker; when nobody is left it returns FINISH.
 - A human line containing `!!act NAME {json}` makes the next persona turn call tool NAME with those
-  arguments; `!!fail N` makes the next N model calls raise ScriptedFailure.
+  arguments; `!!fail N` makes the next N model calls raise ScriptedFailure; `!!slow N` makes the
+  next model call take N seconds (in a worker thread, as a real model's would).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from personas import Persona
 
 QUOTE_CHARS = 60
 _FAIL = re.compile(r"!!fail\s+(\d+)")
+_SLOW = re.compile(r"!!slow\s+(\d+(?:\.\d+)?)")
 _ACT = re.compile(r"!!act\s+([A-Za-z_][\w]*)\s+(\{.*\})", re.DOTALL)
 _SPEAKER_TAG = re.compile(r"^(?:\[[^\]]+\]|[^:\n]{1,80}:)\s*")
 
@@ -43,6 +46,7 @@ class Directives:
 
     seen: set[str] = field(default_factory=set)
     failures_left: int = 0
+    slow_seconds: float = 0.0
     actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def absorb(self, messages: Sequence[BaseMessage]) -> None:
@@ -56,12 +60,19 @@ class Directives:
             text = str(newest.content)
             if fail := _FAIL.search(text):
                 self.failures_left += int(fail.group(1))
+            if slow := _SLOW.search(text):
+                self.slow_seconds = float(slow.group(1))
             if act := _ACT.search(text):
                 try:
                     arguments = json.loads(act.group(2))
                 except json.JSONDecodeError:
                     arguments = {"_unparsed": act.group(2)}
                 self.actions.append((act.group(1), arguments if isinstance(arguments, dict) else {"value": arguments}))
+
+    def maybe_wait(self) -> None:
+        seconds, self.slow_seconds = self.slow_seconds, 0.0
+        if seconds:
+            time.sleep(seconds)  # LangChain runs a sync _generate in a worker thread
 
     def maybe_fail(self) -> None:
         if self.failures_left > 0:
@@ -95,6 +106,7 @@ class _ScriptedModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self.directives.absorb(messages)
+        self.directives.maybe_wait()
         self.directives.maybe_fail()
         return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
 

@@ -1,0 +1,193 @@
+"""Nothing a person did is lost on a stop: the real console bot in subprocesses, killed or stopped
+at the worst moment, then started again on the same data."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tests.conftest import REPO, write_config
+
+REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
+SLOW_ROUND = "Sage, take your time. !!slow 4"
+
+
+class Console:
+    """An interactive `python -m bot console` whose transcript is read line by line."""
+
+    def __init__(self, config: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bot", "console", "--config", str(config)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        )
+        self.seen: list[str] = []
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line.rstrip("\n"))
+
+    def say(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(self, prefix: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            self.seen.append(line)
+            if line.startswith(prefix):
+                return
+        self.proc.kill()
+        raise AssertionError(f"never saw {prefix!r}: {self.seen}")
+
+    def stop(self, signum: signal.Signals, timeout: float = 30) -> tuple[int, str, str]:
+        """Send the signal; (exit code, the whole transcript, stderr) once the process has ended."""
+        os.kill(self.proc.pid, signum)
+        self.proc.wait(timeout=timeout)
+        assert self.proc.stderr is not None
+        err = self.proc.stderr.read()
+        time.sleep(0.2)  # the reader thread drains the pipe's last lines
+        while not self._lines.empty():
+            self.seen.append(self._lines.get())
+        return self.proc.returncode, "\n".join(self.seen), err
+
+
+def restart(config: Path, tmp_path: Path, script: str = "/approvals\n") -> str:
+    path = tmp_path / "after.txt"
+    path.write_text(script)
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(path)],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def database(tmp_path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3")
+
+
+def approval_status(tmp_path: Path) -> str:
+    with database(tmp_path) as db:
+        return str(db.execute("SELECT status FROM approvals WHERE id = 1").fetchone()[0])
+
+
+def wait_until_its_round_started(tmp_path: Path, text: str, timeout: float = 30) -> None:
+    """Until the line is recorded and off the inbox: its round is running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with database(tmp_path) as db:
+            row = db.execute(
+                "SELECT NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) FROM lines l WHERE l.text = ?", (text,)
+            ).fetchone()
+        if row is not None and row[0]:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the round for {text!r} never started")
+
+
+def approve_while_the_channel_is_busy(config: Path) -> Console:
+    """Ask for an approval, start a slow round, and approve while it runs: the run is queued behind it."""
+    console = Console(config)
+    console.say(REQUEST)
+    console.wait_for("[approval 1] Nova wants publish_post")
+    console.say(SLOW_ROUND)
+    wait_until_its_round_started(config.parent, SLOW_ROUND)
+    console.say("/approve 1")
+    console.wait_for("[system] Approved #1.")
+    return console
+
+
+def test_an_approved_action_killed_before_it_ran_runs_once_after_restart(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    console = approve_while_the_channel_is_busy(config)
+    console.stop(signal.SIGKILL)
+    assert approval_status(tmp_path) == "approved"  # recorded, never run
+
+    after = restart(config, tmp_path)
+    assert after.count("[Nova in #news] We launched!") == 1
+    assert "[action 1] executed: posted in #news" in after
+    assert approval_status(tmp_path) == "executed"
+    again = restart(config, tmp_path)  # a second start runs nothing
+    assert "[Nova in #news]" not in again
+
+
+def test_sigterm_drains_the_running_round_and_nothing_runs_twice(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    console = approve_while_the_channel_is_busy(config)
+    code, before, err = console.stop(signal.SIGTERM)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "[Sage] " in before  # the running round finished within the grace period
+
+    after = restart(config, tmp_path)
+    assert (before + after).count("[Nova in #news] We launched!") == 1
+    assert approval_status(tmp_path) == "executed"
+
+
+def test_sigterm_hands_back_a_round_that_had_said_nothing(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"bot": {"shutdown_grace_seconds": 0.5}})
+    console = Console(config)
+    console.wait_for("[system] Type a message")
+    console.say("Sage, think this through. !!slow 10")
+    wait_until_its_round_started(tmp_path, "Sage, think this through. !!slow 10")
+    code, before, err = console.stop(signal.SIGTERM, timeout=15)
+    assert code == 0, err
+    assert "[Sage]" not in before
+
+    after = restart(config, tmp_path, "")
+    assert after.count("[Sage] ") == 1  # answered at the next start, once
+
+
+def test_a_run_cut_short_is_reported_not_repeated_and_an_approver_can_retry_it(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    console = Console(config)
+    console.say(REQUEST)
+    console.wait_for("[approval 1] Nova wants publish_post")
+    console.stop(signal.SIGKILL)
+    # The state a kill leaves between the platform call and its outcome: approved, run claimed.
+    with database(tmp_path) as db:
+        db.execute("UPDATE approvals SET status = 'running', runner = 'a-process-that-is-gone', "
+                   "decided_by = 'you', started_at = 1 WHERE id = 1")
+
+    after = restart(config, tmp_path)
+    assert "[Nova in #news]" not in after  # not run blindly a second time
+    assert "[system] approvers: Approval #1 (publish_post) was running when the bot stopped" in after
+    assert "[action 1] outcome unknown: the bot stopped while it ran: it may or may not have run" in after
+    assert approval_status(tmp_path) == "unknown"
+
+    retried = restart(config, tmp_path, "/approvals retry 1\n/approvals retry 1\n")
+    assert retried.count("[Nova in #news] We launched!") == 1
+    assert "[action 1] executed: posted in #news" in retried
+    assert "has no unknown outcome (executed)" in retried
+    assert approval_status(tmp_path) == "executed"
+
+
+def test_an_unknown_outcome_can_be_closed_without_running_it(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    console = Console(config)
+    console.say(REQUEST)
+    console.wait_for("[approval 1] Nova wants publish_post")
+    console.stop(signal.SIGKILL)
+    with database(tmp_path) as db:
+        db.execute("UPDATE approvals SET status = 'running', runner = 'gone', decided_by = 'you' WHERE id = 1")
+
+    closed = restart(config, tmp_path, "/approvals close 1\n")
+    assert "[system] Closed #1 without running it again." in closed
+    assert "[action 1] closed by you without running again" in closed
+    assert "[Nova in #news]" not in closed
+    assert approval_status(tmp_path) == "failed"
