@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from bot.commands import (
@@ -123,6 +124,7 @@ class ChannelService:
         self._queues: dict[str, asyncio.Queue[WorkItem]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._draining = False
+        self._arrivals: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # lock, [holders and waiters]
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
@@ -144,6 +146,23 @@ class ChannelService:
             return None
         self._enqueue(AnswerInbox(inbound.channel_key))
         return None
+
+    @asynccontextmanager
+    async def in_arrival_order(self, channel_key: str) -> AsyncIterator[None]:
+        """Hold a channel's place in line: blocks entered in call order run one at a time.
+
+        An adapter enters it as soon as an event arrives, before any await (a name lookup, say),
+        and records the message inside it; so each channel records its lines in the order they
+        arrived. asyncio.Lock wakes its waiters first in, first out."""
+        lock, users = self._arrivals.setdefault(channel_key, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._arrivals[channel_key]
 
     async def resume_waiting(self) -> None:
         """At start-up: finish what a stop interrupted. Approved actions that never ran are run;

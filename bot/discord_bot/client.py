@@ -73,7 +73,9 @@ class RoundtableClient(discord.Client):
             await message.reply(USE_SLASH_COMMANDS, mention_author=False)
             return
         try:
-            await self.service.handle(inbound)
+            # discord.py runs each gateway event in a task of its own: keep the channel's order.
+            async with self.service.in_arrival_order(inbound.channel_key):
+                await self.service.handle(inbound)
         except Exception:
             log.exception("message %s in %s could not be handled", inbound.event_id, inbound.channel_key)
 

@@ -17,21 +17,25 @@ from bot.slack.slack_bot import SlackBot
 
 def register(bot: SlackBot) -> None:
     async def on_message(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
-        await ack()
+        """Slack is acknowledged only once the message is stored: a stop before that, and Slack
+        delivers it again. Messages are stored in the order they arrived, per channel."""
         inbound = inbound_from_event(body, context.bot_user_id)
         if inbound is None or inbound.event_id is None or not bot.seen.first_time(inbound.event_id):
+            await ack()
             return
-        bot.work.start(take_message(bot, inbound), name=f"slack event {body.get('event_id')}")
+        try:
+            async with bot.roundtable.service.in_arrival_order(inbound.channel_key):
+                named = replace(inbound, author_name=await bot.names.name_of(inbound.author_id))
+                reply = await bot.roundtable.service.handle(named)
+        except Exception:
+            bot.seen.forget(inbound.event_id)  # not stored: Slack's retry must get through
+            raise
+        await ack()
+        if reply is not None and not reply.announced:
+            bot.work.start(tell_author(bot, named, reply.reply), name=f"slack reply {body.get('event_id')}")
 
     bot.bolt.event("message")(on_message)
     bot.bolt.event("app_mention")(on_message)
-
-
-async def take_message(bot: SlackBot, inbound: Inbound) -> None:
-    named = replace(inbound, author_name=await bot.names.name_of(inbound.author_id))
-    reply = await bot.roundtable.service.handle(named)
-    if reply is not None and not reply.announced:
-        await tell_author(bot, named, reply.reply)
 
 
 async def tell_author(bot: SlackBot, inbound: Inbound, text: str) -> None:

@@ -22,3 +22,7 @@ class RecentlySeen:
         if len(self._ids) > self.capacity:
             self._ids.popitem(last=False)
         return True
+
+    def forget(self, key: str) -> None:
+        """Offer key again as new: its event could not be taken, and Slack will deliver it again."""
+        self._ids.pop(key, None)

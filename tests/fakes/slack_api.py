@@ -47,6 +47,7 @@ class ScriptedAnswer:
 @dataclass
 class FakeSlackApi(LoopbackServer):
     user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana", "UAPPROVER": "Bea"})
+    slow_users: dict[str, float] = field(default_factory=dict)  # users.info of these users takes this long
     calls: list[SlackCall] = field(default_factory=list)
     socket_connections: int = 0
     socket_closes: int = 0
@@ -126,6 +127,8 @@ class FakeSlackApi(LoopbackServer):
             args.update(await request.json())
         elif request.can_read_body:
             args.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
+        if method == "users.info" and (delay := self.slow_users.get(str(args.get("user")))):
+            await asyncio.sleep(delay)
         scripted = self._scripted[method].popleft() if self._scripted[method] else None
         answer = scripted or ScriptedAnswer(200, self._answer(method, args))
         error = None if answer.body.get("ok") else str(answer.body.get("error"))
