@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,10 +81,14 @@ def load_checked_personas(config: Config) -> dict[str, Persona]:
     return personas
 
 
+PortFor = Callable[[Database], OutboundPort]
+"""Builds the outbound port once storage is open: adapters keep where requests were posted there."""
+
+
 @asynccontextmanager
 async def open_app(
     config: Config,
-    port: OutboundPort,
+    port: OutboundPort | PortFor,
     *,
     models: Models | None = None,
     environ: Mapping[str, str] = os.environ,
@@ -94,6 +98,8 @@ async def open_app(
     models = models or build_models(provider_config(config), environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     async with open_persistence(config) as stored:
+        if callable(port):  # persistence first, then the adapters on it: nothing is set up in two phases
+            port = port(stored.db)
         deps = EngineDeps(
             db=stored.db,
             personas=personas,

@@ -80,6 +80,21 @@ async def place_of(db: Database, approval_id: int) -> tuple[str, str] | None:
     return (row["channel"], row["message"]) if row else None
 
 
+async def remember_decider(db: Database, approval_id: int, user_id: str) -> None:
+    """The platform user id of who decided, so the outcome can mention them."""
+    async with db.transaction() as tx:
+        await tx.execute(
+            "INSERT INTO approval_deciders (approval_id, user_id) VALUES (?, ?) "
+            "ON CONFLICT (approval_id) DO UPDATE SET user_id = excluded.user_id",
+            (approval_id, user_id),
+        )
+
+
+async def decider_of(db: Database, approval_id: int) -> str | None:
+    row = await db.fetch_one("SELECT user_id FROM approval_deciders WHERE approval_id = ?", (approval_id,))
+    return str(row["user_id"]) if row else None
+
+
 async def get(db: Database, approval_id: int) -> Approval | None:
     row = await db.fetch_one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
     return _approval(row) if row else None

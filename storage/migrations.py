@@ -149,6 +149,13 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE approvals ADD COLUMN started_at {real};
     ALTER TABLE approvals ADD COLUMN runner TEXT;  -- the process that claimed the run
     """,
+    # 7: who decided each approval, in the platform's own user id (shown as a mention)
+    """
+    CREATE TABLE approval_deciders (
+        approval_id {bigint} PRIMARY KEY REFERENCES approvals(id),
+        user_id     TEXT NOT NULL
+    );
+    """,
 )
 
 _APPROVAL_STATUSES = "'pending', 'approved', 'rejected', 'expired', 'executed', 'failed', 'running', 'unknown'"

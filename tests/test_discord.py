@@ -36,6 +36,7 @@ from storage import approvals, channels, history
 from storage.records import Approval, ApprovalMode, ApprovalStatus
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
+from tests.recording_port import RecordingPort
 from tests.fakes.discord_server import FakeDiscord, RecordedCall
 
 TEXT = p.TEXT_CHANNEL_ID
@@ -396,18 +397,15 @@ async def test_approvals_lists_pending_requests_with_links_and_trust_answers(fak
 
 
 async def test_with_surface_slack_the_request_is_forwarded_and_the_channel_told(fake: FakeDiscord, open_bot) -> None:
-    forwarded: list[tuple[int, str]] = []
+    slack = RecordingPort()  # stands in for the Slack port here; tests/test_one_process.py runs the real one
 
-    async def forward(approval: Approval, persona: Persona) -> None:
-        forwarded.append((approval.id, persona.id))
-
-    async with open_bot(sections={"approvals": {"surface": "slack"}}, forward_approval=forward) as bot:
+    async with open_bot(sections={"approvals": {"surface": "slack"}}, approvals_elsewhere=slack) as bot:
         await fake.send_message(PUBLISH)
         [told] = await fake.wait_for_calls("POST", CHANNEL_MESSAGES, where=lambda c: "Slack" in c.json["content"])
         await settle(bot)
         [pending] = await approvals.pending(bot.app.db)
 
-    assert forwarded == [(pending.id, "nova")]
+    assert [(a.id, a.persona_id) for a in slack.approvals_shown] == [(pending.id, "nova")]
     assert told.json["content"] == f"Approval #{pending.id} was sent to Slack for review."
     assert not [m for m in fake.messages.values() if m["components"]]
 

@@ -9,8 +9,6 @@ the persona's tool result.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-
 import aiohttp
 import discord
 
@@ -22,6 +20,7 @@ from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.discord_bot.targets import target_channel
 from graph.actions import ActionCall
 from graph.approval_flow import outcome_text
+from graph.port import OutboundPort
 from personas import Persona
 from storage.records import Approval
 
@@ -29,16 +28,14 @@ log = logging.getLogger(__name__)
 
 _DELIVERY_ERRORS = (discord.HTTPException, aiohttp.ClientError, TimeoutError)
 
-ForwardApproval = Callable[[Approval, Persona], Awaitable[None]]
-
-
 class DiscordPort:
     """Channel keys are "discord:<channel or thread id>". The `thread` arguments are unused: a Discord
     thread is a channel with a key of its own.
 
     Approval requests are posted with buttons (approval_buttons.py) through `board`, which remembers
-    each request so its outcome replaces the buttons. With `forward_approval` ([approvals] surface =
-    "slack" and a Slack bot in this process) requests go there instead, and the channel is told so.
+    each request so its outcome replaces the buttons. With `approvals_elsewhere` ([approvals] surface
+    = "slack" and Slack in this process) requests are shown there instead, their outcome updates
+    them there, and the Discord channel is told both.
     """
 
     def __init__(
@@ -46,12 +43,12 @@ class DiscordPort:
         client: discord.Client,
         board: ApprovalBoard | None = None,
         *,
-        forward_approval: ForwardApproval | None = None,
+        approvals_elsewhere: OutboundPort | None = None,
     ) -> None:
         self._client = client
         self._delivery = Delivery(client)
         self.board = board or ApprovalBoard(client, ApprovalPlaces())
-        self._forward_approval = forward_approval
+        self._elsewhere = approvals_elsewhere
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
         try:
@@ -72,7 +69,7 @@ class DiscordPort:
         await self.notice(channel_key, f"For the approvers: {text}", None)
 
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
-        if self._forward_approval is not None and await self._forwarded(approval, persona):
+        if self._elsewhere is not None and await self._shown_elsewhere(approval, persona):
             await self.notice(approval.channel_key, f"Approval #{approval.id} was sent to Slack for review.", None)
             return
         try:
@@ -81,6 +78,8 @@ class DiscordPort:
             log.warning("approval #%s could not be posted in %s: %s", approval.id, approval.channel_key, _describe(exc))
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
+        if self._elsewhere is not None:
+            await self._elsewhere.show_decision(approval, persona)  # the request there loses its buttons
         try:
             if await self.board.show(approval, persona):
                 return
@@ -90,10 +89,10 @@ class DiscordPort:
         outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
         await self.notice(approval.channel_key, f"Action #{approval.id} by {persona.display_name}: {outcome}", None)
 
-    async def _forwarded(self, approval: Approval, persona: Persona) -> bool:
-        assert self._forward_approval is not None
+    async def _shown_elsewhere(self, approval: Approval, persona: Persona) -> bool:
+        assert self._elsewhere is not None
         try:
-            await self._forward_approval(approval, persona)
+            await self._elsewhere.request_approval(approval, persona)
         except Exception as exc:  # another platform's failure must not lose the request: buttons here instead
             log.warning("approval #%s could not be sent to Slack (%s); asking here", approval.id, type(exc).__name__)
             return False

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 
 import discord
@@ -15,11 +15,13 @@ from bot.app import App, open_app
 from bot.config import Config, ConfigError
 from bot.discord_bot.approval_board import ApprovalBoard
 from bot.discord_bot.approval_clicks import ApprovalDesk
-from bot.discord_bot.approval_places import FILE_NAME, ApprovalPlaces
+from bot.discord_bot.approval_places import ApprovalPlaces
 from bot.discord_bot.client import RoundtableClient
 from bot.discord_bot.endpoints import discord_endpoints
-from bot.discord_bot.port import DiscordPort, ForwardApproval
+from bot.discord_bot.port import DiscordPort
 from graph.models.base import Models
+from graph.port import OutboundPort
+from storage.database import Database
 
 TOKEN_ENV = "DISCORD_TOKEN"
 
@@ -33,15 +35,54 @@ class DiscordBot:
     connection: asyncio.Task[None]  # login, sync, then the gateway loop; ends when the client closes
 
 
-async def run_discord(
-    config: Config, environ: Mapping[str, str], *, forward_approval: ForwardApproval | None = None
-) -> None:
-    """Run the Discord bot until its connection ends. Setup mistakes become one-line ConfigErrors.
+def discord_token(environ: Mapping[str, str]) -> str | None:
+    return environ.get(TOKEN_ENV) or None
 
-    `forward_approval` is the Slack bot's, when one runs in this process; see discord_bot."""
-    try:
-        async with discord_bot(config, environ, forward_approval=forward_approval) as bot:
+
+class DiscordAdapter:
+    """The Discord side of a bot process: a client, its outbound port (built once storage is open)
+    and, once the app runs, the connection. Other platforms may share the process and the app."""
+
+    def __init__(self, config: Config, token: str, *, approvals_elsewhere: OutboundPort | None = None) -> None:
+        self.config = config
+        self.token = token
+        self.client = RoundtableClient(manager_role=config.settings.discord.manager_role)
+        self.approvals_elsewhere = approvals_elsewhere
+        self.board: ApprovalBoard | None = None
+
+    def port(self, db: Database) -> DiscordPort:
+        self.board = ApprovalBoard(self.client, ApprovalPlaces(db))
+        return DiscordPort(self.client, self.board, approvals_elsewhere=self.approvals_elsewhere)
+
+    @asynccontextmanager
+    async def connected(self, app: App) -> AsyncIterator[asyncio.Task[None]]:
+        """Serve the app's service over the gateway; on exit, running rounds finish, then all closes."""
+        assert self.board is not None, "open_app builds the port first"
+        self.client.serve(app.service, app.personas, ApprovalDesk(app.service, self.board))
+        async with self.client:
+            connection = asyncio.create_task(self.client.start(self.token), name="discord")
+            try:
+                yield connection
+            finally:
+                await app.service.drain(self.config.settings.bot.shutdown_grace_seconds)
+                await self.client.close()
+                if not connection.done():
+                    connection.cancel()
+                with suppress(asyncio.CancelledError, Exception):
+                    await connection
+
+
+async def run_discord(config: Config, environ: Mapping[str, str]) -> None:
+    """Run the Discord bot alone until its connection ends. Setup mistakes become one-line ConfigErrors."""
+    with discord_errors_as_config_errors():
+        async with discord_bot(config, environ) as bot:
             await bot.connection
+
+
+@contextmanager
+def discord_errors_as_config_errors() -> Iterator[None]:
+    try:
+        yield
     except discord.LoginFailure:
         raise ConfigError(f"Discord refused the bot token in {TOKEN_ENV}") from None
     except discord.PrivilegedIntentsRequired:
@@ -58,39 +99,18 @@ async def discord_bot(
     *,
     models: Models | None = None,
     rng: random.Random | None = None,
-    forward_approval: ForwardApproval | None = None,
+    approvals_elsewhere: OutboundPort | None = None,
 ) -> AsyncIterator[DiscordBot]:
-    """The app and a connected (connecting) client; on exit, running rounds finish, then all closes.
+    """The app and a connected (connecting) client, Discord alone in the process.
 
-    With [approvals] surface = "slack", approval requests go to `forward_approval` (the Slack bot's);
-    without one, they are asked in Discord after all."""
-    token = environ.get(TOKEN_ENV)
-    if not token:
+    With `approvals_elsewhere` (the Slack port, when [approvals] surface = "slack"), approval
+    requests are shown there, and the Discord channel is told."""
+    token = discord_token(environ)
+    if token is None:
         raise ConfigError(f"Discord needs the {TOKEN_ENV} environment variable (the bot token)")
     settings = config.settings.discord
-    forward = _forward_for(config, forward_approval)
     with discord_endpoints(settings.api_base_url, settings.gateway_url):
-        client = RoundtableClient(manager_role=settings.manager_role)
-        async with ApprovalPlaces.open(config.data_dir / FILE_NAME) as places:
-            board = ApprovalBoard(client, places)
-            port = DiscordPort(client, board, forward_approval=forward)
-            async with open_app(config, port, models=models, environ=environ, rng=rng) as app, client:
-                client.serve(app.service, app.personas, ApprovalDesk(app.service, board))
-                connection = asyncio.create_task(client.start(token), name="discord")
-                try:
-                    yield DiscordBot(app=app, client=client, connection=connection)
-                finally:
-                    await app.service.drain(config.settings.bot.shutdown_grace_seconds)
-                    await client.close()
-                    if not connection.done():
-                        connection.cancel()
-                    with suppress(asyncio.CancelledError, Exception):
-                        await connection
-
-
-def _forward_for(config: Config, forward_approval: ForwardApproval | None) -> ForwardApproval | None:
-    if config.settings.approvals.surface != "slack":
-        return None
-    if forward_approval is None:
-        log.warning('[approvals] surface is "slack" but no Slack bot runs here; Discord approvals are asked in Discord')
-    return forward_approval
+        adapter = DiscordAdapter(config, token, approvals_elsewhere=approvals_elsewhere)
+        async with open_app(config, adapter.port, models=models, environ=environ, rng=rng) as app:
+            async with adapter.connected(app) as connection:
+                yield DiscordBot(app=app, client=adapter.client, connection=connection)
