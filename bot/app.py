@@ -120,6 +120,7 @@ async def open_app(
                 participants=config.settings.bot.participants, moderated=config.settings.moderation.enabled
             ),
             is_approver=config.settings.approvals.is_approver,
+            approvals_surface=config.settings.approvals.surface,
         )
         await stored.timers.start(service)
         try:

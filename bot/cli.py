@@ -65,23 +65,10 @@ async def _prompt(config: Config, channel: str, persona_id: str) -> int:
 
 
 async def _run(config: Config) -> int:
-    """Slack when SLACK_BOT_TOKEN is set, Discord when DISCORD_TOKEN is set; without either, the console."""
-    slack, discord = bool(os.environ.get("SLACK_BOT_TOKEN")), bool(os.environ.get("DISCORD_TOKEN"))
-    if slack and discord:
-        # Each adapter owns its app, timers and data directory; sharing one process would fire timers twice.
-        raise ConfigError(
-            "both SLACK_BOT_TOKEN and DISCORD_TOKEN are set: run one process per platform, "
-            "each with its own --config and [storage] data_dir"
-        )
-    if slack:
-        from bot.slack.runner import run_slack
+    """Every platform whose tokens are set (Slack, Discord or both) in one process; without any, the console."""
+    from bot.platforms import run_platforms
 
-        await run_slack(config, os.environ)
-    elif discord:
-        from bot.discord_bot.runner import run_discord
-
-        await run_discord(config, os.environ)
-    else:
+    if not await run_platforms(config, os.environ):
         return await _console(config, "general", None, False)
     return 0
 

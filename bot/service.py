@@ -114,6 +114,7 @@ class ChannelService:
         port: OutboundPort,
         defaults: ChannelDefaults,
         is_approver: IsApprover = _nobody,
+        approvals_surface: str = "same",
     ) -> None:
         self.db = db
         self.engine = engine
@@ -121,6 +122,7 @@ class ChannelService:
         self.port = port
         self.defaults = defaults
         self.is_approver = is_approver
+        self.approvals_surface = approvals_surface  # "same", or the platform all requests are shown on
         self._queues: dict[str, asyncio.Queue[WorkItem]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._draining = False
@@ -353,14 +355,23 @@ class ChannelService:
     def may_decide(self, channel_key: str, actor: Actor) -> bool:
         return self.is_approver(channel_key, actor.id, actor.team)
 
+    def decided_where(self, approval: Approval, decided_in: str | None) -> str:
+        """Whose approvers decide: the channel's own, or, for a request shown on another platform
+        ([approvals] surface), the approvers of the channel where it is shown."""
+        origin = approval.channel_key.partition(":")[0]
+        if decided_in and self.approvals_surface != "same" and decided_in.startswith(f"{self.approvals_surface}:"):
+            return decided_in if origin != self.approvals_surface else approval.channel_key
+        return approval.channel_key
+
     async def decide(
-        self, approval_id: int, actor: Actor, approve: bool, comment: str = "", incident: bool = False
+        self, approval_id: int, actor: Actor, approve: bool, comment: str = "", incident: bool = False,
+        *, decided_in: str | None = None,
     ) -> CommandReply:
         """An approver's decision. The first decision wins; anyone else is refused and nothing changes."""
         approval = await approvals.get(self.db, approval_id)
         if approval is None:
             return CommandReply(f"There is no approval #{approval_id}.", ok=False)
-        if not self.may_decide(approval.channel_key, actor):
+        if not self.may_decide(self.decided_where(approval, decided_in), actor):
             return CommandReply(f"Only approvers can decide; #{approval_id} stays pending.", ok=False)
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
         decided = await approvals.decide(self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident)

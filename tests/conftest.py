@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.app import App, open_app
+from bot.app import App, PortFor, open_app
 from bot.config import Config, load_config
 from graph.models.base import Models
 from graph.port import OutboundPort
@@ -96,7 +96,7 @@ def open_test_app(make_config: Callable[..., Config], port: RecordingPort):
         sections: dict[str, dict[str, Any]] | None = None,
         *,
         models: Models | None = None,
-        outbound: OutboundPort | None = None,
+        outbound: OutboundPort | PortFor | None = None,
         seed: int = 7,
     ) -> Any:
         return open_app(make_config(sections), outbound or port, models=models, environ={}, rng=random.Random(seed))

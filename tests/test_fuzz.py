@@ -250,9 +250,7 @@ def slack(rig: Rig, tmp_path: Path) -> SlackRig:
         sections = {"slack": {"api_base_url": fake.api_url}, "approvals": {"approvers": {"slack": [APPROVER]}}}
         config = fuzz_config(tmp_path, sections)
         client = make_web_client("xoxb-fuzz", fake.api_url)
-        port = slack_port(config, client)
-        app = await rig.stack.enter_async_context(open_app(config, port, environ={}))
-        port.messages.attach(app.db)
+        app = await rig.stack.enter_async_context(open_app(config, lambda db: slack_port(config, client, db), environ={}))
         bot = build_slack_app(app, config.settings.slack, SIGNING_SECRET, "xoxb-fuzz", client)
         rig.stack.push_async_callback(bot.close)
         url = await rig.stack.enter_async_context(serving_http(bot.bolt, "127.0.0.1", 0))

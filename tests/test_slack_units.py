@@ -22,9 +22,9 @@ from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_lo
 from bot.slack.client import make_web_client
 from bot.slack.inbound import inbound_from_event
 from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click, feedback_submission
-from bot.slack.keys import channel_id_of, channel_key
+from bot.slack.keys import channel_id_of, channel_key, channel_key_of, thread_ts_of
 from bot.slack.port import SlackPort, persona_identity
-from bot.slack.runner import run_slack
+from bot.platforms import run_platforms
 from tests.conftest import REPO, write_config
 from bot.slack.text import (
     CHUNK_CHARS,
@@ -93,9 +93,12 @@ def test_split_keeps_every_word() -> None:
 def test_channel_message_becomes_inbound() -> None:
     inbound = inbound_from_event(body(text="Sage &amp; Nova: a &lt; b", thread_ts="0.5"), "UBOT")
     assert inbound is not None
-    assert (inbound.channel_key, inbound.author_id, inbound.thread) == ("slack:T1:C1", "U1", "0.5")
+    assert (inbound.channel_key, inbound.author_id, inbound.thread) == ("slack:T1:C1:0.5", "U1", "0.5")
     assert inbound.text == "Sage & Nova: a < b"
     assert inbound.event_id == "slack:T1:C1:1.000100"
+
+    parent = inbound_from_event(body(thread_ts="1.000100"), "UBOT")  # a thread's parent is a top-level message
+    assert parent is not None and (parent.channel_key, parent.thread) == ("slack:T1:C1", None)
 
 
 @pytest.mark.parametrize("subtype", ["thread_broadcast", "file_share"])
@@ -127,8 +130,12 @@ def test_bot_mention_is_stripped_other_mentions_kept() -> None:
 
 
 def test_channel_keys_round_trip() -> None:
-    assert channel_id_of(channel_key("T1", "C9")) == "C9"
+    assert channel_id_of(channel_key("T1", "C9")) == "C9" and thread_ts_of(channel_key("T1", "C9")) is None
+    thread = channel_key("T1", "C9", "1.5")
+    assert (thread, channel_id_of(thread), thread_ts_of(thread)) == ("slack:T1:C9:1.5", "C9", "1.5")
+    assert channel_key_of(thread) == channel_key_of("slack:T1:C9") == "slack:T1:C9"
     assert channel_id_of("discord:123") is None and channel_id_of("slack:T1") is None
+    assert thread_ts_of("discord:123") is None and channel_key_of("discord:123") == "discord:123"
 
 
 # -- port ------------------------------------------------------------------------------------------
@@ -159,16 +166,15 @@ async def test_long_reply_is_posted_in_pieces_in_the_same_thread() -> None:
 
 async def test_runner_needs_a_token_and_a_way_in(make_config) -> None:
     config = make_config()
-    with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN"):
-        await run_slack(config, {})
+    assert await run_platforms(config, {}) is False  # no platform: the caller opens the console
     with pytest.raises(ConfigError, match="SLACK_SIGNING_SECRET"):
-        await run_slack(config, {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": ""})
+        await run_platforms(config, {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": ""})
 
 
 async def test_runner_serves_socket_mode_until_cancelled(make_config) -> None:
     async with FakeSlackApi() as fake:
         config = make_config({"slack": {"api_base_url": fake.api_url}})
-        running = asyncio.create_task(run_slack(config, {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}))
+        running = asyncio.create_task(run_platforms(config, {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}))
         await fake.wait_until(lambda: fake.socket_connections == 1)
         running.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -366,13 +372,13 @@ async def test_port_uses_the_approvals_channel_and_posts_a_decision_it_cannot_up
 # -- python -m bot run -----------------------------------------------------------------------------
 
 
-def test_run_refuses_both_platforms_in_one_process(tmp_path) -> None:
-    config = write_config(tmp_path)
-    env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-secret-1", "DISCORD_TOKEN": "discord-secret-1"}
+def test_approvals_on_slack_for_discord_need_an_approvals_channel(tmp_path) -> None:
+    config = write_config(tmp_path, {"approvals": {"surface": "slack"}})
+    env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-secret-1", "SLACK_SIGNING_SECRET": "s-secret", "DISCORD_TOKEN": "discord-secret-1"}
     result = subprocess.run(
         [sys.executable, "-m", "bot", "--config", str(config), "run"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
     )
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "run one process per platform" in result.stderr
+    assert result.stderr.count("\n") == 1 and 'surface = "slack" needs [slack] approvals_channel' in result.stderr
     assert "secret" not in result.stderr

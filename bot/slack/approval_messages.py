@@ -1,8 +1,8 @@
 """Where approval requests are posted, and where each one was posted, so its buttons can be
 replaced (chat.update) after a restart, or by another process sharing the database.
 
-The places are stored with the approvals (storage.approvals.remember_place) once the app's
-database is attached; before that, and in unit tests without one, they are kept in memory only.
+The places are stored with the approvals (storage.approvals.remember_place); in unit tests
+without a database they are kept in memory only.
 """
 
 from __future__ import annotations
@@ -36,9 +36,6 @@ class ApprovalMessages:
     def __init__(self, db: Database | None = None) -> None:
         self._db = db
         self._known: dict[int, MessageRef] = {}
-
-    def attach(self, db: Database) -> None:
-        self._db = db
 
     async def remember(self, approval_id: int, ref: MessageRef) -> None:
         """Never raises: a lost row only means the decision is posted as a new message instead."""

@@ -74,14 +74,14 @@ def _on_feedback_submitted(bot: SlackBot) -> Listener:
 
 
 async def decide_click(bot: SlackBot, click: ButtonClick, approve: bool) -> None:
-    reply = await _decide(bot, click.approval_id, click.user_id, click.team_id, approve)
+    reply = await _decide(bot, click.approval_id, click.user_id, click.team_id, click.workspace, approve)
     if not reply.ok and click.channel:
         await tell_privately(bot.bolt.client, click.channel, click.user_id, reply.reply, click.thread)
 
 
 async def open_feedback_modal(bot: SlackBot, click: ButtonClick) -> None:
     """The modal, unless the clicker could not decide anyway (then they are told why at once)."""
-    refusal = await why_not(bot, click.approval_id, click.user_id, click.team_id)
+    refusal = await why_not(bot, click.approval_id, click.user_id, click.team_id, click.workspace)
     if refusal is not None:
         if click.channel:
             await tell_privately(bot.bolt.client, click.channel, click.user_id, refusal, click.thread)
@@ -98,7 +98,8 @@ async def open_feedback_modal(bot: SlackBot, click: ButtonClick) -> None:
 
 async def decide_feedback(bot: SlackBot, submission: FeedbackSubmission) -> None:
     reply = await _decide(
-        bot, submission.approval_id, submission.user_id, submission.team_id, False, submission.comment
+        bot, submission.approval_id, submission.user_id, submission.team_id, submission.workspace, False,
+        submission.comment,
     )
     if reply.ok:
         return
@@ -109,13 +110,16 @@ async def decide_feedback(bot: SlackBot, submission: FeedbackSubmission) -> None
         await tell_privately(bot.bolt.client, channel, submission.user_id, reply.reply, thread)
 
 
-async def why_not(bot: SlackBot, approval_id: int, user_id: str, team_id: str | None) -> str | None:
+async def why_not(
+    bot: SlackBot, approval_id: int, user_id: str, team_id: str | None, workspace: str | None
+) -> str | None:
     """Why this user cannot decide this approval now; None when they can. Only a courtesy before the
     modal: the service checks again when the feedback arrives."""
     approval = await stored_approvals.get(bot.roundtable.db, approval_id)
     if approval is None:
         return f"There is no approval #{approval_id}."
-    if not bot.roundtable.service.is_approver(approval.channel_key, user_id, team_id):
+    where = bot.roundtable.service.decided_where(approval, _approvals_key(bot, workspace))
+    if not bot.roundtable.service.is_approver(where, user_id, team_id):
         return f"Only approvers can decide; #{approval_id} stays pending."
     if approval.status is not ApprovalStatus.PENDING:
         return f"Approval #{approval_id} was already decided ({approval.status})."
@@ -123,7 +127,16 @@ async def why_not(bot: SlackBot, approval_id: int, user_id: str, team_id: str | 
 
 
 async def _decide(
-    bot: SlackBot, approval_id: int, user_id: str, team_id: str | None, approve: bool, comment: str = ""
+    bot: SlackBot, approval_id: int, user_id: str, team_id: str | None, workspace: str | None, approve: bool,
+    comment: str = "",
 ) -> CommandReply:
     actor = Actor(user_id, await bot.names.name_of(user_id), team_id)
-    return await bot.roundtable.service.decide(approval_id, actor, approve, comment)
+    return await bot.roundtable.service.decide(
+        approval_id, actor, approve, comment, decided_in=_approvals_key(bot, workspace)
+    )
+
+
+def _approvals_key(bot: SlackBot, workspace: str | None) -> str | None:
+    """The Slack channel where requests from other platforms are shown, as a channel key."""
+    channel = bot.settings.approvals_channel.lstrip("#")
+    return f"slack:{workspace}:{channel}" if workspace and channel else None

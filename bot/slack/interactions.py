@@ -21,6 +21,7 @@ class ButtonClick:
     thread: str | None
     trigger_id: str | None  # for views.open, valid for 3 seconds
     team_id: str | None = None  # the clicker's workspace
+    workspace: str | None = None  # the workspace the click came from (the app's)
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class FeedbackSubmission:
     user_id: str
     comment: str
     team_id: str | None = None
+    workspace: str | None = None
 
 
 def button_click(body: Mapping[str, Any]) -> ButtonClick | None:
@@ -46,6 +48,7 @@ def button_click(body: Mapping[str, Any]) -> ButtonClick | None:
         approval_id=approval_id,
         user_id=user_id,
         team_id=_team_id(body),
+        workspace=_workspace(body),
         channel=str(channel) if channel else None,
         thread=str(thread) if thread else None,
         trigger_id=str(trigger_id) if trigger_id else None,
@@ -60,7 +63,7 @@ def feedback_submission(body: Mapping[str, Any]) -> FeedbackSubmission | None:
     comment = _mapping(_mapping(values.get(FEEDBACK_BLOCK)).get(FEEDBACK_INPUT)).get("value")
     if approval_id is None or user_id is None:
         return None
-    return FeedbackSubmission(approval_id, user_id, str(comment or "").strip(), _team_id(body))
+    return FeedbackSubmission(approval_id, user_id, str(comment or "").strip(), _team_id(body), _workspace(body))
 
 
 def _approval_id(value: Any) -> int | None:
@@ -70,6 +73,11 @@ def _approval_id(value: Any) -> int | None:
 def _user_id(body: Mapping[str, Any]) -> str | None:
     user_id = _mapping(body.get("user")).get("id")
     return str(user_id) if user_id else None
+
+
+def _workspace(body: Mapping[str, Any]) -> str | None:
+    team_id = _mapping(body.get("team")).get("id")
+    return str(team_id) if team_id else None
 
 
 def _team_id(body: Mapping[str, Any]) -> str | None:

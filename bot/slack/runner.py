@@ -1,50 +1,63 @@
-"""run_slack: the Roundtable app on Slack, over HTTP or Socket Mode, until cancelled."""
+"""The Slack side of a bot process: its Web API client, its outbound port and, once the app runs,
+the listeners over HTTP or Socket Mode. Other platforms may share the process and the app."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 
-from bot.app import open_app
+from bot.app import App
 from bot.config import Config, ConfigError
 from bot.slack.app import build_slack_app
 from bot.slack.client import make_web_client
 from bot.slack.http_server import serving_http
-from bot.slack.port import slack_port
+from bot.slack.port import SlackPort, slack_port
 from bot.slack.socket_mode import connected_socket_mode
+from storage.database import Database
 
 log = logging.getLogger(__name__)
 
 
 def _env(environ: Mapping[str, str], name: str) -> str | None:
-    return environ.get(name) or None  # empty counts as unset, as in bot.config.secret
+    return environ.get(name) or None  # an empty variable counts as unset
 
 
-async def run_slack(config: Config, environ: Mapping[str, str]) -> None:
+class SlackAdapter:
     """Socket Mode when SLACK_APP_TOKEN is set, otherwise HTTP on [slack] host and port."""
-    settings = config.settings.slack
-    token = _env(environ, "SLACK_BOT_TOKEN")
-    app_token = _env(environ, "SLACK_APP_TOKEN")
-    signing_secret = _env(environ, "SLACK_SIGNING_SECRET")
-    if token is None:
-        raise ConfigError("SLACK_BOT_TOKEN is not set")
-    if app_token is None and signing_secret is None:
-        raise ConfigError("Slack needs SLACK_SIGNING_SECRET (HTTP mode) or SLACK_APP_TOKEN (Socket Mode)")
 
-    client = make_web_client(token, settings.api_base_url)
-    port = slack_port(config, client)
-    async with open_app(config, port, environ=environ) as roundtable:
-        port.messages.attach(roundtable.db)
-        bot = build_slack_app(roundtable, settings, None if app_token else signing_secret, token, client)
+    def __init__(self, config: Config, token: str, app_token: str | None, signing_secret: str | None) -> None:
+        if app_token is None and signing_secret is None:
+            raise ConfigError("Slack needs SLACK_SIGNING_SECRET (HTTP mode) or SLACK_APP_TOKEN (Socket Mode)")
+        self.config = config
+        self.token = token
+        self.app_token = app_token
+        self.signing_secret = signing_secret
+        self.client = make_web_client(token, config.settings.slack.api_base_url)
+
+    @classmethod
+    def from_environ(cls, config: Config, environ: Mapping[str, str]) -> SlackAdapter | None:
+        """The adapter when SLACK_BOT_TOKEN is set, else None."""
+        token = _env(environ, "SLACK_BOT_TOKEN")
+        if token is None:
+            return None
+        return cls(config, token, _env(environ, "SLACK_APP_TOKEN"), _env(environ, "SLACK_SIGNING_SECRET"))
+
+    def port(self, db: Database) -> SlackPort:
+        return slack_port(self.config, self.client, db)
+
+    @asynccontextmanager
+    async def serving(self, app: App) -> AsyncIterator[None]:
+        settings = self.config.settings.slack
+        bot = build_slack_app(app, settings, None if self.app_token else self.signing_secret, self.token, self.client)
         try:
-            if app_token is not None:
-                async with connected_socket_mode(bot.bolt, app_token):
+            if self.app_token is not None:
+                async with connected_socket_mode(bot.bolt, self.app_token):
                     log.info("Slack: connected in Socket Mode")
-                    await asyncio.Event().wait()
+                    yield
             else:
                 async with serving_http(bot.bolt, settings.host, settings.port) as url:
                     log.info("Slack: serving events on %s/slack/events", url)
-                    await asyncio.Event().wait()
+                    yield
         finally:
             await bot.close()

@@ -1,0 +1,48 @@
+"""The outbound port of a process that serves several platforms: each call goes to the platform
+named by its channel key's prefix ("slack:", "discord:", "console:")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from graph.actions import ActionCall
+from graph.port import OutboundPort
+from personas import Persona
+from storage.records import Approval
+
+
+class UnknownPlatform(LookupError):
+    """A channel key of a platform this process does not serve."""
+
+
+class PlatformPorts:
+    def __init__(self, ports: Mapping[str, OutboundPort]) -> None:
+        self.ports = dict(ports)
+
+    def port_for(self, channel_key: str) -> OutboundPort:
+        platform = channel_key.partition(":")[0]
+        try:
+            return self.ports[platform]
+        except KeyError:
+            raise UnknownPlatform(f"no {platform!r} platform runs in this process (channel {channel_key})") from None
+
+    async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
+        await self.port_for(channel_key).post(channel_key, persona, text, thread)
+
+    async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
+        await self.port_for(channel_key).notice(channel_key, text, thread)
+
+    async def trace(self, channel_key: str, text: str) -> None:
+        await self.port_for(channel_key).trace(channel_key, text)
+
+    async def request_approval(self, approval: Approval, persona: Persona) -> None:
+        await self.port_for(approval.channel_key).request_approval(approval, persona)
+
+    async def show_decision(self, approval: Approval, persona: Persona) -> None:
+        await self.port_for(approval.channel_key).show_decision(approval, persona)
+
+    async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        return await self.port_for(channel_key).execute(channel_key, persona, call)
+
+    async def notify_approvers(self, channel_key: str, text: str) -> None:
+        await self.port_for(channel_key).notify_approvers(channel_key, text)
