@@ -22,7 +22,8 @@ EXIT_CONFIG = 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bot", description="Roundtable: multi-persona group chats.")
+    prog = "roundtable" if Path(sys.argv[0]).name == "roundtable" else "python -m bot"
+    parser = argparse.ArgumentParser(prog=prog, description="Roundtable: multi-persona group chats.")
     parser.add_argument("--config", type=Path, default=Path("config.toml"), help="config file (default: ./config.toml)")
     # Subcommands accept --config too; SUPPRESS keeps their unset default from hiding the top-level one.
     common = argparse.ArgumentParser(add_help=False)

@@ -1,7 +1,9 @@
 """The console channel end to end, as a user runs it: a subprocess and a script."""
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import REPO, write_config
 
@@ -65,3 +67,20 @@ def test_prompt_command_prints_what_a_persona_receives(tmp_path):
     assert "--- human ---\n[system] Pixel joined" in out
     assert "Hello Nova" not in out  # Pixel joined later and never saw it
     assert "--- ai ---\nOoh, I can already see it:" in out
+
+
+def test_roundtable_command_works_from_a_folder_with_its_own_personas(tmp_path):
+    """A user's folder holds config.toml and personas/*.toml; that personas/ must not hide our package."""
+    personas = tmp_path / "personas"
+    shutil.copytree(REPO / "personas", personas, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    nova = personas / "nova.toml"
+    nova.write_text(nova.read_text().replace("Picture the bigger version of this:", "Straight from this folder:"))
+    (tmp_path / "config.toml").write_text('[llm]\nprovider = "scripted"\n')
+    (tmp_path / "script.txt").write_text("Hello Nova\n")
+    roundtable = Path(sys.executable).with_name("roundtable")
+    result = subprocess.run(
+        [str(roundtable), "--config", str(tmp_path / "config.toml"), "console", "--script", "script.txt"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert '[Nova] Straight from this folder: "Hello Nova" is worth a second thought.' in result.stdout.splitlines()
