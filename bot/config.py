@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 import tomllib
 from dataclasses import dataclass
@@ -244,9 +243,3 @@ def ensure_data_dir(config: Config) -> Path:
     except OSError as exc:
         raise ConfigError(f"{where} is not a writable directory ({exc.strerror or type(exc).__name__})") from None
     return data_dir
-
-
-def secret(name: str) -> str | None:
-    """A secret from the environment; empty counts as unset."""
-    assert name in SECRET_ENV_VARS, name
-    return os.environ.get(name) or None

@@ -1,4 +1,4 @@
-"""The round as a LangGraph StateGraph (see ARCHITECTURE.md for the picture)."""
+"""The round as a LangGraph StateGraph."""
 
 from __future__ import annotations
 

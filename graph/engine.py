@@ -23,10 +23,6 @@ Batch = dict[str, Any]
 MAX_TURNS_LIMIT = 50
 
 
-def thread_id_for(channel_key: str) -> str:
-    return channel_key
-
-
 class RoundEngine:
     def __init__(self, deps: EngineDeps, checkpointer: Checkpointer = None) -> None:
         self.deps = deps
@@ -48,7 +44,7 @@ class RoundEngine:
         state = initial_state(channel_key, text=text, author_name=author_name, mentions=mentions or [], thread=thread)
         turns = max(MAX_TURNS_LIMIT, len(self.deps.personas))
         config = {
-            "configurable": {"thread_id": thread_id_for(channel_key)},
+            "configurable": {"thread_id": channel_key},
             # A turn is at most persona/review three times, then deliver or skip, advance, moderator.
             "recursion_limit": 20 + 10 * turns,
         }
