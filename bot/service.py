@@ -31,6 +31,15 @@ from bot.commands import (
     ShowTrust,
     parse_command,
 )
+from bot.approvals import (
+    NOTHING_PENDING,
+    PENDING_HEADING,
+    already_decided,
+    deciding_channel,
+    refusal,
+    unknown_outcome_notice,
+    wanted,
+)
 from bot.inbound import Inbound
 from graph.engine import RoundEngine
 from graph.port import OutboundPort
@@ -356,12 +365,7 @@ class ChannelService:
         return self.is_approver(channel_key, actor.id, actor.team)
 
     def decided_where(self, approval: Approval, decided_in: str | None) -> str:
-        """Whose approvers decide: the channel's own, or, for a request shown on another platform
-        ([approvals] surface), the approvers of the channel where it is shown."""
-        origin = approval.channel_key.partition(":")[0]
-        if decided_in and self.approvals_surface != "same" and decided_in.startswith(f"{self.approvals_surface}:"):
-            return decided_in if origin != self.approvals_surface else approval.channel_key
-        return approval.channel_key
+        return deciding_channel(approval, decided_in, self.approvals_surface)
 
     async def decide(
         self, approval_id: int, actor: Actor, approve: bool, comment: str = "", incident: bool = False,
@@ -369,15 +373,14 @@ class ChannelService:
     ) -> CommandReply:
         """An approver's decision. The first decision wins; anyone else is refused and nothing changes."""
         approval = await approvals.get(self.db, approval_id)
-        if approval is None:
-            return CommandReply(f"There is no approval #{approval_id}.", ok=False)
-        if not self.may_decide(self.decided_where(approval, decided_in), actor):
-            return CommandReply(f"Only approvers can decide; #{approval_id} stays pending.", ok=False)
+        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
+        if (refused := refusal(approval, approval_id, may_decide=may)) is not None:
+            return CommandReply(refused, ok=False)
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
         decided = await approvals.decide(self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident)
-        if decided is None:
+        if decided is None:  # someone else decided between the check and the update: the first wins
             current = await approvals.get(self.db, approval_id)
-            return CommandReply(f"Approval #{approval_id} was already decided ({current.status if current else '?'}).", ok=False)
+            return CommandReply(already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False)
         await self._resume_if_complete(decided)
         return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
 
@@ -434,9 +437,9 @@ class ChannelService:
     async def _approval_list(self, key: str) -> str:
         waiting = await approvals.pending(self.db, key)
         if not waiting:
-            return "No approvals are pending here."
-        rows = [f"#{a.id} {self._persona_name(a.persona_id)} wants {ActionCall(a.call_id, a.action, a.args).describe()}" for a in waiting]
-        return "Pending approvals (/approve N, /reject N [feedback]):\n" + "\n".join(rows)
+            return NOTHING_PENDING
+        rows = [wanted(a, self._persona_name(a.persona_id)) for a in waiting]
+        return PENDING_HEADING + "\n" + "\n".join(rows)
 
     async def _trust_table(self, key: str) -> str:
         events = await approvals.audit_events(self.db)
@@ -453,10 +456,3 @@ class ChannelService:
     def _persona_name(self, persona_id: str) -> str:
         persona = self.personas.get(persona_id)
         return persona.display_name if persona else persona_id
-
-
-def unknown_outcome_notice(approval: Approval) -> str:
-    return (
-        f"Approval #{approval.id} ({approval.action}) was running when the bot stopped, so it may or may not "
-        f"have happened. /approvals retry {approval.id} runs it again; /approvals close {approval.id} leaves it."
-    )

@@ -14,9 +14,9 @@ import discord
 from bot.discord_bot.approval_board import ApprovalBoard
 from bot.discord_bot.approval_places import Place
 from bot.discord_bot.inbound import key_for_channel
+from bot.approvals import refusal
 from bot.service import Actor, ChannelService
 from storage import approvals
-from storage.records import ApprovalStatus
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +32,13 @@ class ApprovalDesk:
     async def refusal(self, interaction: discord.Interaction, approval_id: int) -> str | None:
         """Why this user cannot decide this approval from here; None when they can."""
         approval = await approvals.get(self.service.db, approval_id)
-        if approval is None:
-            return f"There is no approval #{approval_id}."
-        if interaction.channel_id is None or approval.channel_key != key_for_channel(interaction.channel_id):
+        if approval is not None and (
+            interaction.channel_id is None or approval.channel_key != key_for_channel(interaction.channel_id)
+        ):
             return f"Approval #{approval_id} belongs to another channel."
         actor = Actor(str(interaction.user.id), interaction.user.display_name)
-        if not self.service.may_decide(approval.channel_key, actor):
-            return f"Only approvers can decide; #{approval_id} stays pending."
-        if approval.status is not ApprovalStatus.PENDING:
-            return f"Approval #{approval_id} was already decided ({approval.status})."
-        return None
+        may = approval is not None and self.service.may_decide(approval.channel_key, actor)
+        return refusal(approval, approval_id, may_decide=may)
 
     async def decide(
         self, interaction: discord.Interaction, approval_id: int, approve: bool, comment: str = ""

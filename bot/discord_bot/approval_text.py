@@ -12,13 +12,22 @@ import re
 import discord
 
 from bot.discord_bot.chunks import MESSAGE_LIMIT
+from bot.approvals import outcome
 from personas import Persona
 from storage.records import Approval, ApprovalStatus
 
 VALUE_LIMIT = 300  # characters of one argument shown; the stored approval keeps all of it
-COMMENT_LIMIT = 500
 RESULT_LIMIT = 300
 _SPACE = re.compile(r"\s+")
+_MARK = {
+    ApprovalStatus.APPROVED: "\N{WHITE HEAVY CHECK MARK}",
+    ApprovalStatus.RUNNING: "\N{WHITE HEAVY CHECK MARK}",
+    ApprovalStatus.EXECUTED: "\N{WHITE HEAVY CHECK MARK}",
+    ApprovalStatus.FAILED: "\N{WARNING SIGN}",
+    ApprovalStatus.UNKNOWN: "\N{WARNING SIGN}",
+    ApprovalStatus.REJECTED: "\N{CROSS MARK}",
+    ApprovalStatus.EXPIRED: "\N{HOURGLASS}",
+}
 
 
 def approval_text(approval: Approval, persona: Persona, *, decider_id: int | None = None) -> str:
@@ -36,26 +45,10 @@ def approval_text(approval: Approval, persona: Persona, *, decider_id: int | Non
 def status_line(approval: Approval, decider_id: int | None) -> str:
     """The approval's state in one line; `decider_id` (a Discord user) is shown as a mention that pings nobody."""
     who = f"<@{decider_id}>" if decider_id else _safe(approval.decided_by or "someone", 80)
-    result = _safe(approval.result or "", RESULT_LIMIT)
-    match approval.status:
-        case ApprovalStatus.PENDING:
-            at = int(approval.expires_at)
-            return f"Expires <t:{at}:t> (<t:{at}:R>). Approvers: use the buttons below."
-        case ApprovalStatus.APPROVED | ApprovalStatus.RUNNING:
-            return f"\N{WHITE HEAVY CHECK MARK} Approved by {who}; running it now."
-        case ApprovalStatus.UNKNOWN:
-            return (f"\N{WARNING SIGN} Approved by {who}, but {result}: it may or may not have run. "
-                    f"Approvers: /approvals retry {approval.id} or /approvals close {approval.id}.")
-        case ApprovalStatus.EXECUTED:
-            return f"\N{WHITE HEAVY CHECK MARK} Approved by {who}, executed: {result}"
-        case ApprovalStatus.FAILED:
-            return f"\N{WARNING SIGN} Approved by {who}, but it {result}"
-        case ApprovalStatus.REJECTED:
-            feedback = _safe(approval.comment or "", COMMENT_LIMIT) or "no feedback given"
-            return f"\N{CROSS MARK} Rejected by {who}: {feedback}"
-        case ApprovalStatus.EXPIRED:
-            return "\N{HOURGLASS} Expired: nobody decided in time."
-    return str(approval.status)
+    if approval.status is ApprovalStatus.PENDING:
+        at = int(approval.expires_at)
+        return f"Expires <t:{at}:t> (<t:{at}:R>). Approvers: use the buttons below."
+    return f"{_MARK.get(approval.status, '')} {outcome(approval, who, clean=lambda text: _safe(text, RESULT_LIMIT))}".strip()
 
 
 def _safe(text: str, limit: int) -> str:

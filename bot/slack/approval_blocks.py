@@ -8,8 +8,9 @@ from typing import Any
 
 from bot.slack.keys import channel_id_of
 from bot.slack.text import escape_clipped, escape_for_slack
+from bot.approvals import outcome
 from personas import Persona
-from storage.records import Approval, ApprovalStatus
+from storage.records import Approval
 
 APPROVE_ACTION = "approval_approve"
 REJECT_ACTION = "approval_reject"
@@ -67,21 +68,7 @@ def decision_blocks(approval: Approval, persona: Persona, outcome: str, *, name_
 def outcome_text(approval: Approval, decider: str) -> str:
     """How the approval ended, in mrkdwn; `decider` is a mention or an escaped name."""
     at = slack_time(approval.decided_at) if approval.decided_at else "an unknown time"
-    result = escape_clipped(approval.result or "", 1000)
-    match approval.status:
-        case ApprovalStatus.EXECUTED:
-            return f"Approved by {decider} at {at}, executed: {result}"
-        case ApprovalStatus.FAILED:
-            return f"Approved by {decider} at {at}, but it {result}"
-        case ApprovalStatus.REJECTED:
-            return f"Rejected by {decider}: {escape_clipped(approval.comment or 'no feedback given', 1000)}"
-        case ApprovalStatus.EXPIRED:
-            return "Expired: nobody decided in time."
-        case ApprovalStatus.UNKNOWN:
-            return f"Approved by {decider} at {at}, but {result}: it may or may not have run. Approvers: /approvals retry {approval.id} or /approvals close {approval.id}."
-        case ApprovalStatus.APPROVED | ApprovalStatus.RUNNING:
-            return f"Approved by {decider} at {at}."
-    return f"Still pending (approval #{approval.id})."
+    return outcome(approval, decider, at, clean=lambda text: escape_clipped(text, 1000))
 
 
 def feedback_modal(approval_id: int) -> dict[str, Any]:

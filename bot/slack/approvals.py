@@ -16,6 +16,7 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot.approvals import refusal
 from bot.service import Actor, CommandReply
 from bot.slack.approval_blocks import APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_MODAL, REJECT_ACTION, feedback_modal
 from bot.slack.approval_messages import request_location
@@ -23,7 +24,6 @@ from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click
 from bot.slack.private import tell_privately
 from bot.slack.slack_bot import SlackBot
 from storage import approvals as stored_approvals
-from storage.records import ApprovalStatus
 
 log = logging.getLogger(__name__)
 
@@ -115,15 +115,10 @@ async def why_not(
 ) -> str | None:
     """Why this user cannot decide this approval now; None when they can. Only a courtesy before the
     modal: the service checks again when the feedback arrives."""
+    service = bot.roundtable.service
     approval = await stored_approvals.get(bot.roundtable.db, approval_id)
-    if approval is None:
-        return f"There is no approval #{approval_id}."
-    where = bot.roundtable.service.decided_where(approval, _approvals_key(bot, workspace))
-    if not bot.roundtable.service.is_approver(where, user_id, team_id):
-        return f"Only approvers can decide; #{approval_id} stays pending."
-    if approval.status is not ApprovalStatus.PENDING:
-        return f"Approval #{approval_id} was already decided ({approval.status})."
-    return None
+    where = service.decided_where(approval, _approvals_key(bot, workspace)) if approval else ""
+    return refusal(approval, approval_id, may_decide=bool(where) and service.is_approver(where, user_id, team_id))
 
 
 async def _decide(
