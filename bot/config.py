@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.slack.keys import channel_key_of
+
 SECRET_ENV_VARS = (
     "GOOGLE_API_KEY",
     "OPENAI_API_KEY",
@@ -116,9 +118,10 @@ class ApprovalsSection(_Section):
     surface: Literal["same", "slack"] = "same"
 
     def approvers_for(self, channel_key: str) -> set[str]:
-        """Channel-specific approvers when configured, else the platform's."""
-        if channel_key in self.channel_approvers:
-            return set(self.channel_approvers[channel_key])
+        """Channel-specific approvers when configured (a Slack thread has its channel's), else the platform's."""
+        for key in (channel_key, channel_key_of(channel_key)):
+            if key in self.channel_approvers:
+                return set(self.channel_approvers[key])
         platform = channel_key.split(":", 1)[0]
         return set(self.approvers.get(platform, []))  # type: ignore[call-overload]
 

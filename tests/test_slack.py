@@ -380,9 +380,11 @@ REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We 
 NOVA_ICON = "https://api.dicebear.com/9.x/bottts/png?seed=nova"
 
 
-async def request_publication(slack: SlackHarness, ts: str = "1700000020.000200") -> tuple[dict[str, Any], Approval]:
-    """Nova is asked (in THREAD) to publish; returns the approval request message and its approval."""
-    await slack.say(REQUEST, ts, thread_ts=THREAD)
+async def request_publication(
+    slack: SlackHarness, ts: str = "1700000020.000200", thread: str | None = THREAD
+) -> tuple[dict[str, Any], Approval]:
+    """Nova is asked (in `thread`, or at top level) to publish; returns the approval request message and its approval."""
+    await slack.say(REQUEST, ts, **({"thread_ts": thread} if thread else {}))
     [request] = slack.approval_requests()
     [pending] = await approvals.pending(slack.bot.roundtable.db)
     return request, pending
@@ -553,7 +555,7 @@ async def test_bad_interactivity_payloads_change_nothing(slack: SlackHarness, ca
 
 
 async def test_approvals_and_trust_commands(slack: SlackHarness) -> None:
-    _, pending = await request_publication(slack)
+    _, pending = await request_publication(slack, thread=None)  # slash commands are the channel's, not a thread's
 
     await slack.command("/approvals", "")
     await slack.command("/trust", "")

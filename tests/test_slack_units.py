@@ -161,6 +161,24 @@ async def test_long_reply_is_posted_in_pieces_in_the_same_thread() -> None:
     assert posts[-1] == {"channel": "C1", "text": "Scene set: &lt;!here&gt;", "unfurl_links": False, "username": "Roundtable"}
 
 
+async def test_a_threads_conversation_is_answered_in_the_thread() -> None:
+    async with FakeSlackApi() as fake:
+        port = SlackPort(make_web_client("xoxb-unit", fake.api_url), approvers_for=lambda key: {"U9"})
+        await port.post("slack:T1:C1:5.5", PERSONAS["sage"], "In the thread.", None)
+        await port.notice("slack:T1:C1:5.5", "Moderation is off.", None)
+        await port.notify_approvers("slack:T1:C1:5.5", "three failures")
+
+    assert [(p["channel"], p["thread_ts"]) for p in fake.delivered_posts()] == [("C1", "5.5")] * 3
+
+
+def test_a_slack_thread_has_its_channels_approvers(make_config) -> None:
+    settings = make_config({"approvals": {"approvers": {"slack": ["U1"]}, "channel_approvers": {"slack:T1:C1": ["U9"]}}})
+    approvals_section = settings.settings.approvals
+    assert approvals_section.approvers_for("slack:T1:C1:5.5") == approvals_section.approvers_for("slack:T1:C1") == {"U9"}
+    assert approvals_section.approvers_for("slack:T1:C2:5.5") == {"U1"}
+    assert approvals_section.is_approver("slack:T1:C1:5.5", "U9", "T1") and not approvals_section.is_approver("slack:T1:C1:5.5", "U1", "T1")
+
+
 # -- runner ----------------------------------------------------------------------------------------
 
 

@@ -36,6 +36,7 @@ def inbound_from_event(body: Mapping[str, Any], bot_user_id: str | None) -> Inbo
     """The human message in an Events API envelope, or None when it is not one we answer.
 
     author_name is the Slack user id here; the caller swaps in the display name it looks up.
+    A message in a thread gets the thread's own channel key (and `thread`, where its answers go).
     """
     event = body.get("event")
     if not isinstance(event, Mapping) or _text(event.get("type")) not in EVENT_TYPES:
@@ -50,8 +51,9 @@ def inbound_from_event(body: Mapping[str, Any], bot_user_id: str | None) -> Inbo
     text = strip_mention(unescape_from_slack(_text(event.get("text"))), bot_user_id)
     if not text:
         return None
+    thread = thread if thread != ts else ""  # a thread's parent is a top-level message
     return Inbound(
-        channel_key=channel_key(team_id, channel),
+        channel_key=channel_key(team_id, channel, thread),  # a thread is a conversation of its own
         author_id=user,
         author_name=user,
         text=text,

@@ -20,7 +20,7 @@ from bot.config import Config, slack_approver
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
 from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
-from bot.slack.keys import channel_id_of
+from bot.slack.keys import channel_id_of, thread_ts_of
 from bot.slack.text import escape_clipped, slack_messages
 from bot.slack.users import UserNames
 from graph.actions import ActionCall
@@ -162,6 +162,7 @@ class SlackPort:
         if channel is None:
             log.warning("not a Slack channel key, message dropped: %s", channel_key)
             return
+        thread = thread or thread_ts_of(channel_key)  # a thread's conversation is answered in the thread
         for piece in pieces:
             if await self._post_message(channel_key, channel, thread, {"text": piece, **identity}) is None:
                 return  # the rest of a split message would read as a fragment
