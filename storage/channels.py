@@ -6,7 +6,11 @@ import time
 from collections.abc import Sequence
 
 from storage.database import Database, Row
-from storage.records import ApprovalMode, Channel
+from storage.history import insert_line
+from storage.records import ApprovalMode, Channel, LineKind
+
+FirstLine = tuple[LineKind, str, str, str]
+"""kind, author id, author name, text"""
 
 
 def _channel(row: Row) -> Channel:
@@ -24,8 +28,11 @@ async def get_channel(db: Database, key: str) -> Channel | None:
     return _channel(row) if row else None
 
 
-async def ensure_channel(db: Database, key: str, *, participants: Sequence[str], moderated: bool) -> Channel:
-    """The channel, created with the default participants the first time it is seen."""
+async def ensure_channel(
+    db: Database, key: str, *, participants: Sequence[str], moderated: bool, first_line: FirstLine | None = None
+) -> Channel:
+    """The channel, created with the default participants the first time it is seen. `first_line`
+    opens the history of a channel this call creates (a thread's parent message, say), exactly once."""
     existing = await get_channel(db, key)
     if existing:
         return existing
@@ -40,6 +47,8 @@ async def ensure_channel(db: Database, key: str, *, participants: Sequence[str],
                 "INSERT INTO participants (channel_key, persona_id, position, joined_at) VALUES (?, ?, ?, ?)",
                 [(key, persona_id, position, now) for position, persona_id in enumerate(participants)],
             )
+            if first_line is not None:
+                await insert_line(tx, key, *first_line)
     channel = await get_channel(db, key)
     assert channel is not None
     return channel

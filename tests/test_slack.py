@@ -69,7 +69,9 @@ class SlackHarness:
 
     async def say(self, text: str, ts: str, **extra: Any) -> None:
         """A human channel message, then wait until its round has run."""
-        assert await self.send_event(message(text, ts, **extra), f"Ev{ts.replace('.', '')}") == 200
+        event = message(text, ts, **extra)
+        self.fake.messages[(event["channel"], ts)] = event  # Slack has it, e.g. as a thread's parent
+        assert await self.send_event(event, f"Ev{ts.replace('.', '')}") == 200
         await self.bot.wait_idle()
 
     async def command(self, command: str, text: str, user_id: str = HUMAN) -> tuple[int, str]:

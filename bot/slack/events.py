@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+import aiohttp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.inbound import Inbound
-from bot.slack.inbound import inbound_from_event
-from bot.slack.keys import channel_id_of
+from bot.slack.inbound import inbound_from_event, strip_mention
+from bot.slack.keys import channel_id_of, thread_ts_of
 from bot.slack.private import tell_privately
 from bot.slack.slack_bot import SlackBot
+from bot.slack.text import unescape_from_slack
+from storage import channels
+from storage.channels import FirstLine
+from storage.records import LineKind
+
+log = logging.getLogger(__name__)
 
 
 def register(bot: SlackBot) -> None:
@@ -25,6 +35,7 @@ def register(bot: SlackBot) -> None:
             return
         try:
             async with bot.roundtable.service.in_arrival_order(inbound.channel_key):
+                await start_thread(bot, inbound.channel_key, context.bot_id, context.bot_user_id)
                 named = replace(inbound, author_name=await bot.names.name_of(inbound.author_id))
                 reply = await bot.roundtable.service.handle(named)
         except Exception:
@@ -43,3 +54,43 @@ async def tell_author(bot: SlackBot, inbound: Inbound, text: str) -> None:
     channel = channel_id_of(inbound.channel_key)
     if channel is not None:
         await tell_privately(bot.bolt.client, channel, inbound.author_id, text, inbound.thread)
+
+
+async def start_thread(bot: SlackBot, key: str, bot_id: str | None, bot_user_id: str | None) -> None:
+    """A thread is a conversation of its own that starts with its parent message: the first time a
+    thread is seen, the parent (fetched from Slack) becomes its first line."""
+    channel, thread = channel_id_of(key), thread_ts_of(key)
+    db = bot.roundtable.db
+    if channel is None or thread is None or await channels.get_channel(db, key) is not None:
+        return
+    try:
+        response = await bot.bolt.client.conversations_replies(channel=channel, ts=thread, limit=1)
+        parent = (response.get("messages") or [None])[0]
+    except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+        error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+        log.warning("conversations.replies for the parent of %s failed: %s", key, error)
+        return
+    first = await parent_line(bot, parent, bot_id, bot_user_id) if isinstance(parent, Mapping) else None
+    defaults = bot.roundtable.service.defaults
+    await channels.ensure_channel(db, key, participants=defaults.participants, moderated=defaults.moderated,
+                                  first_line=first)
+
+
+async def parent_line(
+    bot: SlackBot, parent: Mapping[str, Any], bot_id: str | None, bot_user_id: str | None
+) -> FirstLine | None:
+    """Our persona's line when one of our personas posted it, a note when the bot itself did, else its author's."""
+    text = strip_mention(unescape_from_slack(str(parent.get("text") or "")), bot_user_id)
+    if not text:
+        return None
+    if bot_id and parent.get("bot_id") == bot_id:
+        username = parent.get("username")
+        persona = next((p for p in bot.roundtable.personas.values() if p.display_name == username), None)
+        if persona is None:
+            return LineKind.MARKER, "system", "system", text
+        return LineKind.PERSONA, persona.id, persona.display_name, text
+    user = str(parent.get("user") or "")
+    if user:
+        return LineKind.HUMAN, user, await bot.names.name_of(user), text
+    name = str(parent.get("username") or parent.get("bot_id") or "unknown")  # another app's message
+    return LineKind.HUMAN, name, name, text

@@ -3,7 +3,8 @@
 Give the SDK `base_url=fake.api_url`. Every call is recorded as a SlackCall (method name plus the
 merged query, form or JSON arguments). Calls answer ok:true with plausible payloads unless an
 answer was scripted with `rate_limit_next` or `fail_next` (chat.postMessage hands out increasing
-ts values; chat.update echoes the message, views.open the view). Posts to `fake.response_url(name)`
+ts values and remembers each message in `messages`, which conversations.replies answers from;
+chat.update echoes the message, views.open the view). Posts to `fake.response_url(name)`
 are recorded as method "response_url". `apps.connections.open` hands out `ws_url`, whose endpoint
 says `hello`, records what the client sends back and can push envelopes with `send_envelope`.
 """
@@ -49,6 +50,7 @@ class FakeSlackApi(LoopbackServer):
     user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana", "UAPPROVER": "Bea"})
     slow_users: dict[str, float] = field(default_factory=dict)  # users.info of these users takes this long
     calls: list[SlackCall] = field(default_factory=list)
+    messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (channel, ts): a message Slack has
     socket_connections: int = 0
     socket_closes: int = 0
     socket_replies: list[dict[str, Any]] = field(default_factory=list)
@@ -149,8 +151,13 @@ class FakeSlackApi(LoopbackServer):
             }
         if method == "chat.postMessage":
             ts = self._next_ts()
-            message = {"type": "message", "subtype": "bot_message", "text": args.get("text"), "ts": ts, "bot_id": BOT_ID}
+            message = {"type": "message", "subtype": "bot_message", "text": args.get("text"), "ts": ts, "bot_id": BOT_ID,
+                       "username": args.get("username")}
+            self.messages[(str(args.get("channel")), ts)] = message
             return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": message}
+        if method == "conversations.replies":
+            parent = self.messages.get((str(args.get("channel")), str(args.get("ts"))))
+            return {"ok": True, "messages": [parent], "has_more": False} if parent else {"ok": False, "error": "thread_not_found"}
         if method == "chat.update":
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts"), "text": args.get("text")}
         if method == "views.open":
