@@ -173,9 +173,8 @@ def start_slack(open_test_app, make_config, fake_slack: FakeSlackApi) -> StartSl
         for section, values in (sections or {}).items():
             merged.setdefault(section, {}).update(values)
         client = make_web_client(BOT_TOKEN, fake_slack.api_url)
-        port = slack_port(make_config(merged), client)
-        async with open_test_app(merged, outbound=port, models=models) as app:
-            port.messages.attach(app.db)
+        config = make_config(merged)
+        async with open_test_app(merged, outbound=lambda db: slack_port(config, client, db), models=models) as app:
             bot = build_slack_app(app, app.config.settings.slack, SIGNING_SECRET, BOT_TOKEN, client)
             async with serving_http(bot.bolt, "127.0.0.1", 0) as url, aiohttp.ClientSession() as http:
                 yield SlackHarness(fake_slack, bot, url, http)

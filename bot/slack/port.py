@@ -25,6 +25,7 @@ from bot.slack.text import escape_clipped, slack_messages
 from bot.slack.users import UserNames
 from graph.actions import ActionCall
 from personas import Persona
+from storage.database import Database
 from storage.records import Approval, ApprovalStatus
 
 log = logging.getLogger(__name__)
@@ -52,13 +53,13 @@ def _nobody(channel_key: str) -> set[str]:
     return set()
 
 
-def slack_port(config: Config, client: AsyncWebClient) -> SlackPort:
-    """The port with the approval settings of config.toml. Attach the app's database to
-    `port.messages` once it is open, so request places are stored with the approvals."""
+def slack_port(config: Config, client: AsyncWebClient, db: Database | None = None) -> SlackPort:
+    """The port with the approval settings of config.toml; request places are stored in `db`."""
     return SlackPort(
         client,
         approvals_channel=config.settings.slack.approvals_channel,
         approvers_for=config.settings.approvals.approvers_for,
+        messages=ApprovalMessages(db),
     )
 
 
