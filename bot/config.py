@@ -6,7 +6,8 @@ import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from urllib.parse import urlsplit
 
@@ -112,7 +113,7 @@ class ApprovalsSection(_Section):
     max_actions_per_turn: Annotated[int, Field(ge=1, le=20)] = 3
     auto_relax: bool = False
     approvers: dict[Literal["console", "slack", "discord"], list[str]] = Field(
-        default_factory=lambda: {"console": ["you"]}
+        default_factory=lambda: {"console": ["you"]}  # type: ignore[arg-type]  # pydantic validates the keys
     )
     channel_approvers: dict[str, list[str]] = Field(default_factory=dict)
     surface: Literal["same", "slack"] = "same"
@@ -175,7 +176,7 @@ class Config:
         return path if path.is_absolute() else (self.path.parent / path).resolve()
 
 
-def _expected(error: dict) -> str:
+def _expected(error: Mapping[str, Any]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
         return "unknown key"

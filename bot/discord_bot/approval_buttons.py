@@ -48,7 +48,7 @@ def desk_of(interaction: discord.Interaction) -> ApprovalDesk | None:
     return desk if isinstance(desk, ApprovalDesk) else None
 
 
-class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLATE):  # type: ignore[misc]
+class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLATE):
     def __init__(self, approval_id: int, verb: Verb) -> None:
         label, style = _STYLE[verb]
         super().__init__(discord.ui.Button(label=label, style=style, custom_id=custom_id(approval_id, verb)))

@@ -68,7 +68,7 @@ class Delivery:
                         avatar_url=persona.avatar if persona.avatar_is_url else None,
                         allowed_mentions=NO_MENTIONS,
                         wait=True,
-                        **({"thread": discord.Object(where.channel_id)} if where.parent_id else {}),
+                        thread=discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING,
                     )
                     sent += 1
                 return

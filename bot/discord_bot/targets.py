@@ -28,6 +28,6 @@ async def target_channel(
         found = guild.get_channel_or_thread(int(by_id.group(1) or by_id.group(2)))
     else:
         found = discord.utils.get(guild.text_channels, name=wanted.lower())
-    if found is None or not isinstance(found, discord.abc.Messageable):
+    if not isinstance(found, discord.TextChannel | discord.Thread):
         raise UnknownTarget(f"there is no text channel #{wanted} in this server")
     return found

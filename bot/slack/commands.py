@@ -89,9 +89,10 @@ class SlashCommand:
 def slash_command(body: Mapping[str, Any]) -> SlashCommand | None:
     """The command in a request body; None when a field is missing or not text."""
     fields = [body.get(name) for name in ("command", "text", "team_id", "channel_id", "user_id", "trigger_id")]
-    if not all(isinstance(value, str) for value in fields) or not all(fields[2:]):
+    texts = [value for value in fields if isinstance(value, str)]
+    if len(texts) != len(fields) or not all(texts[2:]):
         return None
-    return SlashCommand(*fields)
+    return SlashCommand(*texts)
 
 
 def _listener(bot: SlackBot, parse: Parser) -> Callable[..., Any]:

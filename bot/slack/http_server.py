@@ -100,7 +100,7 @@ def slack_web_app(bolt: SignedBolt) -> web.Application:
         if readable_body(body, content_type) is None:
             return _refuse(400, "the body is not a JSON object or form")
         try:  # signed, so from Slack; but should a field Slack always sends be missing, bolt would fail
-            bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=headers)
+            bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=dict(headers))
             for read in BOLT_READERS:
                 read(bolt_request.body)
         except Exception as exc:

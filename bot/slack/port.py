@@ -117,14 +117,14 @@ class SlackPort:
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         """Replace the request's buttons with the outcome; without a known request message, post the outcome."""
         outcome = outcome_text(approval, await self._decider(approval))
-        message = {
+        message: dict[str, Any] = {
             "text": f"Approval #{approval.id}: {outcome}",
             "blocks": decision_blocks(approval, persona, outcome, name_the_channel=bool(self.approvals_channel)),
         }
         ref = await self.messages.find(approval.id)
         if ref is not None:
             try:
-                await self.client.chat_update(channel=ref.channel, ts=ref.ts, **message)
+                await self.client.chat_update(channel=ref.channel, ts=ref.ts, text=message["text"], blocks=message["blocks"])
                 return
             except _DELIVERY_ERRORS as exc:
                 log.warning("chat.update of approval %s failed: %s", approval.id, _describe(exc))
@@ -134,10 +134,12 @@ class SlackPort:
 
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         target = target_of(call)
+        identity = persona_identity(persona)
         for piece in slack_messages(str(call.args.get("text", ""))):
             try:
                 await self.client.chat_postMessage(
-                    channel=target.channel, text=piece, unfurl_links=False, **persona_identity(persona)
+                    channel=target.channel, text=piece, unfurl_links=False, username=identity["username"],
+                    icon_url=identity.get("icon_url"), icon_emoji=identity.get("icon_emoji"),
                 )
             except _DELIVERY_ERRORS as exc:
                 raise ActionFailed(f"Slack did not deliver it ({_describe(exc)})") from None

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from slack_bolt.async_app import AsyncApp
 
 from bot.app import App
 from bot.config import SlackSection
 from bot.slack.background import BackgroundWork
+from bot.slack.http_server import SignedBolt
 from bot.slack.seen import RecentlySeen
 from bot.slack.users import UserNames
 
 
 @dataclass
 class SlackBot:
-    bolt: AsyncApp
+    bolt: SignedBolt
     roundtable: App
     settings: SlackSection
     names: UserNames
