@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-
 from datetime import datetime
+from pathlib import Path
 
 from bot.app import App
 from bot.inbound import Inbound

@@ -16,6 +16,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from bot.approvals import (
+    NOTHING_PENDING,
+    PENDING_HEADING,
+    already_decided,
+    deciding_channel,
+    refusal,
+    unknown_outcome_notice,
+    wanted,
+)
 from bot.commands import (
     Command,
     CommandError,
@@ -31,21 +40,12 @@ from bot.commands import (
     ShowTrust,
     parse_command,
 )
-from bot.approvals import (
-    NOTHING_PENDING,
-    PENDING_HEADING,
-    already_decided,
-    deciding_channel,
-    refusal,
-    unknown_outcome_notice,
-    wanted,
-)
 from bot.inbound import Inbound
+from graph.actions import ActionCall
 from graph.engine import RoundEngine
 from graph.port import OutboundPort
-from personas import Persona
-from graph.actions import ActionCall
 from graph.trust import trust_record
+from personas import Persona
 from storage import approvals, channels, history, inbox
 from storage.database import Database
 from storage.locks import channel_lock

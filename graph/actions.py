@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 

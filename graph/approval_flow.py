@@ -23,7 +23,6 @@ from personas import Persona
 from storage import approvals, history
 from storage.records import ApprovalStatus, LineKind, ToolCall
 
-
 PromptFor = Callable[[str, Persona], Awaitable[list[BaseMessage]]]
 
 

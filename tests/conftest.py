@@ -108,3 +108,7 @@ def open_test_app(make_config: Callable[..., Config], port: RecordingPort):
 async def app(open_test_app) -> AsyncIterator[App]:
     async with open_test_app() as opened:
         yield opened
+
+
+# The Slack harness's fixtures, for every test module that drives the real bolt app.
+from tests.slack_harness import fake_slack, slack, start_slack  # noqa: E402, F401

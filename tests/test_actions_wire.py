@@ -19,7 +19,7 @@ from storage.records import ApprovalStatus
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_payloads import buttons_of
-from tests.test_slack import SlackHarness, StartSlack, fake_slack, start_slack  # noqa: F401  (fixtures)
+from tests.slack_harness import SlackHarness, StartSlack
 
 pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 

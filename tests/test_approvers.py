@@ -14,9 +14,8 @@ import pytest
 from storage.records import ApprovalStatus
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
 from tests.fakes.slack_payloads import CHANNEL, button_click, message
-from tests.test_slack import (  # noqa: F401  (fixtures)
-    APPROVER, THREAD, SlackHarness, StartSlack, fake_slack, request_publication, start_slack, status_of,
-)
+from tests.slack_harness import APPROVER, SlackHarness, StartSlack
+from tests.test_slack import THREAD, request_publication, status_of
 
 OTHER_TEAM = "T0OTHER"
 PARTNER = "T0PARTNER"

@@ -31,13 +31,12 @@ from bot.discord_bot.runner import DiscordBot, discord_bot
 from graph.models.base import Models
 from graph.models.chat import ChatModels
 from personas import load_personas
-from personas import Persona
 from storage import approvals, channels, history
-from storage.records import Approval, ApprovalMode, ApprovalStatus
+from storage.records import ApprovalMode, ApprovalStatus
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
-from tests.recording_port import RecordingPort
 from tests.fakes.discord_server import FakeDiscord, RecordedCall
+from tests.recording_port import RecordingPort
 
 TEXT = p.TEXT_CHANNEL_ID
 THREAD = p.THREAD_ID

@@ -20,8 +20,8 @@ from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import BOT_USER_ID
 from tests.fakes.slack_payloads import HUMAN, message
+from tests.slack_harness import KEY, SlackHarness
 from tests.test_discord import callback_of, fake, open_bot  # noqa: F401  (fixtures)
-from tests.test_slack import KEY, SlackHarness, fake_slack, slack, start_slack  # noqa: F401  (fixtures)
 
 MODERATE_USAGE = "usage: /moderate on [max_turns] | off | status (max_turns is a whole number from 1 to 50)"
 TYPED = {

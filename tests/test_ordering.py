@@ -11,7 +11,7 @@ from storage import history
 from storage.records import LineKind
 from tests.fakes.slack_api import TEAM_ID, FakeSlackApi
 from tests.fakes.slack_payloads import message
-from tests.test_slack import StartSlack, fake_slack, start_slack  # noqa: F401  (fixtures)
+from tests.slack_harness import StartSlack
 
 CHANNEL = "CRAPID"
 AUTHORS = {"UHUMAN": "Ana", "UBEN": "Ben", "UCARA": "Cara"}

@@ -1,4 +1,4 @@
-from tests.config_reference import REPO, reference_table, readme_section
+from tests.config_reference import REPO, readme_section, reference_table
 
 
 def test_readme_opens_with_the_two_commands():

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.fakes.slack_payloads import envelope, message, signed_headers
-from tests.test_slack import SlackHarness, fake_slack, slack, start_slack  # noqa: F401  (fixtures)
+from tests.slack_harness import SlackHarness
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from storage import channels
 from tests.fakes.slack_api import APP_ID, TEAM_ID
 from tests.fakes.slack_payloads import CHANNEL, HUMAN
-from tests.test_slack import KEY, SlackHarness, StartSlack, fake_slack, start_slack  # noqa: F401  (fixtures)
+from tests.slack_harness import KEY, SlackHarness, StartSlack
 
 FORM = "application/x-www-form-urlencoded"
 

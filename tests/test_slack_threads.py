@@ -12,7 +12,7 @@ from storage.records import LineKind
 from tests.fake_models import FakeModels
 from tests.fakes.slack_api import BOT_USER_ID, FakeSlackApi
 from tests.fakes.slack_payloads import message
-from tests.test_slack import KEY, SlackHarness, StartSlack, fake_slack, start_slack  # noqa: F401  (fixtures)
+from tests.slack_harness import KEY, SlackHarness, StartSlack
 
 PARENT = "1700000100.000200"
 THREAD_KEY = f"{KEY}:{PARENT}"

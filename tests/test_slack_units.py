@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from bot.config import ConfigError
+from bot.platforms import run_platforms
 from bot.slack.action_targets import ActionFailed, target_of
 from bot.slack.approval_blocks import decision_blocks, feedback_modal, outcome_text, request_blocks
 from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
@@ -24,8 +25,6 @@ from bot.slack.inbound import inbound_from_event
 from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click, feedback_submission
 from bot.slack.keys import channel_id_of, channel_key, channel_key_of, thread_ts_of
 from bot.slack.port import SlackPort, persona_identity
-from bot.platforms import run_platforms
-from tests.conftest import REPO, write_config
 from bot.slack.text import (
     CHUNK_CHARS,
     ZERO_WIDTH_SPACE,
@@ -39,6 +38,7 @@ from personas import load_personas
 from storage import approvals, channels
 from storage.database import open_database
 from storage.records import Approval, ApprovalStatus
+from tests.conftest import REPO, write_config
 from tests.fakes.slack_api import FakeSlackApi
 
 PERSONAS = load_personas(REPO / "personas")

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import discord
 
+from bot.approvals import refusal
 from bot.discord_bot.approval_board import ApprovalBoard
 from bot.discord_bot.approval_places import Place
 from bot.discord_bot.inbound import key_for_channel
-from bot.approvals import refusal
 from bot.service import Actor, ChannelService
 from storage import approvals
 

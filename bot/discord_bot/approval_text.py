@@ -11,8 +11,8 @@ import re
 
 import discord
 
-from bot.discord_bot.chunks import MESSAGE_LIMIT
 from bot.approvals import outcome
+from bot.discord_bot.chunks import MESSAGE_LIMIT
 from personas import Persona
 from storage.records import Approval, ApprovalStatus
 

@@ -9,6 +9,7 @@ the persona's tool result.
 from __future__ import annotations
 
 import logging
+
 import aiohttp
 import discord
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from bot.approvals import outcome
 from bot.slack.keys import channel_id_of
 from bot.slack.text import escape_clipped, escape_for_slack
-from bot.approvals import outcome
 from personas import Persona
 from storage.records import Approval
 

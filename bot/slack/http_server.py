@@ -20,7 +20,14 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.request.internals import parse_body
 from slack_bolt.request.payload_utils import (
-    to_action, to_command, to_event, to_message, to_options, to_shortcut, to_step, to_view,
+    to_action,
+    to_command,
+    to_event,
+    to_message,
+    to_options,
+    to_shortcut,
+    to_step,
+    to_view,
 )
 from slack_sdk.signature import SignatureVerifier
 

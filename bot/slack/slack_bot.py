@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 from bot.app import App
 from bot.config import SlackSection
 from bot.slack.background import BackgroundWork
