@@ -60,15 +60,16 @@ class ActionRunner:
         mode = channel.approval_mode if channel else ApprovalMode.IN_THE_LOOP
         trust = await self._trust(persona) if self.policy.auto_relax else Trust.NOVICE
         waiting: list[ActionCall] = []
-        for call in checked:
-            decision = verdict(call.name, mode=mode, actions_in_turn=len(checked), trust=trust, settings=self.policy)
+        for action in checked:
+            decision = verdict(action.name, mode=mode, actions_in_turn=len(checked), trust=trust, settings=self.policy)
             if decision is Verdict.WAIT:
-                waiting.append(call)
+                waiting.append(action)
                 continue
-            outcome = await self.run(channel_key, persona, call)
-            await history.append_tool_result(self.db, channel_key, persona.id, ToolCall(call.call_id, call.name, call.args), outcome)
+            outcome = await self.run(channel_key, persona, action)
+            made = ToolCall(action.call_id, action.name, action.args)
+            await history.append_tool_result(self.db, channel_key, persona.id, made, outcome)
             if decision is Verdict.ANNOUNCE:
-                await self.port.notice(channel_key, f"{persona.display_name} ran {call.describe()}: {outcome}", thread)
+                await self.port.notice(channel_key, f"{persona.display_name} ran {action.describe()}: {outcome}", thread)
         if not waiting:
             return None
         return {

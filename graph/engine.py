@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Checkpointer, Command
 
 from graph.action_runner import ActionRunner
@@ -43,7 +44,7 @@ class RoundEngine:
         """Run one round; returns the action batches that now wait for approval (see start_approvals)."""
         state = initial_state(channel_key, text=text, author_name=author_name, mentions=mentions or [], thread=thread)
         turns = max(MAX_TURNS_LIMIT, len(self.deps.personas))
-        config = {
+        config: RunnableConfig = {
             "configurable": {"thread_id": channel_key},
             # A turn is at most persona/review three times, then deliver or skip, advance, moderator.
             "recursion_limit": 20 + 10 * turns,
@@ -66,12 +67,12 @@ class RoundEngine:
 
     async def resume_approvals(self, batch_id: str) -> None:
         """Continue a batch once every approval in it is decided; the flow reads the decisions from storage."""
-        config = {"configurable": {"thread_id": batch_id}}
+        config: RunnableConfig = {"configurable": {"thread_id": batch_id}}
         snapshot = await self.approval_graph.aget_state(config)
         if not snapshot.next:
             return  # already finished: a second resume must not execute anything twice
         # Killed before the interrupt was saved, the flow simply continues from its last checkpoint.
-        resume = Command(resume={"decided": True}) if snapshot.interrupts else None
+        resume: Command[Any] | None = Command(resume={"decided": True}) if snapshot.interrupts else None
         result = await self.approval_graph.ainvoke(resume, config, durability="sync")
         await self.start_approvals(list(result.get("new_batches", [])))
 

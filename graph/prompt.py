@@ -110,8 +110,8 @@ def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         paired.append(message)
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                result = results.get(call["id"])
-                paired.append(result or ToolMessage(content=NO_RESULT_YET, tool_call_id=call["id"], name=call["name"]))
+                call_id = call["id"] or ""
+                paired.append(results.get(call_id) or ToolMessage(content=NO_RESULT_YET, tool_call_id=call_id, name=call["name"]))
     return paired
 
 
