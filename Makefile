@@ -23,7 +23,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(STAMP)
+# The bench extra (AutoGen, the peer in bench/engine.py) is installed only for make bench.
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/actions.py
