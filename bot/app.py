@@ -14,6 +14,7 @@ from bot.config import Config, ConfigError
 from bot.persistence import open_persistence
 from bot.service import ChannelDefaults, ChannelService
 from bot.timers import DurableTimers
+from graph.actions import ACTIONS
 from graph.deps import EngineDeps
 from graph.engine import RoundEngine
 from graph.models.base import Models
@@ -72,7 +73,7 @@ def policy_settings(config: Config) -> PolicySettings:
 
 
 def load_checked_personas(config: Config) -> dict[str, Persona]:
-    personas = load_personas(config.personas_dir)
+    personas = load_personas(config.personas_dir, known_actions=ACTIONS)
     unknown = [p for p in config.settings.bot.participants if p not in personas]
     if unknown:
         raise ConfigError(

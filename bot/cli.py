@@ -1,4 +1,4 @@
-"""`python -m bot`: run the configured platforms, the console, or show a persona's prompt."""
+"""`python -m bot`: run the configured platforms, the console, show a persona's prompt, or check and try personas."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import open_app
+from bot.authoring import check_files, try_persona
 from bot.config import Config, ConfigError, ensure_data_dir, load_config, read_text
 from bot.console import ConsolePort, ConsoleSession, console_key
 from graph.models.factory import ProviderError
@@ -40,6 +41,18 @@ def _parser() -> argparse.ArgumentParser:
     prompt = commands.add_parser("prompt", parents=[common], help="print the messages a persona would receive next")
     prompt.add_argument("--channel", required=True, help="console channel name or full channel key")
     prompt.add_argument("--persona", required=True, help="persona id")
+
+    persona = commands.add_parser("persona", help="check persona files, or try a persona on one line")
+    persona_commands = persona.add_subparsers(dest="persona_command", required=True)
+    check = persona_commands.add_parser(
+        "check", help="validate persona TOML files (a directory: its *.toml): one line per problem, exit 2 on any"
+    )
+    check.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    try_ = persona_commands.add_parser(
+        "try", parents=[common], help="print a persona's prompt for one line, then one reply; nothing is stored"
+    )
+    try_.add_argument("persona", metavar="ID|FILE", help="a persona id, or a persona TOML file")
+    try_.add_argument("line", help="what you say to it")
     return parser
 
 
@@ -99,7 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        if args.command == "persona" and args.persona_command == "check":
+            return check_files(args.files)  # needs no config: only the files
         config = load_config(args.config)
+        if args.command == "persona":  # nothing is stored: the data directory is not touched
+            return asyncio.run(try_persona(config, args.persona, args.line))
         ensure_data_dir(config)
         if args.command == "console":
             if args.script is not None:

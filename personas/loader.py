@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic_core import ErrorDetails
 
 PERSONA_DIR = Path(__file__).parent
 
@@ -39,48 +42,96 @@ class Persona(BaseModel):
         return self.avatar.startswith(("http://", "https://"))
 
 
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(file)"
-    if first["type"] == "missing":
+@dataclass(frozen=True)
+class CheckedFile:
+    """One persona file: its persona when it is valid, and every problem found ("field: what is wrong")."""
+
+    path: Path
+    persona: Persona | None
+    problems: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        return [f"{self.path}: {problem}" for problem in self.problems]
+
+
+def _describe(error: ErrorDetails) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "(file)"
+    if error["type"] == "missing":
         return f"{where}: missing required field"
-    if first["type"] == "extra_forbidden":
+    if error["type"] == "extra_forbidden":
         return f"{where}: unknown field"
-    return f"{where}: {first['msg']} (got {first.get('input')!r})"
+    return f"{where}: {error['msg']} (got {error.get('input')!r})"
 
 
-def load_persona_file(path: Path) -> Persona:
+def check_persona_file(path: Path, known_actions: Collection[str] | None = None) -> CheckedFile:
+    """Every problem of one file on its own; `known_actions` (when given) are the action names it may list."""
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise PersonaError(f"{path}: not valid TOML: {exc}") from None
+        return CheckedFile(path, None, (f"not valid TOML: {exc}",))
     except UnicodeDecodeError as exc:
-        raise PersonaError(f"{path}: not UTF-8 text (at byte {exc.start})") from None
+        return CheckedFile(path, None, (f"not UTF-8 text (at byte {exc.start})",))
     except OSError as exc:
-        raise PersonaError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        return CheckedFile(path, None, (f"cannot be read ({exc.strerror or type(exc).__name__})",))
+    persona: Persona | None = None
+    problems: list[str] = []
     try:
-        return Persona.model_validate(raw)
+        persona = Persona.model_validate(raw)
     except ValidationError as exc:
-        raise PersonaError(f"{path}: {_describe(exc)}") from None
+        problems = [_describe(error) for error in exc.errors()]
+    actions = raw.get("actions")
+    if known_actions is not None and isinstance(actions, list):
+        known = ", ".join(known_actions)
+        problems += [
+            f"actions: unknown action {name!r} (known: {known})"
+            for name in actions
+            if isinstance(name, str) and name not in known_actions
+        ]
+    return CheckedFile(path, None if problems else persona, tuple(problems))
 
 
-def load_personas(directory: Path = PERSONA_DIR) -> dict[str, Persona]:
-    """Every *.toml in directory, keyed by id, in file-name order."""
+def check_persona_files(paths: Iterable[Path], known_actions: Collection[str] | None = None) -> list[CheckedFile]:
+    """Each file on its own, then together: ids and display names must be unique across them."""
+    checked: list[CheckedFile] = []
+    origin: dict[str, Path] = {}
+    names: dict[str, str] = {}
+    for path in paths:
+        one = check_persona_file(path, known_actions)
+        persona = one.persona
+        if persona is not None:
+            taken = names.get(persona.display_name.casefold())
+            if persona.id in origin:
+                one = replace(
+                    one, problems=(f"id: duplicate persona id {persona.id!r} (also in {origin[persona.id]})",)
+                )
+            elif taken is not None:
+                one = replace(
+                    one, problems=(f"display_name: {persona.display_name!r} is already used by persona {taken!r}",)
+                )
+            origin.setdefault(persona.id, path)
+            names.setdefault(persona.display_name.casefold(), persona.id)
+        checked.append(one)
+    return checked
+
+
+def first_problem(lines: Sequence[str], where: Path) -> PersonaError:
+    """One line for the bot's error: the first problem, and where to see them all."""
+    more = f" (and {len(lines) - 1} more: roundtable persona check {where})" if len(lines) > 1 else ""
+    return PersonaError(lines[0] + more)
+
+
+def persona_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise PersonaError(f"{directory}: persona directory not found")
-    personas: dict[str, Persona] = {}
-    origin: dict[str, Path] = {}
-    for path in sorted(directory.glob("*.toml")):
-        persona = load_persona_file(path)
-        if persona.id in personas:
-            raise PersonaError(f"{path}: duplicate persona id {persona.id!r} (also in {origin[persona.id]})")
-        names = {p.display_name.casefold(): p.id for p in personas.values()}
-        if persona.display_name.casefold() in names:
-            raise PersonaError(
-                f"{path}: display_name {persona.display_name!r} is already used by persona {names[persona.display_name.casefold()]!r}"
-            )
-        personas[persona.id] = persona
-        origin[persona.id] = path
-    if not personas:
+    return sorted(directory.glob("*.toml"))
+
+
+def load_personas(directory: Path = PERSONA_DIR, known_actions: Collection[str] | None = None) -> dict[str, Persona]:
+    """Every *.toml in directory, keyed by id, in file-name order; a PersonaError names the first problem."""
+    checked = check_persona_files(persona_files(directory), known_actions)
+    if not checked:
         raise PersonaError(f"{directory}: no persona files (*.toml)")
-    return personas
+    problems = [line for one in checked for line in one.lines()]
+    if problems:
+        raise first_problem(problems, directory)
+    return {one.persona.id: one.persona for one in checked if one.persona is not None}

@@ -65,7 +65,7 @@ GOOD = 'id = "{id}"\ndisplay_name = "{name}"\navatar = ":owl:"\nsystem_prompt = 
 def test_persona_errors(tmp_path):
     write_persona(tmp_path, "a", GOOD.format(id="ann", name="Ann"))
     write_persona(tmp_path, "b", GOOD.format(id="ann", name="Bea"))
-    with pytest.raises(PersonaError, match=r"b.toml: duplicate persona id 'ann' \(also in .*a.toml\)"):
+    with pytest.raises(PersonaError, match=r"b.toml: id: duplicate persona id 'ann' \(also in .*a.toml\)"):
         load_personas(tmp_path)
     write_persona(tmp_path, "b", GOOD.format(id="bea", name="Bea").replace("0.5", "1.5"))
     with pytest.raises(PersonaError, match=r"b.toml: talkativeness: Input should be less than or equal to 1 \(got 1.5\)"):
