@@ -8,7 +8,12 @@ from typing import Literal
 from bot.numbers import record_id, whole_number
 
 USAGE = {
-    "moderate": "/moderate on [max_turns] | off | status",
+    "moderate": (
+        "/moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset"
+        " | recruit on|off"
+    ),
+    "stop": "/stop",
+    "next": "/next PERSONA",
     "invite": "/invite PERSONA_ID",
     "dismiss": "/dismiss PERSONA_ID",
     "personas": "/personas",
@@ -57,8 +62,60 @@ def _usage(name: str) -> CommandError:
     return CommandError(f"usage: {USAGE[name]}")
 
 
-def parse_moderate(args: list[str]) -> Moderate:
-    if not args or args[0].lower() not in ("on", "off", "status"):
+@dataclass(frozen=True)
+class PauseReplies:
+    """/moderate pause (True) or resume (False)."""
+
+    pause: bool
+
+
+@dataclass(frozen=True)
+class ShowReasons:
+    on: bool
+
+
+@dataclass(frozen=True)
+class SetModeratorPrompt:
+    text: str  # "" puts back the default prompt
+
+
+@dataclass(frozen=True)
+class AllowRecruiting:
+    on: bool
+
+
+@dataclass(frozen=True)
+class StopRound:
+    pass
+
+
+@dataclass(frozen=True)
+class NameNextSpeaker:
+    persona: str  # an id or a display name, as typed
+
+
+MODERATOR_PROMPT_LIMIT = 2000
+
+ModerateCommand = Moderate | PauseReplies | ShowReasons | SetModeratorPrompt | AllowRecruiting
+
+
+def parse_moderate(args: list[str]) -> ModerateCommand:
+    if not args:
+        raise _usage("moderate")
+    verb, rest = args[0].lower(), args[1:]
+    if verb in ("pause", "resume") and not rest:
+        return PauseReplies(verb == "pause")
+    if verb in ("reasons", "recruit") and len(rest) == 1 and rest[0].lower() in ("on", "off"):
+        on = rest[0].lower() == "on"
+        return ShowReasons(on) if verb == "reasons" else AllowRecruiting(on)
+    if verb == "prompt" and rest:
+        text = " ".join(rest)
+        if text.lower() == "reset":
+            return SetModeratorPrompt("")
+        if len(text) > MODERATOR_PROMPT_LIMIT:
+            raise CommandError(f"the moderator prompt is {len(text)} characters; the most is {MODERATOR_PROMPT_LIMIT}")
+        return SetModeratorPrompt(text)
+    if verb not in ("on", "off", "status"):
         raise _usage("moderate")
     mode = args[0].lower()
     if mode != "on":
@@ -96,6 +153,14 @@ def parse_command(text: str) -> Command | None:
         return parse_decision(name, rest)
     if name == "trust":
         return ShowTrust()
+    if name == "stop":
+        if args:
+            raise _usage("stop")
+        return StopRound()
+    if name == "next":
+        if len(args) != 1:
+            raise _usage("next")
+        return NameNextSpeaker(args[0])
     shown = f" /{name}" if name.isprintable() and len(name) <= MAX_NAME_CHARS else ""
     raise CommandError(f"unknown command{shown}; try {', '.join(f'/{n}' for n in USAGE)}")
 
@@ -160,6 +225,6 @@ def parse_decision(name: str, rest: str) -> Decide:
 
 
 Command = (
-    Moderate | Invite | Dismiss | ListPersonas | SetScene | ListApprovals | SetApprovalMode | SettleUnknown | Decide
-    | ShowTrust
+    ModerateCommand | Invite | Dismiss | ListPersonas | SetScene | ListApprovals | SetApprovalMode | SettleUnknown
+    | Decide | ShowTrust | StopRound | NameNextSpeaker
 )

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.approvals import (
     NOTHING_PENDING,
@@ -34,9 +34,15 @@ from bot.commands import (
     ListApprovals,
     ListPersonas,
     Moderate,
+    AllowRecruiting,
+    NameNextSpeaker,
+    PauseReplies,
     SetApprovalMode,
+    SetModeratorPrompt,
     SetScene,
     SettleUnknown,
+    ShowReasons,
+    StopRound,
     ShowTrust,
     parse_command,
 )
@@ -80,9 +86,11 @@ def _nobody(channel_key: str, user_id: str, team: str | None) -> bool:
 
 @dataclass(frozen=True)
 class AnswerInbox:
-    """A queued item: answer whatever waits in the channel's inbox."""
+    """A queued item: answer whatever waits in the channel's inbox, one round per message, or,
+    after /moderate resume, everything that came in meanwhile in one round."""
 
     channel_key: str
+    together: bool = False
 
 
 @dataclass(frozen=True)
@@ -238,6 +246,11 @@ class ChannelService:
             await self.engine.run_approved(item.approval_id)
             return
         while (message := await inbox.oldest(self.db, item.channel_key)) is not None:
+            channel = await channels.get_channel(self.db, item.channel_key)
+            if channel is not None and channel.paused:
+                return  # recorded, and answered after /moderate resume
+            if item.together:
+                message = await self._take_all_waiting(message)
             # Taken off before the round runs: a round cut short by a crash is not run again,
             # so no reply or action request is ever repeated. Messages still waiting are answered.
             await inbox.take(self.db, message.line_id)
@@ -250,6 +263,17 @@ class ChannelService:
             except Exception:
                 log.exception("round failed in %s", item.channel_key)
                 await self._notice(item.channel_key, "Something went wrong in this round; the message was kept.", message.thread)
+
+    async def _take_all_waiting(self, oldest: inbox.Waiting) -> inbox.Waiting:
+        """Every waiting message off the inbox but the newest, which the one round then answers,
+        addressing everyone any of them addressed."""
+        newest, mentions, texts = oldest, list(oldest.mentions), [oldest.text]
+        while (following := await inbox.oldest_after(self.db, newest.channel_key, newest.line_id)) is not None:
+            await inbox.take(self.db, newest.line_id)
+            newest = following
+            mentions += [m for m in following.mentions if m not in mentions]
+            texts.append(following.text)
+        return replace(newest, text="\n".join(texts), mentions=tuple(mentions))
 
     async def _answer(self, message: inbox.Waiting) -> None:
         waiting = await self.engine.run_round(
@@ -309,7 +333,33 @@ class ChannelService:
             case ShowTrust():
                 return CommandReply(await self._trust_table(key))
             case Moderate(mode="status"):
-                return CommandReply(await self._moderation_status(key))
+                return CommandReply(await self._moderation_status(key, with_decisions=True))
+            case PauseReplies(pause=pause):
+                await channels.set_setting(self.db, key, "paused", pause)
+                if pause:
+                    announce = "Replies are paused: messages are kept, and no persona answers until /moderate resume."
+                else:
+                    announce = "Replies resumed: what came in meanwhile is answered now, in one round."
+                    self._enqueue(AnswerInbox(key, together=True))
+                await self._mark(key, "replies paused" if pause else "replies resumed", thread, announce=announce)
+                return CommandReply(announce, announced=True)
+            case ShowReasons(on=on):
+                await channels.set_setting(self.db, key, "show_reasons", on)
+                return CommandReply(f"The moderator's picks and reasons are {'shown' if on else 'no longer shown'} here.")
+            case AllowRecruiting(on=on):
+                await channels.set_setting(self.db, key, "recruit", on)
+                return CommandReply(f"The moderator {'may' if on else 'may not'} invite personas into this channel.")
+            case SetModeratorPrompt(text=text):
+                await channels.set_setting(self.db, key, "moderator_prompt", text)
+                return CommandReply("The moderator uses this channel's own prompt now." if text
+                                    else "The moderator uses the default prompt again.")
+            case StopRound():
+                if key not in self._workers:
+                    return CommandReply("No round is running here.", ok=False)
+                await channels.set_setting(self.db, key, "stop_requested", True)
+                return CommandReply("The round stops after the current turn; pending approvals stay pending.")
+            case NameNextSpeaker(persona=name):
+                return await self._name_next(key, name)
             case Moderate(mode=mode, max_turns=max_turns):
                 on = mode == "on"
                 await channels.set_moderated(self.db, key, on, max_turns)
@@ -331,13 +381,30 @@ class ChannelService:
         await history.append_line(self.db, key, LineKind.MARKER, "system", "system", marker)
         await self._notice(key, announce, thread)
 
-    async def _moderation_status(self, key: str) -> str:
+    async def _moderation_status(self, key: str, *, with_decisions: bool = False) -> str:
         channel = await channels.get_channel(self.db, key)
         assert channel is not None
         if not channel.moderated:
-            return "Moderation is off: addressed personas reply, otherwise a natural pick, once."
-        turns = channel.max_turns or self.engine.deps.settings.max_turns
-        return f"Moderation is on: the moderator picks who speaks next, up to {turns} turns a round."
+            status = "Moderation is off: addressed personas reply, otherwise a natural pick, once."
+        else:
+            turns = channel.max_turns or self.engine.deps.settings.max_turns
+            status = f"Moderation is on: the moderator picks who speaks next, up to {turns} turns a round."
+        if channel.paused:
+            status += " Replies are paused (/moderate resume)."
+        if with_decisions and channel.last_decisions:
+            status += "\nThe last round's decisions:\n" + "\n".join(f"- {d}" for d in channel.last_decisions)
+        return status
+
+    async def _name_next(self, key: str, name: str) -> CommandReply:
+        present = [self.personas[p] for p in await channels.participants(self.db, key) if p in self.personas]
+        wanted = name.strip().lstrip("@").casefold()
+        persona = next((p for p in present if wanted in (p.id.casefold(), p.display_name.casefold())), None)
+        if persona is None:
+            names = ", ".join(p.display_name for p in present) or "nobody"
+            return CommandReply(f"{name[:40]!r} is not in this channel; choose one of {names}.", ok=False)
+        await channels.set_setting(self.db, key, "next_speaker", persona.id)
+        when = "next in this round" if key in self._workers else "first in the next round"
+        return CommandReply(f"{persona.display_name} speaks {when}.")
 
     async def _membership(self, key: str, persona_id: str, join: bool, thread: str | None) -> CommandReply:
         persona = self.personas.get(persona_id)

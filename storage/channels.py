@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 
@@ -20,6 +21,13 @@ def _channel(row: Row) -> Channel:
         max_turns=row["max_turns"],
         scene=row["scene"],
         approval_mode=ApprovalMode(row["approval_mode"]),
+        paused=bool(row["paused"]),
+        show_reasons=None if row["show_reasons"] is None else bool(row["show_reasons"]),
+        recruit=None if row["recruit"] is None else bool(row["recruit"]),
+        moderator_prompt=row["moderator_prompt"],
+        stop_requested=bool(row["stop_requested"]),
+        next_speaker=row["next_speaker"],
+        last_decisions=tuple(json.loads(row["last_decisions"])),
     )
 
 
@@ -79,3 +87,39 @@ async def set_scene(db: Database, key: str, scene: str) -> None:
 async def set_approval_mode(db: Database, key: str, mode: ApprovalMode) -> None:
     async with db.transaction() as tx:
         await tx.execute("UPDATE channels SET approval_mode = ? WHERE key = ?", (mode.value, key))
+
+
+# Steering, one column each. The column name is ours, never a person's text.
+_SETTINGS = {"paused", "show_reasons", "recruit", "moderator_prompt", "stop_requested", "next_speaker"}
+
+
+async def set_setting(db: Database, key: str, column: str, value: bool | str | None) -> None:
+    assert column in _SETTINGS, column
+    stored = int(value) if isinstance(value, bool) else value
+    async with db.transaction() as tx:
+        await tx.execute(f"UPDATE channels SET {column} = ? WHERE key = ?", (stored, key))
+
+
+async def take_stop_request(db: Database, key: str) -> bool:
+    """Whether /stop was asked for since the last check; the request is used up."""
+    async with db.transaction() as tx:
+        return await tx.execute("UPDATE channels SET stop_requested = 0 WHERE key = ? AND stop_requested = 1", (key,)) == 1
+
+
+async def take_next_speaker(db: Database, key: str) -> str | None:
+    """The persona named with /next, if any; the nomination is used up."""
+    async with db.transaction() as tx:
+        row = await tx.fetch_one("SELECT next_speaker FROM channels WHERE key = ?", (key,))
+        if row is None or row["next_speaker"] is None:
+            return None
+        await tx.execute("UPDATE channels SET next_speaker = NULL WHERE key = ?", (key,))
+        return str(row["next_speaker"])
+
+
+async def set_last_decisions(db: Database, key: str, decisions: Sequence[str]) -> None:
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE channels SET last_decisions = ? WHERE key = ?", (json.dumps(list(decisions)), key))
+
+
+async def paused_channels(db: Database) -> set[str]:
+    return {row["key"] for row in await db.fetch_all("SELECT key FROM channels WHERE paused = 1")}

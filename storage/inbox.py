@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storage.database import Database
+from storage.database import Database, Row
 from storage.events import claim_in
 from storage.history import insert_line
 from storage.locks import inbox_lock
@@ -53,8 +53,19 @@ async def oldest(db: Database, channel_key: str) -> Waiting | None:
         "WHERE i.channel_key = ? ORDER BY i.line_id LIMIT 1",
         (channel_key,),
     )
-    if row is None:
-        return None
+    return _waiting(row, channel_key) if row else None
+
+
+async def oldest_after(db: Database, channel_key: str, line_id: int) -> Waiting | None:
+    row = await db.fetch_one(
+        "SELECT i.line_id, i.mentions, i.thread, l.author_name, l.text FROM inbox i JOIN lines l ON l.id = i.line_id "
+        "WHERE i.channel_key = ? AND i.line_id > ? ORDER BY i.line_id LIMIT 1",
+        (channel_key, line_id),
+    )
+    return _waiting(row, channel_key) if row else None
+
+
+def _waiting(row: Row, channel_key: str) -> Waiting:
     return Waiting(
         line_id=row["line_id"], channel_key=channel_key, author_name=row["author_name"], text=row["text"],
         mentions=tuple(json.loads(row["mentions"])), thread=row["thread"],

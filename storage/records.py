@@ -37,6 +37,13 @@ class Channel:
     max_turns: int | None
     scene: str
     approval_mode: ApprovalMode = ApprovalMode.IN_THE_LOOP
+    paused: bool = False
+    show_reasons: bool | None = None  # None: the configured default
+    recruit: bool | None = None  # None: the configured default
+    moderator_prompt: str = ""  # "" means the default prompt
+    stop_requested: bool = False
+    next_speaker: str | None = None
+    last_decisions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,7 @@ def test_scripted_console_run_prints_the_transcript(tmp_path):
     assert moderated[6].startswith("[moderator] next: FINISH")
     assert "[system] Pixel joined." in lines
     assert any(line.startswith("[Pixel] Ooh, I can already see it:") for line in lines)
-    assert lines[-1] == "[system] usage: /moderate on [max_turns] | off | status"
+    assert lines[-1] == "[system] usage: /moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset | recruit on|off"
 
 
 def test_without_verbose_the_moderator_is_silent(tmp_path):

@@ -23,7 +23,7 @@ from tests.fakes.slack_payloads import HUMAN, message
 from tests.slack_harness import KEY, SlackHarness
 from tests.test_discord import callback_of, fake, open_bot  # noqa: F401  (fixtures)
 
-MODERATE_USAGE = "usage: /moderate on [max_turns] | off | status (max_turns is a whole number from 1 to 50)"
+MODERATE_USAGE = "usage: /moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset | recruit on|off (max_turns is a whole number from 1 to 50)"
 TYPED = {
     "/approve ²": "usage: /approve N",
     "/reject ① x": "usage: /reject N [incident] [feedback]",
