@@ -42,6 +42,7 @@ TEXT = p.TEXT_CHANNEL_ID
 THREAD = p.THREAD_ID
 CHANNEL_MESSAGES = rf"/channels/{TEXT}/messages"
 PERSONAS = load_personas(REPO / "personas")
+TWEMOJI = "https://cdn.jsdelivr.net/gh/jdecked/twemoji@latest/assets/72x72/"  # config.toml's [discord] twemoji_base_url
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
     [created] = fake.find_calls("POST", rf"/channels/{TEXT}/webhooks")
     assert created.json["name"] == "Roundtable"
     # What the client asked of Discord on the way in:
-    assert {c["name"] for c in fake.commands} == {"moderate", "persona", "approvals", "trust"}
+    assert {c["name"] for c in fake.commands} == {"moderate", "stop", "next", "persona", "approvals", "trust"}
     assert fake.gateway_queries[0]["v"] == "10" and fake.gateway_queries[0]["encoding"] == "json"
     assert fake.identify_payloads[0]["intents"] & (1 << 15), "message content intent"
 
@@ -124,9 +125,29 @@ async def test_a_thread_message_is_answered_in_the_thread_and_the_bot_mention_is
 
     assert execute.query["thread_id"] == str(THREAD)
     assert execute.json["username"] == "Sage"
-    assert "avatar_url" not in execute.json  # Sage's avatar is an emoji, not an image URL
+    assert execute.json["avatar_url"] == f"{TWEMOJI}1f989.png"  # Sage's avatar is ":owl:", 🦉
     assert fake.find_calls("POST", rf"/channels/{TEXT}/webhooks"), "the thread posts through its parent's webhook"
     assert [(line.author_name, line.text) for line in lines][0] == ("Ana", "Sage, what next?")
+
+
+async def test_an_emoji_avatar_is_a_twemoji_image(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot(sections={"bot": {"participants": ["pixel"]}}):
+        await fake.send_message("Pixel, paint us a picture")
+        [execute] = await fake.wait_for_webhook_executes()
+    assert execute.json["username"] == "Pixel"
+    assert execute.json["avatar_url"] == f"{TWEMOJI}1f3a8.png"  # Pixel's avatar is "🎨"
+
+
+async def test_the_twemoji_base_url_is_configurable(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot({"twemoji_base_url": "https://emoji.example/png"}, sections={"bot": {"participants": ["pixel"]}}):
+        await fake.send_message("Pixel, paint us a picture")
+        [execute] = await fake.wait_for_webhook_executes()
+    assert execute.json["avatar_url"] == "https://emoji.example/png/1f3a8.png"
+
+    async with open_bot({"twemoji_base_url": ""}, sections={"bot": {"participants": ["pixel"]}}):
+        await fake.send_message("Pixel, once more")
+        [_, execute] = await fake.wait_for_webhook_executes(2)
+    assert execute.json["username"] == "Pixel" and "avatar_url" not in execute.json
 
 
 async def test_bot_and_webhook_messages_are_ignored(fake: FakeDiscord, open_bot) -> None:

@@ -14,7 +14,7 @@ from typing import Literal
 import discord
 from discord import app_commands
 
-from bot.commands import Command, CommandError, Dismiss, Invite, ListPersonas, parse_moderate
+from bot.commands import Command, CommandError, Dismiss, Invite, ListPersonas, NameNextSpeaker, StopRound, parse_moderate
 from bot.discord_bot.chunks import split_message
 from bot.discord_bot.inbound import key_for_channel
 from bot.service import Actor, ChannelService
@@ -41,19 +41,38 @@ def add_slash_commands(
 
     @tree.command(name="moderate", description="Let a moderator pick who speaks next, or answer once per message")
     @app_commands.guild_only()
-    @app_commands.describe(mode="on, off or status", max_turns="how many turns a moderated round may take (1-50)")
+    @app_commands.describe(
+        mode="on, off, status, pause, resume, reasons, recruit or prompt",
+        max_turns="with on: how many turns a moderated round may take (1-50)",
+        setting="with reasons or recruit: on or off",
+        text="with prompt: the moderator's prompt for this channel, or reset",
+    )
     async def moderate(
         interaction: discord.Interaction,
-        mode: Literal["on", "off", "status"],
+        mode: Literal["on", "off", "status", "pause", "resume", "reasons", "recruit", "prompt"],
         max_turns: app_commands.Range[int, 1, 50] | None = None,
+        setting: Literal["on", "off"] | None = None,
+        text: str | None = None,
     ) -> None:
+        words = [str(mode)] + [str(v) for v in (max_turns, setting) if v is not None] + (text.split() if text else [])
         try:
             # Discord checks the option types and range, but whatever arrives is parsed as typed text.
-            command = parse_moderate([str(mode)] + ([str(max_turns)] if max_turns is not None else []))
+            command = parse_moderate(words)
         except CommandError as exc:
             await reply_now(interaction, str(exc))
             return
         await run(interaction, command, changes=mode != "status")
+
+    @tree.command(name="stop", description="End the running round after the current turn")
+    @app_commands.guild_only()
+    async def stop(interaction: discord.Interaction) -> None:
+        await run(interaction, StopRound(), changes=False)
+
+    @tree.command(name="next", description="Name the persona who speaks next")
+    @app_commands.guild_only()
+    @app_commands.describe(persona="the persona who speaks next")
+    async def next_speaker(interaction: discord.Interaction, persona: str) -> None:
+        await run(interaction, NameNextSpeaker(persona), changes=False)
 
     @tree.command(name="persona", description="List the personas, or invite or dismiss one in this channel")
     @app_commands.guild_only()

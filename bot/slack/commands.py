@@ -23,7 +23,9 @@ from bot.commands import (
     Dismiss,
     Invite,
     ListPersonas,
+    NameNextSpeaker,
     ShowTrust,
+    StopRound,
     parse_approvals,
     parse_moderate,
 )
@@ -57,8 +59,22 @@ def parse_trust(args: list[str]) -> Command:
     return ShowTrust()
 
 
+def parse_stop(args: list[str]) -> Command:
+    if args:
+        raise CommandError(f"usage: {USAGE['stop']}")
+    return StopRound()
+
+
+def parse_next(args: list[str]) -> Command:
+    if len(args) != 1:
+        raise CommandError(f"usage: {USAGE['next']}")
+    return NameNextSpeaker(args[0])
+
+
 SLASH_COMMANDS: dict[str, Parser] = {
     "/moderate": parse_moderate,
+    "/stop": parse_stop,
+    "/next": parse_next,
     "/persona": parse_persona,
     "/approvals": parse_approvals,
     "/trust": parse_trust,
