@@ -214,7 +214,7 @@ def test_manifest() -> None:
         ["message.channels", "message.groups", "message.im", "app_mention"]
     )
     commands = {c["command"]: c["url"] for c in manifest["features"]["slash_commands"]}
-    assert set(commands) == {"/moderate", "/persona", "/approvals", "/trust"}
+    assert set(commands) == {"/moderate", "/stop", "/next", "/persona", "/approvals", "/trust"}
     urls = {*commands.values(), settings["event_subscriptions"]["request_url"], settings["interactivity"]["request_url"]}
     assert urls == {"https://example.com/slack/events"}
     assert settings["interactivity"]["is_enabled"] is True and settings["socket_mode_enabled"] is False
