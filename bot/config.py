@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.avatars import TWEMOJI_BASE_URL
 from bot.slack.keys import channel_key_of
 
 SECRET_ENV_VARS = (
@@ -104,6 +105,7 @@ class DiscordSection(_Section):
     api_base_url: str = "https://discord.com/api/v10"
     gateway_url: str = ""
     manager_role: str = ""
+    twemoji_base_url: str = TWEMOJI_BASE_URL
 
 
 class ApprovalsSection(_Section):

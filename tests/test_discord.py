@@ -139,12 +139,13 @@ async def test_an_emoji_avatar_is_a_twemoji_image(fake: FakeDiscord, open_bot) -
 
 
 async def test_the_twemoji_base_url_is_configurable(fake: FakeDiscord, open_bot) -> None:
-    async with open_bot({"twemoji_base_url": "https://emoji.example/png"}, sections={"bot": {"participants": ["pixel"]}}):
+    only_pixel = {"bot": {"participants": ["pixel"]}}
+    async with open_bot({"twemoji_base_url": "https://emoji.example/png"}, sections=only_pixel):
         await fake.send_message("Pixel, paint us a picture")
         [execute] = await fake.wait_for_webhook_executes()
     assert execute.json["avatar_url"] == "https://emoji.example/png/1f3a8.png"
 
-    async with open_bot({"twemoji_base_url": ""}, sections={"bot": {"participants": ["pixel"]}}):
+    async with open_bot({"twemoji_base_url": ""}, sections=only_pixel):
         await fake.send_message("Pixel, once more")
         [_, execute] = await fake.wait_for_webhook_executes(2)
     assert execute.json["username"] == "Pixel" and "avatar_url" not in execute.json

@@ -99,7 +99,7 @@ async def test_persona_invite_list_and_dismiss(slack: SlackHarness) -> None:
     await slack.say("Pixel, paint us a picture", "1700000005.000100")
     pixel = slack.posts()[-1]
     assert pixel["username"] == "Pixel"
-    assert "icon_emoji" not in pixel and "icon_url" not in pixel  # a unicode emoji avatar has no Slack icon
+    assert pixel["icon_emoji"] == ":art:" and "icon_url" not in pixel  # Pixel's avatar is "🎨"
 
     await slack.command("/persona", "list")
     [listing] = slack.replies_to_command()

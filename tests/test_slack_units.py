@@ -144,7 +144,7 @@ def test_channel_keys_round_trip() -> None:
 def test_persona_identity() -> None:
     assert persona_identity(PERSONAS["sage"]) == {"username": "Sage", "icon_emoji": ":owl:"}
     assert persona_identity(PERSONAS["rex"]) == {"username": "Rex", "icon_emoji": ":t-rex:"}
-    assert persona_identity(PERSONAS["pixel"]) == {"username": "Pixel"}
+    assert persona_identity(PERSONAS["pixel"]) == {"username": "Pixel", "icon_emoji": ":art:"}  # avatar "🎨"
     assert persona_identity(PERSONAS["nova"])["icon_url"].startswith("https://")
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import discord
 
+from bot.avatars import TWEMOJI_BASE_URL, twemoji_url
 from bot.discord_bot.chunks import MESSAGE_LIMIT, split_message
 from bot.discord_bot.inbound import channel_id_of
 from bot.discord_bot.names import webhook_username
@@ -37,9 +38,15 @@ class Destination:
         return self.parent_id or self.channel_id
 
 
+def avatar_url(persona: Persona, twemoji_base_url: str = TWEMOJI_BASE_URL) -> str | None:
+    """An image URL as is; an emoji ("🎨", ":owl:") as its Twemoji image; None for anything else."""
+    return persona.avatar if persona.avatar_is_url else twemoji_url(persona.avatar, twemoji_base_url)
+
+
 class Delivery:
-    def __init__(self, client: discord.Client) -> None:
+    def __init__(self, client: discord.Client, twemoji_base_url: str = TWEMOJI_BASE_URL) -> None:
         self._client = client
+        self._twemoji_base_url = twemoji_base_url
         self._webhooks = ChannelWebhooks(client)
         self._parents: dict[int, int | None] = {}
         self._without_webhooks: set[int] = set()
@@ -65,7 +72,7 @@ class Delivery:
                     await webhook.send(
                         chunk,
                         username=webhook_username(persona.display_name),
-                        avatar_url=persona.avatar if persona.avatar_is_url else None,
+                        avatar_url=avatar_url(persona, self._twemoji_base_url),
                         allowed_mentions=NO_MENTIONS,
                         wait=True,
                         thread=discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING,

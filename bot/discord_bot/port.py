@@ -13,6 +13,7 @@ import logging
 import aiohttp
 import discord
 
+from bot.avatars import TWEMOJI_BASE_URL
 from bot.discord_bot.approval_board import ApprovalBoard
 from bot.discord_bot.approval_buttons import approval_view
 from bot.discord_bot.approval_places import ApprovalPlaces
@@ -45,9 +46,10 @@ class DiscordPort:
         board: ApprovalBoard | None = None,
         *,
         approvals_elsewhere: OutboundPort | None = None,
+        twemoji_base_url: str = TWEMOJI_BASE_URL,
     ) -> None:
         self._client = client
-        self._delivery = Delivery(client)
+        self._delivery = Delivery(client, twemoji_base_url)
         self.board = board or ApprovalBoard(client, ApprovalPlaces())
         self._elsewhere = approvals_elsewhere
 

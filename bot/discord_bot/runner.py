@@ -52,7 +52,12 @@ class DiscordAdapter:
 
     def port(self, db: Database) -> DiscordPort:
         self.board = ApprovalBoard(self.client, ApprovalPlaces(db))
-        return DiscordPort(self.client, self.board, approvals_elsewhere=self.approvals_elsewhere)
+        return DiscordPort(
+            self.client,
+            self.board,
+            approvals_elsewhere=self.approvals_elsewhere,
+            twemoji_base_url=self.config.settings.discord.twemoji_base_url,
+        )
 
     @asynccontextmanager
     async def connected(self, app: App) -> AsyncIterator[asyncio.Task[None]]:

@@ -8,7 +8,6 @@ chat.update, also after a restart.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.avatars import slack_icon_emoji
 from bot.config import Config, slack_approver
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
@@ -31,7 +31,6 @@ from storage.records import Approval, ApprovalStatus
 log = logging.getLogger(__name__)
 
 NOTICE_NAME = "Roundtable"
-_EMOJI_CODE = re.compile(r"^:[a-z0-9_+'-]+:$")
 
 _DELIVERY_ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError)
 _NO_DECIDER = (ApprovalStatus.PENDING, ApprovalStatus.EXPIRED)
@@ -40,12 +39,12 @@ ApproversFor = Callable[[str], set[str]]
 
 
 def persona_identity(persona: Persona) -> dict[str, str]:
-    """username plus icon_url or icon_emoji; a raw unicode emoji has no Slack icon field, so only the name."""
+    """username plus icon_url, or icon_emoji for a `:shortcode:` or a unicode emoji ("🎨" is `:art:`)."""
     identity = {"username": persona.display_name}
     if persona.avatar_is_url:
         identity["icon_url"] = persona.avatar
-    elif _EMOJI_CODE.match(persona.avatar):
-        identity["icon_emoji"] = persona.avatar
+    elif icon := slack_icon_emoji(persona.avatar):
+        identity["icon_emoji"] = icon
     return identity
 
 
