@@ -26,6 +26,7 @@ from bot.approvals import (
     wanted,
 )
 from bot.commands import (
+    AllowRecruiting,
     Command,
     CommandError,
     Decide,
@@ -34,7 +35,6 @@ from bot.commands import (
     ListApprovals,
     ListPersonas,
     Moderate,
-    AllowRecruiting,
     NameNextSpeaker,
     PauseReplies,
     SetApprovalMode,
@@ -42,8 +42,8 @@ from bot.commands import (
     SetScene,
     SettleUnknown,
     ShowReasons,
-    StopRound,
     ShowTrust,
+    StopRound,
     parse_command,
 )
 from bot.inbound import Inbound

@@ -14,7 +14,16 @@ from typing import Literal
 import discord
 from discord import app_commands
 
-from bot.commands import Command, CommandError, Dismiss, Invite, ListPersonas, NameNextSpeaker, StopRound, parse_moderate
+from bot.commands import (
+    Command,
+    CommandError,
+    Dismiss,
+    Invite,
+    ListPersonas,
+    NameNextSpeaker,
+    StopRound,
+    parse_moderate,
+)
 from bot.discord_bot.chunks import split_message
 from bot.discord_bot.inbound import key_for_channel
 from bot.service import Actor, ChannelService
