@@ -2,27 +2,52 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from bot.numbers import record_id, whole_number
 
-USAGE = {
-    "moderate": (
+Surface = Literal["console", "slack", "discord"]
+SLASH: tuple[Surface, ...] = ("slack", "discord")
+
+
+@dataclass(frozen=True)
+class HelpRow:
+    """One command in the help, on one line: how it is typed and what it does."""
+
+    usage: str
+    description: str
+    typed: bool = True  # parse_command takes it: in the console, and on Slack in a message to @Roundtable
+    slash: tuple[Surface, ...] = SLASH  # the platforms with a slash command of this name
+
+
+COMMANDS: dict[str, HelpRow] = {
+    "moderate": HelpRow(
         "/moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset"
-        " | recruit on|off"
+        " | recruit on|off",
+        "turn the moderator on or off, pause or resume replies, or show its status",
     ),
-    "stop": "/stop",
-    "next": "/next PERSONA",
-    "invite": "/invite PERSONA_ID",
-    "dismiss": "/dismiss PERSONA_ID",
-    "personas": "/personas",
-    "scene": "/scene TEXT (an empty TEXT clears the scene)",
-    "approvals": "/approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]",
-    "approve": "/approve N",
-    "reject": "/reject N [incident] [feedback]",
-    "trust": "/trust",
+    "stop": HelpRow("/stop", "end the running round after the current turn"),
+    "next": HelpRow("/next PERSONA", "name the persona who speaks next"),
+    "persona": HelpRow(
+        "/persona list | invite PERSONA_ID | dismiss PERSONA_ID", "list, invite or dismiss personas here", typed=False
+    ),
+    "invite": HelpRow("/invite PERSONA_ID", "bring a persona into this channel", slash=()),
+    "dismiss": HelpRow("/dismiss PERSONA_ID", "send a persona away; it keeps its memory", slash=()),
+    "personas": HelpRow("/personas", "list the personas, marking those in this channel", slash=()),
+    "scene": HelpRow("/scene TEXT (an empty TEXT clears the scene)", "set the scene every persona is told", slash=()),
+    "approvals": HelpRow(
+        "/approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]",
+        "list the pending approvals, or set the approval mode",
+    ),
+    "approve": HelpRow("/approve N", "approve action request N", slash=()),
+    "reject": HelpRow("/reject N [incident] [feedback]", "reject action request N, with feedback for the persona", slash=()),
+    "trust": HelpRow("/trust", "show how far each persona is trusted"),
+    "help": HelpRow("/help", "list these commands", slash=()),
+    "roundtable": HelpRow("/roundtable help", "list these commands", typed=False),
 }
+USAGE = {name: row.usage for name, row in COMMANDS.items()}
 MAX_NAME_CHARS = 32  # a longer (or unprintable) command name is not echoed back
 
 
@@ -136,33 +161,47 @@ def parse_command(text: str) -> Command | None:
         return None
     name, _, rest = text[1:].partition(" ")
     name = name.lower()
-    args = rest.split()
-    if name == "moderate":
-        return parse_moderate(args)
-    if name in ("invite", "dismiss"):
+    parse = PARSERS.get(name)
+    if parse is None:
+        shown = f" /{name}" if name.isprintable() and len(name) <= MAX_NAME_CHARS else ""
+        raise CommandError(f"unknown command{shown}; try {', '.join(f'/{n}' for n in PARSERS)}")
+    return parse(rest)
+
+
+def _no_words(name: str, command: Command) -> Callable[[str], Command]:
+    def parse(rest: str) -> Command:
+        if rest.split():
+            raise _usage(name)
+        return command
+
+    return parse
+
+
+def _one_word(name: str, make: Callable[[str], Command]) -> Callable[[str], Command]:
+    def parse(rest: str) -> Command:
+        args = rest.split()
         if len(args) != 1:
             raise _usage(name)
-        return Invite(args[0].lower()) if name == "invite" else Dismiss(args[0].lower())
-    if name == "personas":
-        return ListPersonas()
-    if name == "scene":
-        return SetScene(rest.strip())
-    if name == "approvals":
-        return parse_approvals(args)
-    if name in ("approve", "reject"):
-        return parse_decision(name, rest)
-    if name == "trust":
-        return ShowTrust()
-    if name == "stop":
-        if args:
-            raise _usage("stop")
-        return StopRound()
-    if name == "next":
-        if len(args) != 1:
-            raise _usage("next")
-        return NameNextSpeaker(args[0])
-    shown = f" /{name}" if name.isprintable() and len(name) <= MAX_NAME_CHARS else ""
-    raise CommandError(f"unknown command{shown}; try {', '.join(f'/{n}' for n in USAGE)}")
+        return make(args[0])
+
+    return parse
+
+
+def _help(surface: Surface, name: str, row: HelpRow) -> str | None:
+    """The command's line on this surface, None when the surface has no such command."""
+    if surface in row.slash:
+        usage = f"/{name}" if surface == "discord" else row.usage  # Discord shows a command's options itself
+    elif row.typed and surface != "discord":  # Discord takes slash commands only
+        usage = f"@Roundtable {row.usage}" if surface == "slack" else row.usage
+    else:
+        return None
+    return f"{usage} — {row.description}"
+
+
+def help_text(surface: Surface) -> str:
+    """Every command the surface takes, one line each, from COMMANDS."""
+    lines = [line for name, row in COMMANDS.items() if (line := _help(surface, name, row)) is not None]
+    return "Commands:\n" + "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -224,7 +263,28 @@ def parse_decision(name: str, rest: str) -> Decide:
     return Decide(approval_id, approve=name == "approve", comment=comment, incident=incident)
 
 
+@dataclass(frozen=True)
+class ShowHelp:
+    pass
+
+
 Command = (
     ModerateCommand | Invite | Dismiss | ListPersonas | SetScene | ListApprovals | SetApprovalMode | SettleUnknown
-    | Decide | ShowTrust | StopRound | NameNextSpeaker
+    | Decide | ShowTrust | StopRound | NameNextSpeaker | ShowHelp
 )
+
+PARSERS: dict[str, Callable[[str], Command]] = {
+    "moderate": lambda rest: parse_moderate(rest.split()),
+    "stop": _no_words("stop", StopRound()),
+    "next": _one_word("next", NameNextSpeaker),
+    "invite": _one_word("invite", lambda word: Invite(word.lower())),
+    "dismiss": _one_word("dismiss", lambda word: Dismiss(word.lower())),
+    "personas": lambda rest: ListPersonas(),
+    "scene": lambda rest: SetScene(rest.strip()),
+    "approvals": lambda rest: parse_approvals(rest.split()),
+    "approve": lambda rest: parse_decision("approve", rest),
+    "reject": lambda rest: parse_decision("reject", rest),
+    "trust": lambda rest: ShowTrust(),
+    "help": lambda rest: ShowHelp(),
+}
+"""What parse_command takes: the commands of COMMANDS that are typed."""

@@ -107,8 +107,7 @@ class ConsoleSession:
         await self.app.service.wait_for_overdue_approvals()
 
     async def run_interactive(self) -> None:
-        self.write("[system] Type a message, or /personas, /invite ID, /dismiss ID, /moderate on|off|status, /scene TEXT, "
-            "/approvals, /approve N, /reject N [feedback], /trust; /quit or Ctrl-D ends.")
+        self.write("[system] Type a message, or a command (/help lists them); /quit or Ctrl-D ends.")
         async for raw in stdin_lines():
             text = raw.strip()
             if text in ("/quit", "/exit"):

@@ -41,9 +41,12 @@ from bot.commands import (
     SetModeratorPrompt,
     SetScene,
     SettleUnknown,
+    ShowHelp,
     ShowReasons,
     ShowTrust,
     StopRound,
+    Surface,
+    help_text,
     parse_command,
 )
 from bot.inbound import Inbound
@@ -119,6 +122,11 @@ class CommandReply:
     reply: str
     ok: bool = True
     announced: bool = False  # the same news already went to the channel
+
+
+def surface_of(channel_key: str) -> Surface:
+    platform = channel_key.split(":", 1)[0]
+    return "slack" if platform == "slack" else "discord" if platform == "discord" else "console"
 
 
 class ChannelService:
@@ -332,6 +340,8 @@ class ChannelService:
                 return CommandReply(announce, announced=True)
             case ShowTrust():
                 return CommandReply(await self._trust_table(key))
+            case ShowHelp():
+                return CommandReply(help_text(surface_of(key)))
             case Moderate(mode="status"):
                 return CommandReply(await self._moderation_status(key, with_decisions=True))
             case PauseReplies(pause=pause):

@@ -109,7 +109,7 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
     [created] = fake.find_calls("POST", rf"/channels/{TEXT}/webhooks")
     assert created.json["name"] == "Roundtable"
     # What the client asked of Discord on the way in:
-    assert {c["name"] for c in fake.commands} == {"moderate", "stop", "next", "persona", "approvals", "trust"}
+    assert {c["name"] for c in fake.commands} == {"moderate", "stop", "next", "persona", "approvals", "trust", "roundtable"}
     assert fake.gateway_queries[0]["v"] == "10" and fake.gateway_queries[0]["encoding"] == "json"
     assert fake.identify_payloads[0]["intents"] & (1 << 15), "message content intent"
 

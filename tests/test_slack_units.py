@@ -21,6 +21,7 @@ from bot.slack.action_targets import ActionFailed, target_of
 from bot.slack.approval_blocks import decision_blocks, feedback_modal, outcome_text, request_blocks
 from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
 from bot.slack.client import make_web_client
+from bot.slack.commands import SLASH_COMMANDS
 from bot.slack.inbound import inbound_from_event
 from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click, feedback_submission
 from bot.slack.keys import channel_id_of, channel_key, channel_key_of, thread_ts_of
@@ -214,7 +215,8 @@ def test_manifest() -> None:
         ["message.channels", "message.groups", "message.im", "app_mention"]
     )
     commands = {c["command"]: c["url"] for c in manifest["features"]["slash_commands"]}
-    assert set(commands) == {"/moderate", "/stop", "/next", "/persona", "/approvals", "/trust"}
+    assert set(commands) == {"/moderate", "/stop", "/next", "/persona", "/approvals", "/trust", "/roundtable"}
+    assert set(commands) == set(SLASH_COMMANDS)
     urls = {*commands.values(), settings["event_subscriptions"]["request_url"], settings["interactivity"]["request_url"]}
     assert urls == {"https://example.com/slack/events"}
     assert settings["interactivity"]["is_enabled"] is True and settings["socket_mode_enabled"] is False

@@ -22,7 +22,7 @@ from personas import Persona
 log = logging.getLogger(__name__)
 
 USE_SLASH_COMMANDS = (
-    "Commands here are Discord slash commands: type / and pick /moderate, /persona, /approvals or /trust. "
+    "Commands here are Discord slash commands: type / and pick one; /roundtable help lists them. "
     "Approvers decide with the buttons on each approval request."
 )
 

@@ -1,4 +1,4 @@
-"""/moderate and /persona: Discord's slash commands, carried out by the channel service.
+"""/moderate, /stop, /next, /persona and /roundtable help: Discord's slash commands, carried out by the channel service.
 
 Every answer is ephemeral (only the person who typed sees it); news such as "moderation on" reaches
 the channel separately, through the port. We defer first because a change also posts that news,
@@ -21,6 +21,7 @@ from bot.commands import (
     Invite,
     ListPersonas,
     NameNextSpeaker,
+    ShowHelp,
     StopRound,
     parse_moderate,
 )
@@ -98,6 +99,12 @@ def add_slash_commands(
         else:
             wanted = persona_id.strip().lower()
             await run(interaction, Invite(wanted) if action == "invite" else Dismiss(wanted), changes=True)
+
+    @tree.command(name="roundtable", description="List every command, one line each")
+    @app_commands.guild_only()
+    @app_commands.describe(action="help: list the commands")
+    async def roundtable(interaction: discord.Interaction, action: Literal["help"]) -> None:
+        await run(interaction, ShowHelp(), changes=False)
 
     @persona.autocomplete("persona_id")
     async def persona_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:

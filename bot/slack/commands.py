@@ -1,4 +1,5 @@
-"""Slash commands: /moderate, /persona, /approvals and /trust, carried out by the channel service.
+"""Slash commands: /moderate, /stop, /next, /persona, /approvals, /trust and /roundtable help, carried out by
+the channel service.
 
 Slack wants an answer within 3 seconds. A malformed command is answered in the ack itself
 (ephemeral usage); a valid one is acked empty at once and carried out in the background, because
@@ -24,6 +25,7 @@ from bot.commands import (
     Invite,
     ListPersonas,
     NameNextSpeaker,
+    ShowHelp,
     ShowTrust,
     StopRound,
     parse_approvals,
@@ -37,7 +39,7 @@ from storage import events
 
 log = logging.getLogger(__name__)
 
-PERSONA_USAGE = "usage: /persona list | invite PERSONA_ID | dismiss PERSONA_ID"
+PERSONA_USAGE = f"usage: {USAGE['persona']}"
 
 Parser = Callable[[list[str]], Command]
 
@@ -71,6 +73,12 @@ def parse_next(args: list[str]) -> Command:
     return NameNextSpeaker(args[0])
 
 
+def parse_roundtable(args: list[str]) -> Command:
+    if [a.lower() for a in args] not in ([], ["help"]):
+        raise CommandError(f"usage: {USAGE['roundtable']}")
+    return ShowHelp()
+
+
 SLASH_COMMANDS: dict[str, Parser] = {
     "/moderate": parse_moderate,
     "/stop": parse_stop,
@@ -78,6 +86,7 @@ SLASH_COMMANDS: dict[str, Parser] = {
     "/persona": parse_persona,
     "/approvals": parse_approvals,
     "/trust": parse_trust,
+    "/roundtable": parse_roundtable,
 }
 
 
