@@ -103,6 +103,9 @@ class TimingPort:
     async def trace(self, channel_key: str, text: str) -> None:
         pass
 
+    async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
+        pass
+
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         raise AssertionError("the benchmark asks for no actions")
 

@@ -43,6 +43,9 @@ class ConsolePort:
         if self.verbose:
             self.write(text)
 
+    async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
+        self.write(text)
+
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         call = ActionCall(approval.call_id, approval.action, approval.args)
         expires = datetime.fromtimestamp(approval.expires_at).strftime("%H:%M")

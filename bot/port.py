@@ -35,6 +35,9 @@ class PlatformPorts:
     async def trace(self, channel_key: str, text: str) -> None:
         await self.port_for(channel_key).trace(channel_key, text)
 
+    async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
+        await self.port_for(channel_key).show_reason(channel_key, text, thread)
+
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         await self.port_for(approval.channel_key).request_approval(approval, persona)
 

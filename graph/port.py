@@ -19,6 +19,9 @@ class OutboundPort(Protocol):
     async def trace(self, channel_key: str, text: str) -> None:
         """Diagnostics such as moderator decisions; adapters may drop them."""
 
+    async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
+        """The moderator's pick and its reason, as a small line that notifies nobody (when reasons are on)."""
+
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         """Show a pending approval to the approvers (buttons, or a console line)."""
 

@@ -24,6 +24,9 @@ class RecordingPort:
     async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
         self.events.append(("notice", channel_key, f"[system] {text}"))
 
+    async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
+        self.events.append(("reason", channel_key, text))
+
     async def trace(self, channel_key: str, text: str) -> None:
         self.events.append(("trace", channel_key, text))
 

@@ -85,10 +85,11 @@ class Delivery:
                 log.warning("the webhook of channel %s is gone; making a new one", where.webhook_channel_id)
                 self._webhooks.forget(where.webhook_channel_id)
 
-    async def as_bot(self, where: Destination, text: str) -> None:
+    async def as_bot(self, where: Destination, text: str, *, silent: bool = False) -> None:
+        """`silent`: suppressed from notifications, as Discord's @silent messages are."""
         channel = self._client.get_partial_messageable(where.channel_id)
         for chunk in split_message(text):
-            await channel.send(chunk, allowed_mentions=NO_MENTIONS)
+            await channel.send(chunk, allowed_mentions=NO_MENTIONS, silent=silent)
 
     async def _as_bot_named(self, where: Destination, persona: Persona, text: str) -> None:
         prefix = f"**{discord.utils.escape_markdown(persona.display_name)}:** "

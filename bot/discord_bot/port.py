@@ -68,6 +68,12 @@ class DiscordPort:
     async def trace(self, channel_key: str, text: str) -> None:
         log.debug("trace %s: %s", channel_key, text)
 
+    async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
+        try:
+            await self._delivery.as_bot(await self._delivery.destination(channel_key), f"-# {text}", silent=True)
+        except _DELIVERY_ERRORS as exc:
+            log.warning("a moderator reason in %s was not delivered: %s", channel_key, _describe(exc))
+
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         await self.notice(channel_key, f"For the approvers: {text}", None)
 

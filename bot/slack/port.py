@@ -90,6 +90,15 @@ class SlackPort:
     async def trace(self, channel_key: str, text: str) -> None:
         log.debug("trace %s: %s", channel_key, text)
 
+    async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
+        """A context block: small grey text under the conversation."""
+        channel = channel_id_of(channel_key)
+        if channel is None:
+            return
+        shown = escape_clipped(text, 2900)
+        context = {"type": "context", "elements": [{"type": "mrkdwn", "text": shown}]}
+        await self._post_message(channel_key, channel, thread or thread_ts_of(channel_key), {"text": shown, "blocks": [context]})
+
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         """Mentions only the configured approvers' user ids; the text itself is escaped, so it cannot ping."""
         mentions = " ".join(f"<@{user}>" for user in self._approver_ids(channel_key))
