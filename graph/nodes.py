@@ -126,7 +126,8 @@ class RoundNodes:
                     return pick, parsed[1] or "no reason given"
             assert error is not None
             messages = reask_messages(messages, answer, error)
-        fallback = routing.natural_order(speakers, state["last_speaker"], self.deps.rng)[0]
+        fallback = routing.natural_pick(speakers, state["last_speaker"], self.deps.rng)
+        assert fallback is not None  # the moderator is asked only with two participants or more
         return fallback, "fallback to natural order after an invalid decision"
 
     async def persona(self, state: RoundState) -> Update:

@@ -40,25 +40,31 @@ def addressed(text: str, mentions: Sequence[str], participants: Sequence[Speaker
     return ordered
 
 
-def natural_order(participants: Sequence[Speaker], last_speaker: str | None, rng: random.Random) -> list[str]:
-    """SillyTavern's natural order for an unaddressed message.
+def natural_pick(participants: Sequence[Speaker], last_speaker: str | None, rng: random.Random) -> str | None:
+    """The one persona that answers an unaddressed message with moderation off.
 
-    Each participant, in shuffled order, rolls against its talkativeness; the last speaker may not
-    answer itself right away; when nobody wins, one random participant replies.
+    SillyTavern's natural order, cut to its first speaker: each participant, in shuffled order, rolls
+    against its talkativeness and the first to win speaks; the last speaker may not answer itself
+    right away; when nobody wins, one random participant replies.
     """
     candidates = [p for p in participants if p.id != last_speaker] or list(participants)
     if not candidates:
-        return []
+        return None
     shuffled = list(candidates)
     rng.shuffle(shuffled)
     winners = [p.id for p in shuffled if rng.random() < p.talkativeness]
-    return winners or [rng.choice(candidates).id]
+    return winners[0] if winners else rng.choice(candidates).id
 
 
 def speakers_for_unmoderated_round(
     text: str, mentions: Sequence[str], participants: Sequence[Speaker], last_speaker: str | None, rng: random.Random
 ) -> list[str]:
-    return addressed(text, mentions, participants) or natural_order(participants, last_speaker, rng)
+    """Everyone addressed, in mention order; otherwise exactly one natural pick."""
+    chosen = addressed(text, mentions, participants)
+    if chosen:
+        return chosen
+    pick = natural_pick(participants, last_speaker, rng)
+    return [pick] if pick else []
 
 
 def check_moderator_pick(pick: str, participants: Sequence[Speaker], last_speaker: str | None) -> tuple[str | None, str | None]:

@@ -8,7 +8,7 @@ from graph.routing import (
     addressed,
     after_turn,
     check_moderator_pick,
-    natural_order,
+    natural_pick,
     single_participant_pick,
     speakers_for_unmoderated_round,
     too_many_failures,
@@ -31,31 +31,42 @@ def test_platform_mentions_come_first_and_are_not_repeated():
     assert addressed("hi", ["ghost"], ALL) == []
 
 
-def test_natural_order_is_reproducible_with_a_seed():
-    picks = [tuple(natural_order(ALL, None, random.Random(seed))) for seed in range(20)]
-    again = [tuple(natural_order(ALL, None, random.Random(seed))) for seed in range(20)]
+def test_natural_pick_is_reproducible_with_a_seed():
+    picks = [natural_pick(ALL, None, random.Random(seed)) for seed in range(20)]
+    again = [natural_pick(ALL, None, random.Random(seed)) for seed in range(20)]
     assert picks == again
-    assert len(set(picks)) > 3  # the rolls really vary with the seed
+    assert set(picks) == {"nova", "sage", "rex"}  # the rolls really vary with the seed
 
 
-def test_natural_order_never_lets_the_last_speaker_answer_itself():
+def test_natural_pick_never_lets_the_last_speaker_answer_itself():
     eager = [Speaker("nova", "Nova", 1.0), Speaker("sage", "Sage", 1.0)]
     for seed in range(50):
-        assert natural_order(eager, "nova", random.Random(seed)) == ["sage"]
+        assert natural_pick(eager, "nova", random.Random(seed)) == "sage"
 
 
-def test_natural_order_picks_one_at_random_when_nobody_wins_the_roll():
+def test_natural_pick_picks_one_at_random_when_nobody_wins_the_roll():
     shy = [Speaker("nova", "Nova", 0.0), Speaker("sage", "Sage", 0.0), Speaker("rex", "Rex", 0.0)]
-    seen = set()
-    for seed in range(30):
-        order = natural_order(shy, "rex", random.Random(seed))
-        assert len(order) == 1 and order[0] != "rex"
-        seen.add(order[0])
+    seen = {natural_pick(shy, "rex", random.Random(seed)) for seed in range(30)}
     assert seen == {"nova", "sage"}
+
+
+def test_talkativeness_decides_who_answers_an_unaddressed_line():
+    chatty, quiet = Speaker("nova", "Nova", 0.9), Speaker("sage", "Sage", 0.1)
+    picks = [natural_pick([chatty, quiet], None, random.Random(seed)) for seed in range(200)]
+    assert picks.count("nova") > 3 * picks.count("sage") > 0
+
+
+def test_an_unaddressed_line_gets_exactly_one_speaker_however_eager_they_are():
+    eager = [Speaker("nova", "Nova", 1.0), Speaker("sage", "Sage", 1.0), Speaker("rex", "Rex", 1.0)]
+    for seed in range(50):
+        assert len(speakers_for_unmoderated_round("anyone?", [], eager, None, random.Random(seed))) == 1
+        assert len(speakers_for_unmoderated_round("anyone?", [], ALL, "nova", random.Random(seed))) == 1
+    assert speakers_for_unmoderated_round("anyone?", [], [], None, random.Random(1)) == []
 
 
 def test_addressed_beats_natural_order():
     assert speakers_for_unmoderated_round("Rex?", [], ALL, "rex", random.Random(1)) == ["rex"]
+    assert speakers_for_unmoderated_round("Rex and Sage?", [], ALL, None, random.Random(1)) == ["rex", "sage"]
 
 
 def test_moderator_pick_validation():
