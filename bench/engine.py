@@ -126,14 +126,14 @@ def memory_row(r: Results, args: argparse.Namespace) -> Row:
 
 def calls_row(r: Results) -> Row:
     off, on = r.unmoderated, r.moderated
-    expected = off.replies + on.replies + (on.replies + on.messages)
+    expected = off.replies + on.replies + on.replies
     counted = off.persona_calls + off.moderator_calls + on.persona_calls + on.moderator_calls
     return Row(
         "model calls per message, counted by the fake model",
         f"off: {off.persona_calls / off.replies:.2f} per reply, {off.moderator_calls} moderator; "
         f"on: {on.persona_calls / on.messages:.2f} replies + {on.moderator_calls / on.messages:.2f} moderator "
         f"per message ({off.messages + on.messages:,} messages)",
-        "off: 1 per reply; on: replies + (replies + 1) moderator",
+        "off: 1 per reply; on: replies + replies moderator (none for the last one left, one for FINISH)",
         counted / expected,
         not (off.mismatches or on.mismatches),
     )

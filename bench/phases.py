@@ -40,9 +40,10 @@ class CallTally:
     mismatches: int = 0
 
     def add(self, models: BenchModels, *, messages: int, replies: int, moderated: bool) -> None:
-        """moderation off: one call per reply; on: one more moderator call than replies, per message."""
+        """moderation off: one call per reply; on: one moderator call per reply (none for the last
+        persona left to speak, whom the code picks; one for FINISH)."""
         persona_calls, moderator_calls = models.take_counts()
-        expected_moderator = replies + messages if moderated else 0
+        expected_moderator = replies if moderated else 0
         self.mismatches += persona_calls != replies or moderator_calls != expected_moderator
         self.messages += messages
         self.replies += replies
@@ -66,10 +67,11 @@ def participants(bench: BenchApp) -> list[Persona]:
 
 
 async def moderated_round(bench: BenchApp, key: str, number: int, tally: CallTally) -> list[float]:
-    """One human line; the moderator picks every participant once, in rotating order, then FINISH."""
+    """One human line; every participant speaks once, in rotating order, then FINISH. The moderator
+    picks all but the last, who is the only one left."""
     names = [persona.display_name for persona in participants(bench)]
     order = names[number % len(names) :] + names[: number % len(names)]
-    bench.models.decisions.extend([*({"next_speaker": n, "reason": "bench"} for n in order), FINISH])
+    bench.models.decisions.extend([*({"next_speaker": n, "reason": "bench"} for n in order[:-1]), FINISH])
     posted = len(bench.port.posts[key])
     start = bench.port.mark()
     await bench.round(key, f"Message {number}: {QUESTION}")

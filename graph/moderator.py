@@ -8,31 +8,117 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graph.routing import FINISH
+from graph.routing import (
+    EVERYONE_SPOKE,
+    FALLBACK_FINISH,
+    FALLBACK_PICK,
+    FINISH,
+    HAS_NOT_SPOKEN,
+    ROUND_IS_FULL,
+    WAS_ADDRESSED,
+)
 from storage.records import Line, LineKind
 
 FACTS_PREFIX = "Facts: "
+DECISION_CUE = "Decision (JSON):"  # how the embedded model's prompt ends, and each example's decision
+MAX_REASON_CHARS = 160
+
+# The reasons a model bound to fixed reasons (the embedded one) may give. A persona's reason reads
+# after its name ("Sage can answer the last point"); a FINISH reason reads on its own.
+CAN_ANSWER = "can answer the last point"
+PICK_REASONS = (HAS_NOT_SPOKEN, CAN_ANSWER, "adds a different view", "knows this topic best")
+FINISH_REASONS = (EVERYONE_SPOKE, "the question has been answered", "the people should speak next")
+NAMED_REASONS = (*PICK_REASONS, WAS_ADDRESSED)  # the reasons that read after a persona's name
 
 INSTRUCTIONS = (
     "You moderate a group chat between people and AI personas. After each message you decide which "
     "persona should speak next, or FINISH when the conversation has reached a natural pause and the "
-    "humans should talk again. Prefer a persona who has something new to add, never let one persona "
-    "answer itself, and finish rather than let personas repeat each other. Reply with JSON only: "
-    '{"next_speaker": "<persona name or FINISH>", "reason": "<one short sentence>"}.'
+    "humans should talk again. Choose only from the choices: FINISH is among them once everyone "
+    "addressed in the newest human line (or everyone, when nobody was addressed) has spoken. Prefer a "
+    "persona who has something new to add, and finish rather than let personas repeat each other. "
+    'Reply with JSON only: {"next_speaker": "<one of the choices>", "reason": "<a few words>"}.'
 )
 
 
+def situation(addressed: Sequence[str], spoken_since_human: Sequence[str], choices: Sequence[str]) -> str:
+    """The facts in one plain line, as the examples show them."""
+    return (
+        f"Addressed: {', '.join(addressed) or 'nobody'}. "
+        f"Spoken since the human line: {', '.join(spoken_since_human) or 'nobody'}. "
+        f"Choices: {', '.join(choices)}."
+    )
+
+
+def _example(conversation: str, addressed: list[str], spoken: list[str], choices: list[str], pick: str, reason: str) -> str:
+    decision = json.dumps({"next_speaker": pick, "reason": reason}, separators=(",", ":"))
+    return f"The conversation so far: {conversation}\n{situation(addressed, spoken, choices)}\n{DECISION_CUE} {decision}"
+
+
+# Three worked decisions with names that are nobody's: a small model learns the format and when to
+# finish from them, rather than copying a participant's name.
+EXAMPLES = "\n".join([
+    "Examples:",
+    _example("Ana: Kim, what do you think? Kim: I love it, let's do it.",
+             ["Kim"], ["Kim"], ["Lee", "Max", FINISH], FINISH, FINISH_REASONS[1]),
+    _example("Ana: Any ideas for the weekend?", [], [], ["Kim", "Lee", "Max"], "Lee", HAS_NOT_SPOKEN),
+    _example("Ana: Any ideas for the weekend? Lee: Hiking. Max: A quiet day with a book. Kim: A road trip!",
+             [], ["Lee", "Max", "Kim"], ["Lee", "Max", FINISH], FINISH, EVERYONE_SPOKE),
+])
+
+
 def decision_schema(choices: Sequence[str]) -> dict[str, Any]:
-    """JSON schema for a decision; next_speaker is limited to the participants and FINISH."""
+    """JSON schema for a decision: next_speaker is one of the choices (persona names, maybe FINISH)."""
     return {
         "type": "object",
         "properties": {
-            "next_speaker": {"type": "string", "enum": [*choices, FINISH]},
-            "reason": {"type": "string", "maxLength": 160},
+            "next_speaker": {"type": "string", "enum": list(choices)},
+            "reason": {"type": "string", "maxLength": MAX_REASON_CHARS},
         },
         "required": ["next_speaker", "reason"],
         "additionalProperties": False,
     }
+
+
+def fixed_reason_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """decision_schema's choices, with the reason taken from PICK_REASONS or, for FINISH, FINISH_REASONS."""
+    choices = schema["properties"]["next_speaker"]["enum"]
+
+    def branch(speakers: list[str], reasons: Sequence[str]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "next_speaker": {"type": "string", "enum": speakers},
+                "reason": {"type": "string", "enum": list(reasons)},
+            },
+            "required": ["next_speaker", "reason"],
+            "additionalProperties": False,
+        }
+
+    personas = [c for c in choices if c != FINISH]
+    branches = ([branch(personas, PICK_REASONS)] if personas else []) + (
+        [branch([FINISH], FINISH_REASONS)] if FINISH in choices else []
+    )
+    return branches[0] if len(branches) == 1 else {"anyOf": branches}
+
+
+def shown_reason(pick_name: str, reason: str, spoken_since_human: Sequence[str]) -> str:
+    """The reason as people read it: a fixed reason after the persona's name, free text clipped.
+
+    A model that claims someone "has not spoken" who has is corrected to a reason that holds.
+    """
+    text = " ".join(reason.split())
+    if pick_name != FINISH:
+        if text == HAS_NOT_SPOKEN and pick_name in spoken_since_human:
+            text = CAN_ANSWER
+        if text in NAMED_REASONS:
+            return f"{pick_name} {text}"
+    return text[:MAX_REASON_CHARS] or "no reason given"
+
+
+def fixed_reasons(persona_names: Sequence[str]) -> frozenset[str]:
+    """Every reason, as shown, that comes from the fixed sets or the code's own templates."""
+    named = {f"{name} {reason}" for name in persona_names for reason in NAMED_REASONS}
+    return frozenset({*named, *FINISH_REASONS, ROUND_IS_FULL, FALLBACK_PICK, FALLBACK_FINISH})
 
 
 def _transcript_line(line: Line) -> str:
@@ -43,20 +129,26 @@ def _transcript_line(line: Line) -> str:
 
 def moderator_messages(
     lines: Sequence[Line],
+    *,
     participant_names: Sequence[str],
-    last_speaker: str | None,
+    addressed: Sequence[str],
     spoken_since_human: Sequence[str],
+    last_speaker: str | None,
+    choices: Sequence[str],
 ) -> list[BaseMessage]:
+    """The moderator's prompt: the instructions, the recent transcript and the round's facts."""
     facts = {
         "participants": list(participant_names),
-        "last_speaker": last_speaker,
+        "addressed_in_newest_human_line": list(addressed),
         "spoken_since_newest_human_line": list(spoken_since_human),
+        "last_speaker": last_speaker,
+        "choices": list(choices),
     }
     transcript = "\n".join(_transcript_line(line) for line in lines) or "(no messages yet)"
     return [
-        SystemMessage(content=INSTRUCTIONS),
+        SystemMessage(content=INSTRUCTIONS + "\n\n" + EXAMPLES),
         HumanMessage(content="The conversation so far:\n" + transcript),
-        HumanMessage(content=FACTS_PREFIX + json.dumps(facts) + "\nWho speaks next?"),
+        HumanMessage(content=FACTS_PREFIX + json.dumps(facts) + "\n" + situation(addressed, spoken_since_human, choices)),
     ]
 
 

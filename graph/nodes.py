@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -12,7 +13,7 @@ from graph.action_runner import ActionRunner
 from graph.actions import tool_calls_of
 from graph.deps import EngineDeps
 from graph.models.retry import ainvoke_with_retry
-from graph.moderator import moderator_messages, parse_decision, reask_messages
+from graph.moderator import moderator_messages, parse_decision, reask_messages, shown_reason
 from graph.policy import is_sensitive
 from graph.prompt import assemble_prompt, max_lines_within, system_text
 from graph.review import cut_impersonation, review_reply
@@ -46,6 +47,13 @@ class RoundNodes:
     def _name(self, persona_id: str | None) -> str | None:
         persona = self.deps.personas.get(persona_id or "")
         return persona.display_name if persona else persona_id
+
+    def _label(self, choice: str) -> str:
+        """A persona's display name, or FINISH as it is."""
+        return self._name(choice) or choice
+
+    def _labels(self, choices: Sequence[str]) -> list[str]:
+        return [self._label(c) for c in choices]
 
     async def persona_prompt(self, channel_key: str, persona: Persona) -> list[BaseMessage]:
         """Exactly what the persona receives: also what `python -m bot prompt` prints."""
@@ -90,45 +98,60 @@ class RoundNodes:
         speakers = await self._speakers(key)
         if not speakers:
             return {"speaker": None}
-        if len(speakers) == 1:
-            pick = routing.single_participant_pick(speakers[0].id, state["spoken_since_human"])
-            return {"speaker": None if pick == FINISH else pick, "planned_turns": state["max_turns"]}
-        pick, reason = await self._ask_moderator(key, speakers, state)
+        addressed_ids = routing.addressed(state["text"], state["mentions"], speakers)
+        options = routing.moderator_options(
+            speakers,
+            addressed_ids,
+            had_turn=[*state["spoken_since_human"], *state["skipped"]],
+            last_speaker=state["last_speaker"],
+            turns_taken=state["turns_taken"],
+        )
+        if options.forced:
+            pick, reason = options.forced, options.forced_reason
+        else:
+            pick, reason = await self._ask_moderator(key, speakers, addressed_ids, options, state)
+        pick_name = self._label(pick)
+        reason = shown_reason(pick_name, reason, self._labels(state["spoken_since_human"]))
+        await self.deps.port.trace(key, f"[moderator] next: {pick_name} ({reason})")
         if pick == FINISH:
-            await self.deps.port.trace(key, f"[moderator] next: FINISH ({reason})")
             return {"speaker": None}
-        await self.deps.port.trace(key, f"[moderator] next: {self._name(pick)} ({reason})")
         return {"speaker": pick, "planned_turns": state["max_turns"]}
 
-    async def _ask_moderator(self, key: str, speakers: list[Speaker], state: RoundState) -> tuple[str, str]:
+    async def _ask_moderator(
+        self, key: str, speakers: list[Speaker], addressed_ids: list[str], options: routing.ModeratorOptions, state: RoundState
+    ) -> tuple[str, str]:
+        """The model's pick among the options and its reason; after two invalid answers, a fallback."""
         lines = await history.recent_channel_lines(self.deps.db, key, limit=self.deps.settings.moderator_window)
+        choice_names = self._labels(options.choices)
         messages = moderator_messages(
             lines,
-            [s.name for s in speakers],
-            self._name(state["last_speaker"]),
-            [n for n in (self._name(i) for i in state["spoken_since_human"]) if n],
+            participant_names=[s.name for s in speakers],
+            addressed=self._labels(addressed_ids),
+            spoken_since_human=self._labels(state["spoken_since_human"]),
+            last_speaker=self._name(state["last_speaker"]),
+            choices=choice_names,
         )
-        # Constrained decoding can then never pick the persona that just spoke.
-        choices = [s.name for s in speakers if s.id != state["last_speaker"]]
-        model = self.deps.models.moderator_model(choices)
+        model = self.deps.models.moderator_model(choice_names)  # constrained decoding keeps to the choices
         for _ in range(2):  # the first answer, and one more with the error attached
             try:
                 answer = (await self._invoke(model, messages)).text
-            except Exception as exc:  # a failing moderator falls back to natural order
+            except Exception as exc:  # a failing moderator falls back below
                 log.warning("moderator model failed in %s: %s", key, type(exc).__name__)
                 break
             parsed = parse_decision(answer)
             if isinstance(parsed, str):
                 error = parsed
             else:
-                pick, error = routing.check_moderator_pick(parsed[0], speakers, state["last_speaker"])
+                pick, error = routing.check_moderator_pick(parsed[0], speakers, options)
                 if pick is not None:
-                    return pick, parsed[1] or "no reason given"
+                    return pick, parsed[1]
             assert error is not None
             messages = reask_messages(messages, answer, error)
-        fallback = routing.natural_pick(speakers, state["last_speaker"], self.deps.rng)
-        assert fallback is not None  # the moderator is asked only with two participants or more
-        return fallback, "fallback to natural order after an invalid decision"
+        if options.may_finish:
+            return FINISH, routing.FALLBACK_FINISH
+        fallback = routing.natural_pick([s for s in speakers if s.id in options.choices], None, self.deps.rng)
+        assert fallback is not None  # a choice the model is asked about has at least two options
+        return fallback, routing.FALLBACK_PICK
 
     async def persona(self, state: RoundState) -> Update:
         persona = self.deps.personas[state["speaker"] or ""]
@@ -209,6 +232,8 @@ class RoundNodes:
         if spoke:
             update["last_speaker"] = spoke
             update["spoken_since_human"] = [*state["spoken_since_human"], spoke]
+        elif state["speaker"]:
+            update["skipped"] = [*state["skipped"], state["speaker"]]
         return update
 
     async def advance(self, state: RoundState) -> Update:

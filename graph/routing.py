@@ -67,23 +67,89 @@ def speakers_for_unmoderated_round(
     return [pick] if pick else []
 
 
-def check_moderator_pick(pick: str, participants: Sequence[Speaker], last_speaker: str | None) -> tuple[str | None, str | None]:
-    """(persona id or FINISH, None) for a valid pick, else (None, the error to send back)."""
-    if pick.strip().upper() == FINISH:
-        return FINISH, None
-    wanted = pick.strip().casefold()
-    match = next((p for p in participants if wanted in (p.name.casefold(), p.id.casefold())), None)
+# -- the moderator's options -------------------------------------------------------------------------
+
+FOLLOW_UP_TURNS = 2  # turns the moderator may add once everyone it had to hear from has spoken
+
+# Reasons the code gives for the picks it makes without asking the model.
+WAS_ADDRESSED = "was addressed"
+HAS_NOT_SPOKEN = "has not spoken since the last human message"
+EVERYONE_SPOKE = "everyone has had their say since the last human message"
+ROUND_IS_FULL = "the round has had its turns"
+FALLBACK_PICK = "fallback to natural order after an invalid decision"
+FALLBACK_FINISH = "finished after an invalid decision"
+
+
+@dataclass(frozen=True)
+class ModeratorOptions:
+    """What the moderator may decide next. A forced decision needs no model call."""
+
+    choices: tuple[str, ...]  # persona ids, and FINISH once the round may end
+    forced_reason: str = ""  # set when there is exactly one choice and the code makes it
+
+    @property
+    def forced(self) -> str | None:
+        return self.choices[0] if self.forced_reason else None
+
+    @property
+    def may_finish(self) -> bool:
+        return FINISH in self.choices
+
+
+def _forced(pick: str, reason: str) -> ModeratorOptions:
+    return ModeratorOptions((pick,), reason)
+
+
+def moderator_options(
+    participants: Sequence[Speaker],
+    addressed_ids: Sequence[str],
+    had_turn: Sequence[str],
+    last_speaker: str | None,
+    turns_taken: int,
+) -> ModeratorOptions:
+    """Who the moderator may pick next in a moderated round, so that every round ends on time.
+
+    1. Addressed personas who have not had their turn since the human line speak first, in mention
+       order: forced.
+    2. The round's quorum is the addressed personas, or everyone present when nobody was addressed.
+       Until the quorum has had its turn the moderator chooses among those still waiting, and FINISH
+       is not offered; with one left, that one is forced.
+    3. Then FINISH is offered beside everyone but the last speaker, for FOLLOW_UP_TURNS more turns.
+    4. After that, or when nobody else is left, FINISH is forced.
+    """
+    present = [p.id for p in participants]
+    waiting_addressed = [i for i in addressed_ids if i in present and i not in had_turn]
+    if waiting_addressed:
+        return _forced(waiting_addressed[0], WAS_ADDRESSED)
+    quorum = [i for i in addressed_ids if i in present] or present
+    waiting = [i for i in quorum if i not in had_turn]
+    if len(waiting) == 1:
+        return _forced(waiting[0], HAS_NOT_SPOKEN)
+    if waiting:
+        return ModeratorOptions(tuple(waiting))
+    if turns_taken >= len(quorum) + FOLLOW_UP_TURNS:
+        return _forced(FINISH, ROUND_IS_FULL)
+    others = [i for i in present if i != last_speaker]
+    if not others:
+        return _forced(FINISH, EVERYONE_SPOKE)
+    return ModeratorOptions((*others, FINISH))
+
+
+def check_moderator_pick(pick: str, participants: Sequence[Speaker], options: ModeratorOptions) -> tuple[str | None, str | None]:
+    """(persona id or FINISH, None) for a pick among the options, else (None, the error to send back)."""
+    by_name = {label.casefold(): p for p in participants for label in (p.name, p.id)}
+    names = ", ".join(by_name[c].name if c in by_name else c for c in options.choices)
+    wanted = pick.strip()
+    if wanted.upper() == FINISH:
+        if options.may_finish:
+            return FINISH, None
+        return None, f"{FINISH} is not possible yet: someone has not had their turn; choose one of {names}"
+    match = by_name.get(wanted.casefold())
     if match is None:
-        names = ", ".join(p.name for p in participants)
-        return None, f"{pick!r} is not a participant; choose one of {names} or {FINISH}"
-    if match.id == last_speaker and len(participants) > 1:
-        return None, f"{match.name} just spoke and may not answer itself; choose someone else or {FINISH}"
+        return None, f"{pick!r} is not a participant; choose one of {names}"
+    if match.id not in options.choices:
+        return None, f"{match.name} may not speak now; choose one of {names}"
     return match.id, None
-
-
-def single_participant_pick(participant: str, spoken_since_human: Sequence[str]) -> str:
-    """With one participant there is nobody to choose between, so no moderator call."""
-    return FINISH if participant in spoken_since_human else participant
 
 
 def too_many_failures(failures: int, planned_turns: int) -> bool:

@@ -18,6 +18,7 @@ class RoundState(TypedDict):
     speaker: str | None
     last_speaker: str | None
     spoken_since_human: list[str]
+    skipped: list[str]  # personas whose turn failed this round: they had their turn too
     turns_taken: int
     planned_turns: int
     failures: int
@@ -47,6 +48,7 @@ def initial_state(
         speaker=None,
         last_speaker=None,
         spoken_since_human=[],
+        skipped=[],
         turns_taken=0,
         planned_turns=0,
         failures=0,

@@ -4,7 +4,7 @@ import asyncio
 
 from langchain_core.messages import BaseMessage
 
-from bot.commands import Invite, Dismiss, Moderate
+from bot.commands import Dismiss, Invite, Moderate
 from bot.inbound import Inbound
 from tests.fake_models import FakeModels, fixed_reply
 
@@ -39,9 +39,10 @@ async def test_moderated_round_ends_at_max_turns(open_test_app, port):
     decisions = [{"next_speaker": name, "reason": "keep going"} for name in ["Nova", "Sage"] * 10]
     models = FakeModels(fixed_reply("A perfectly reasonable reply."), decisions)
     async with open_test_app(models=models) as app:
-        await app.service.run_command(KEY, Moderate("on", max_turns=3))
+        await app.service.run_command(KEY, Moderate("on", max_turns=4))
         await run(app, "Debate!")
-    assert port.speakers() == ["nova", "sage", "nova"]
+    # Nova and Sage chosen, Rex the only one left (no call), then Nova again: the fourth turn is the last.
+    assert port.speakers() == ["nova", "sage", "rex", "nova"]
     assert models.count("moderator") == 3
 
 
@@ -62,7 +63,9 @@ async def test_invalid_moderator_pick_is_asked_again_then_falls_back_to_natural_
     traces = [text for kind, _, text in port.events if kind == "trace"]
     assert "fallback to natural order" in traces[0]
     assert traces[1] == "[moderator] next: Sage (second try works)"
-    assert len(port.speakers()) == 2 and port.speakers()[1] == "sage"
+    assert port.speakers()[1] == "sage"
+    assert sorted(port.speakers()) == ["nova", "rex", "sage"]  # the third is the one left: no call
+    assert traces[-1] == "[moderator] next: FINISH (done)"
 
 
 async def test_no_moderator_call_with_a_single_participant(open_test_app, port):
@@ -185,10 +188,12 @@ async def test_invite_and_dismiss_change_who_can_reply(app, port):
 
 
 async def test_model_calls_per_message(open_test_app):
-    models = FakeModels(fixed_reply("A reply long enough to pass review."), [{"next_speaker": "Nova", "reason": "r"}, {"next_speaker": "FINISH", "reason": "r"}])
+    decisions = [{"next_speaker": "Nova", "reason": "r"}, {"next_speaker": "Sage", "reason": "r"}, {"next_speaker": "FINISH", "reason": "r"}]
+    models = FakeModels(fixed_reply("A reply long enough to pass review."), decisions)
     async with open_test_app(models=models) as app:
         await run(app, "Nova and Sage?")
         assert len(models.calls) == 2  # moderation off: one call per replying persona
         await app.service.run_command(KEY, Moderate("on"))
         await run(app, "And now?")
-    assert len(models.calls) == 2 + 1 + 2  # moderation on: replies + 1 moderator call per turn + final FINISH
+    # moderation on: 3 replies; moderator calls for Nova and Sage, none for Rex (the only one left), one for FINISH
+    assert models.count("moderator") == 3 and len(models.calls) == 2 + 3 + 3

@@ -4,12 +4,17 @@ import random
 
 from graph.routing import (
     FINISH,
+    FOLLOW_UP_TURNS,
+    HAS_NOT_SPOKEN,
+    ROUND_IS_FULL,
+    WAS_ADDRESSED,
+    ModeratorOptions,
     Speaker,
     addressed,
     after_turn,
     check_moderator_pick,
+    moderator_options,
     natural_pick,
-    single_participant_pick,
     speakers_for_unmoderated_round,
     too_many_failures,
 )
@@ -69,18 +74,73 @@ def test_addressed_beats_natural_order():
     assert speakers_for_unmoderated_round("Rex and Sage?", [], ALL, None, random.Random(1)) == ["rex", "sage"]
 
 
+# -- the moderator's options -------------------------------------------------------------------------
+
+
+def options(addressed_ids=(), had_turn=(), last=None, turns=None, present=ALL) -> ModeratorOptions:
+    return moderator_options(present, list(addressed_ids), list(had_turn), last, len(had_turn) if turns is None else turns)
+
+
+def test_addressed_personas_are_forced_first_in_mention_order():
+    assert options(["rex", "nova"]) == ModeratorOptions(("rex",), WAS_ADDRESSED)
+    assert options(["rex", "nova"], ["rex"], "rex").forced == "nova"
+
+
+def test_once_the_addressed_have_spoken_finish_is_offered_beside_the_others():
+    offered = options(["rex"], ["rex"], "rex")
+    assert offered.forced is None and offered.choices == ("nova", "sage", FINISH)
+
+
+def test_with_nobody_addressed_everyone_speaks_before_finish_is_offered():
+    first = options()
+    assert first.forced is None and first.choices == ("nova", "sage", "rex") and not first.may_finish
+    assert options(had_turn=["sage"], last="sage").choices == ("nova", "rex")
+    assert options(had_turn=["sage", "nova"], last="nova") == ModeratorOptions(("rex",), HAS_NOT_SPOKEN)
+    assert options(had_turn=["sage", "nova", "rex"], last="rex").choices == ("nova", "sage", FINISH)
+
+
+def test_a_skipped_persona_has_had_its_turn():
+    assert options(["rex"], had_turn=["rex"], last=None).may_finish
+
+
+def test_finish_is_forced_after_the_follow_up_turns():
+    follow_ups = ["nova", "sage"] * FOLLOW_UP_TURNS
+    assert options(["rex"], ["rex", *follow_ups[: FOLLOW_UP_TURNS - 1]], "x").may_finish
+    assert options(["rex"], ["rex", *follow_ups[:FOLLOW_UP_TURNS]], "x") == ModeratorOptions((FINISH,), ROUND_IS_FULL)
+    assert options(had_turn=["nova", "sage", "rex"], last="rex", turns=3 + FOLLOW_UP_TURNS).forced == FINISH
+
+
+def test_every_round_is_forced_to_finish_whatever_the_model_picks():
+    """Any sequence of picks among the options reaches a forced FINISH within quorum + follow-ups."""
+    for addressed_ids in ([], ["rex"], ["sage", "nova"]):
+        for seed in range(20):
+            rng, had_turn, last = random.Random(seed), [], None
+            while True:
+                offered = options(addressed_ids, had_turn, last)
+                pick = offered.forced or rng.choice(offered.choices)
+                if pick == FINISH:
+                    break
+                had_turn, last = [*had_turn, pick], pick
+            assert len(had_turn) <= (len(addressed_ids) or 3) + FOLLOW_UP_TURNS
+            assert set(addressed_ids) <= set(had_turn[: len(addressed_ids)])
+
+
+def test_a_single_participant_needs_no_moderator():
+    alone = [NOVA]
+    assert options(present=alone).forced == "nova"
+    assert options(had_turn=["nova"], last="nova", present=alone).forced == FINISH
+
+
 def test_moderator_pick_validation():
-    assert check_moderator_pick("Sage", ALL, "nova") == ("sage", None)
-    assert check_moderator_pick("finish", ALL, "nova") == (FINISH, None)
-    pick, error = check_moderator_pick("Bob", ALL, "nova")
+    offered = options(["rex"], ["rex"], "rex")
+    assert check_moderator_pick("Sage", ALL, offered) == ("sage", None)
+    assert check_moderator_pick("finish", ALL, offered) == (FINISH, None)
+    pick, error = check_moderator_pick("Bob", ALL, offered)
     assert pick is None and "not a participant" in error
-    pick, error = check_moderator_pick("nova", ALL, "nova")
-    assert pick is None and "may not answer itself" in error
-
-
-def test_single_participant_needs_no_moderator():
-    assert single_participant_pick("nova", []) == "nova"
-    assert single_participant_pick("nova", ["nova"]) == FINISH
+    pick, error = check_moderator_pick("rex", ALL, offered)
+    assert pick is None and "Rex may not speak now; choose one of Nova, Sage, FINISH" in error
+    pick, error = check_moderator_pick("FINISH", ALL, options())
+    assert pick is None and "not possible yet" in error
 
 
 def test_unmoderated_round_never_returns_to_the_moderator():

@@ -24,4 +24,5 @@ class Models(Protocol):
         persona, which is when a model without native tool calls considers an action."""
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
-        """A model whose reply text is a JSON decision, constrained to choices + FINISH where supported."""
+        """A model whose reply text is a JSON decision, constrained where supported to the choices:
+        persona names, and FINISH when the round may end."""

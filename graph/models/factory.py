@@ -132,6 +132,7 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
 def _local(config: ProviderConfig) -> Models:
     from graph.models.gguf import ensure_gguf
     from graph.models.local import LocalLlamaChatModel
+    from graph.moderator import fixed_reason_schema
 
     model_path = ensure_gguf(config.local_cache_dir)
     shared = LocalLlamaChatModel(
@@ -153,7 +154,8 @@ def _local(config: ProviderConfig) -> Models:
         return model.bind(speaker=persona.display_name, stop=stops, actions=actions)
 
     def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
-        return model.bind(response_format=_openai_response_format(schema))
+        # A 270M model's free text is no reason anyone can read: it picks one from a fixed set.
+        return model.bind(response_format=_openai_response_format(fixed_reason_schema(schema)))
 
     return ChatModels(
         description=f"embedded Gemma 3 270M via llama.cpp ({model_path.name})",

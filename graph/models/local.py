@@ -25,11 +25,12 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from graph.moderator import DECISION_CUE
 from graph.models.local_actions import decision_prompt, decision_schema, newest_human_line, tool_call_from
 
 log = logging.getLogger(__name__)
 
-JSON_CUE = "Decision (JSON):"
+JSON_CUE = DECISION_CUE  # the moderator's worked examples end the same way
 # Free-text JSON strings get at most this many characters, and no escapes (each escape is
 # several tokens), so a decision always closes within json_max_tokens.
 JSON_STRING_CAP = 100

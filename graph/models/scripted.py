@@ -2,8 +2,8 @@
 
 - A persona replies with its catchphrase and, quoted, the first 60 characters of the newest line it
   received from someone else.
-- The moderator picks the first participant, in participant order, who has not spoken since the
-  newest human line and is not the last speaker; when nobody is left it returns FINISH.
+- The moderator picks the first of its choices who has not spoken since the newest human line;
+  when everyone has, FINISH if it is a choice, else the first choice.
 - A human line containing `!!act NAME {json}` makes the next persona turn call tool NAME with those
   arguments; `!!fail N` makes the next N model calls raise ScriptedFailure; `!!slow N` makes the
   next model call take N seconds (in a worker thread, as a real model's would).
@@ -25,8 +25,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from graph.models.base import ChatRunnable
-from graph.moderator import read_facts
-from graph.routing import FINISH
+from graph.moderator import CAN_ANSWER, read_facts
+from graph.routing import EVERYONE_SPOKE, FINISH, HAS_NOT_SPOKEN
 from personas import Persona
 
 QUOTE_CHARS = 60
@@ -140,15 +140,14 @@ class ScriptedModeratorModel(_ScriptedModel):
 
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         facts = read_facts(messages)
-        spoken = set(facts["spoken_since_newest_human_line"])
-        pick = next(
-            (name for name in facts["participants"] if name not in spoken and name != facts["last_speaker"]),
-            None,
-        )
-        if pick is None:
-            decision = {"next_speaker": FINISH, "reason": "everyone has had their say since the last human message"}
+        choices, spoken = facts["choices"], set(facts["spoken_since_newest_human_line"])
+        pick = next((name for name in choices if name != FINISH and name not in spoken), None)
+        if pick is not None:
+            decision = {"next_speaker": pick, "reason": HAS_NOT_SPOKEN}
+        elif FINISH in choices:
+            decision = {"next_speaker": FINISH, "reason": EVERYONE_SPOKE}
         else:
-            decision = {"next_speaker": pick, "reason": f"{pick} has not spoken since the last human message"}
+            decision = {"next_speaker": choices[0], "reason": CAN_ANSWER}
         return AIMessage(content=json.dumps(decision))
 
 
