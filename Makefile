@@ -35,6 +35,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/actions.py
 	$(BIN)/python bench/first_turn.py
+	$(BIN)/python bench/moderator.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
