@@ -139,12 +139,13 @@ class RoundNodes:
                 log.warning("moderator model failed in %s: %s", key, type(exc).__name__)
                 break
             parsed = parse_decision(answer)
+            error: str | None
             if isinstance(parsed, str):
                 error = parsed
             else:
-                pick, error = routing.check_moderator_pick(parsed[0], speakers, options)
-                if pick is not None:
-                    return pick, parsed[1]
+                checked, error = routing.check_moderator_pick(parsed[0], speakers, options)
+                if checked is not None:
+                    return checked, parsed[1]
             assert error is not None
             messages = reask_messages(messages, answer, error)
         if options.may_finish:

@@ -25,8 +25,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from graph.moderator import DECISION_CUE
 from graph.models.local_actions import decision_prompt, decision_schema, newest_human_line, tool_call_from
+from graph.moderator import DECISION_CUE
 
 log = logging.getLogger(__name__)
 
