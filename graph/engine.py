@@ -15,7 +15,7 @@ from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
 from graph.state import initial_state
-from storage import approvals, history
+from storage import approvals, channels, history
 from storage.records import Approval, ToolCall
 
 Batch = dict[str, Any]
@@ -52,6 +52,8 @@ class RoundEngine:
         # Saved once, at the end: a round is never resumed midway (a new message starts a new one),
         # and one write per round instead of one per step is most of what a turn costs besides the model.
         final = await self.graph.ainvoke(state, config, durability="exit")
+        if final["decisions"]:
+            await channels.set_last_decisions(self.deps.db, channel_key, final["decisions"])
         return final["new_batches"]
 
     async def start_approvals(self, batches: list[Batch]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -30,12 +30,18 @@ PICK_REASONS = (HAS_NOT_SPOKEN, CAN_ANSWER, "adds a different view", "knows this
 FINISH_REASONS = (EVERYONE_SPOKE, "the question has been answered", "the people should speak next")
 NAMED_REASONS = (*PICK_REASONS, WAS_ADDRESSED)  # the reasons that read after a persona's name
 
+# What a channel's own prompt (/moderate prompt, [moderation] prompt_file) replaces.
 INSTRUCTIONS = (
     "You moderate a group chat between people and AI personas. After each message you decide which "
     "persona should speak next, or FINISH when the conversation has reached a natural pause and the "
-    "humans should talk again. Choose only from the choices: FINISH is among them once everyone "
-    "addressed in the newest human line (or everyone, when nobody was addressed) has spoken. Prefer a "
-    "persona who has something new to add, and finish rather than let personas repeat each other. "
+    "humans should talk again. Prefer a persona who has something new to add, and finish rather than "
+    "let personas repeat each other."
+)
+# What no custom prompt can change: the choices and the reply format.
+RULES = (
+    "Choose only from the choices: FINISH is among them once everyone addressed in the newest human "
+    "line (or everyone, when nobody was addressed) has spoken. A choice marked as an invitation brings "
+    "a persona from outside the conversation into it; choose it only when its expertise is needed. "
     'Reply with JSON only: {"next_speaker": "<one of the choices>", "reason": "<a few words>"}.'
 )
 
@@ -135,18 +141,23 @@ def moderator_messages(
     spoken_since_human: Sequence[str],
     last_speaker: str | None,
     choices: Sequence[str],
+    instructions: str = "",
+    invitations: Mapping[str, Sequence[str]] | None = None,
 ) -> list[BaseMessage]:
-    """The moderator's prompt: the instructions, the recent transcript and the round's facts."""
-    facts = {
+    """The moderator's prompt: the instructions (a channel's own, or the built-in ones), the fixed
+    rules, the recent transcript and the round's facts. `invitations`: name -> expertise."""
+    facts: dict[str, Any] = {
         "participants": list(participant_names),
         "addressed_in_newest_human_line": list(addressed),
         "spoken_since_newest_human_line": list(spoken_since_human),
         "last_speaker": last_speaker,
         "choices": list(choices),
     }
+    if invitations:
+        facts["invitations"] = {name: list(topics) for name, topics in invitations.items()}
     transcript = "\n".join(_transcript_line(line) for line in lines) or "(no messages yet)"
     return [
-        SystemMessage(content=INSTRUCTIONS + "\n\n" + EXAMPLES),
+        SystemMessage(content=(instructions.strip() or INSTRUCTIONS) + "\n\n" + RULES + "\n\n" + EXAMPLES),
         HumanMessage(content="The conversation so far:\n" + transcript),
         HumanMessage(content=FACTS_PREFIX + json.dumps(facts) + "\n" + situation(addressed, spoken_since_human, choices)),
     ]

@@ -12,6 +12,7 @@ from graph import routing
 from graph.action_runner import ActionRunner
 from graph.actions import tool_calls_of
 from graph.deps import EngineDeps
+from graph.models.base import ChatRunnable
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import moderator_messages, parse_decision, reask_messages, shown_reason
 from graph.policy import is_sensitive
@@ -21,7 +22,7 @@ from graph.routing import FINISH, Speaker
 from graph.state import RoundState
 from personas import Persona
 from storage import channels, history
-from storage.records import LineKind, ToolCall
+from storage.records import Channel, LineKind, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class RoundNodes:
         system = system_text(persona, others, channel.scene if channel else "", needs_approval)
         return assemble_prompt(system, newest_first, persona.id, budget)
 
-    async def _invoke(self, model, messages: list[BaseMessage]) -> BaseMessage:
+    async def _invoke(self, model: ChatRunnable, messages: list[BaseMessage]) -> BaseMessage:
         settings = self.deps.settings
         return await ainvoke_with_retry(
             model, messages, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
@@ -77,6 +78,8 @@ class RoundNodes:
 
     async def start(self, state: RoundState) -> Update:
         channel = await channels.get_channel(self.deps.db, state["channel_key"])
+        if channel and channel.stop_requested:  # a /stop that came between rounds stops nothing
+            await channels.take_stop_request(self.deps.db, state["channel_key"])
         moderated = bool(channel and channel.moderated)
         max_turns = (channel.max_turns if channel else None) or self.deps.settings.max_turns
         # A moderated round follows a human line, so nobody has "just spoken" yet; an unmoderated
@@ -89,6 +92,7 @@ class RoundNodes:
         order = routing.speakers_for_unmoderated_round(
             state["text"], state["mentions"], speakers, state["last_speaker"], self.deps.rng
         )
+        order = routing.nominated_first(order, await self._nominee(state["channel_key"]), [s.id for s in speakers])
         if not order:
             return {"speaker": None, "queue": [], "planned_turns": 0}
         return {"speaker": order[0], "queue": order[1:], "planned_turns": len(order)}
@@ -98,6 +102,7 @@ class RoundNodes:
         speakers = await self._speakers(key)
         if not speakers:
             return {"speaker": None}
+        channel = await channels.get_channel(self.deps.db, key)
         addressed_ids = routing.addressed(state["text"], state["mentions"], speakers)
         options = routing.moderator_options(
             speakers,
@@ -106,23 +111,68 @@ class RoundNodes:
             last_speaker=state["last_speaker"],
             turns_taken=state["turns_taken"],
         )
-        if options.forced:
+        invitees = self._invitees(channel, speakers)
+        options = routing.with_invitees(options, [s.id for s in invitees], len(speakers), self.deps.settings.team_cap)
+        nominee = await self._nominee(key, channel)
+        if nominee in {s.id for s in speakers}:
+            pick, reason = nominee, routing.NOMINATED
+        elif options.forced:
             pick, reason = options.forced, options.forced_reason
         else:
-            pick, reason = await self._ask_moderator(key, speakers, addressed_ids, options, state)
+            pick, reason = await self._ask_moderator(key, speakers, addressed_ids, options, state, channel, invitees)
         pick_name = self._label(pick)
         reason = shown_reason(pick_name, reason, self._labels(state["spoken_since_human"]))
-        await self.deps.port.trace(key, f"[moderator] next: {pick_name} ({reason})")
+        decision = f"[moderator] next: {pick_name} ({reason})"
+        show = channel.show_reasons if channel and channel.show_reasons is not None else self.deps.settings.show_reasons
+        if show:
+            await self.deps.port.show_reason(key, decision, state["thread"])
+        else:
+            await self.deps.port.trace(key, decision)
+        decisions = [*state["decisions"], f"{pick_name} ({reason})"]
         if pick == FINISH:
-            return {"speaker": None}
-        return {"speaker": pick, "planned_turns": state["max_turns"]}
+            return {"speaker": None, "decisions": decisions}
+        if pick in {s.id for s in invitees}:
+            await self._recruit(key, pick, reason, state["thread"])
+        return {"speaker": pick, "planned_turns": state["max_turns"], "decisions": decisions}
+
+    async def _nominee(self, key: str, channel: Channel | None = None) -> str | None:
+        """The persona named with /next, taken (used up) when there is one."""
+        channel = channel or await channels.get_channel(self.deps.db, key)
+        return await channels.take_next_speaker(self.deps.db, key) if channel and channel.next_speaker else None
+
+    def _invitees(self, channel: Channel | None, present: list[Speaker]) -> list[Speaker]:
+        """Library personas with expertise the moderator may invite, when recruitment is on."""
+        allowed = channel.recruit if channel and channel.recruit is not None else self.deps.settings.recruit
+        if not allowed:
+            return []
+        here = {s.id for s in present}
+        return [
+            Speaker(id=p.id, name=p.display_name, talkativeness=p.talkativeness)
+            for p in self.deps.personas.values()
+            if p.id not in here and p.expertise
+        ]
+
+    async def _recruit(self, key: str, persona_id: str, reason: str, thread: str | None) -> None:
+        persona = self.deps.personas[persona_id]
+        why = f"invited by the moderator: {reason}"
+        # Like /invite: the newcomer sees nothing from before it joined.
+        await history.set_membership(self.deps.db, key, persona_id, active=True, marker_text=f"{persona.display_name} joined ({why})")
+        await self.deps.port.notice(key, f"{persona.display_name} joined ({why}).", thread)
 
     async def _ask_moderator(
-        self, key: str, speakers: list[Speaker], addressed_ids: list[str], options: routing.ModeratorOptions, state: RoundState
+        self,
+        key: str,
+        speakers: list[Speaker],
+        addressed_ids: list[str],
+        options: routing.ModeratorOptions,
+        state: RoundState,
+        channel: Channel | None,
+        invitees: list[Speaker],
     ) -> tuple[str, str]:
         """The model's pick among the options and its reason; after two invalid answers, a fallback."""
         lines = await history.recent_channel_lines(self.deps.db, key, limit=self.deps.settings.moderator_window)
         choice_names = self._labels(options.choices)
+        invited = [s for s in invitees if s.id in options.choices]
         messages = moderator_messages(
             lines,
             participant_names=[s.name for s in speakers],
@@ -130,7 +180,10 @@ class RoundNodes:
             spoken_since_human=self._labels(state["spoken_since_human"]),
             last_speaker=self._name(state["last_speaker"]),
             choices=choice_names,
+            instructions=(channel.moderator_prompt if channel else "") or self.deps.settings.moderator_prompt,
+            invitations={s.name: self.deps.personas[s.id].expertise for s in invited},
         )
+        speakers = [*speakers, *invited]  # an invitation is picked by name like a participant
         model = self.deps.models.moderator_model(choice_names)  # constrained decoding keeps to the choices
         for _ in range(2):  # the first answer, and one more with the error attached
             try:
@@ -230,6 +283,12 @@ class RoundNodes:
             "failure": "",
             "tool_calls": [],
         }
+        if channel and channel.stop_requested and await channels.take_stop_request(self.deps.db, state["channel_key"]):
+            update["stopped"] = True
+            await self.deps.port.notice(state["channel_key"], "Round stopped (/stop).", state["thread"])
+        elif channel and channel.next_speaker and not state["moderated"]:
+            present = await channels.participants(self.deps.db, state["channel_key"])
+            update["queue"] = routing.nominated_first(state["queue"], await self._nominee(state["channel_key"], channel), present)
         if spoke:
             update["last_speaker"] = spoke
             update["spoken_since_human"] = [*state["spoken_since_human"], spoke]
@@ -272,5 +331,6 @@ async def after_turn(state: RoundState) -> str:
         max_turns=state["max_turns"],
         failures=state["failures"],
         planned_turns=state["planned_turns"],
+        stopped=state["stopped"],
     )
     return {"persona": "advance", "moderator": "moderator", "end": "end"}[step]

@@ -169,9 +169,10 @@ def after_turn(
     max_turns: int,
     failures: int,
     planned_turns: int,
+    stopped: bool = False,
 ) -> NextStep:
     """Where a round goes once a persona's turn is over (delivered, or skipped after failing)."""
-    if too_many_failures(failures, planned_turns):
+    if stopped or too_many_failures(failures, planned_turns):
         return "end"
     if not moderated:
         # One round and done: an unmoderated round never goes back to the moderator.
@@ -179,3 +180,22 @@ def after_turn(
     if not still_moderated or turns_taken >= max_turns:
         return "end"
     return "moderator"
+
+
+NOMINATED = "was named with /next"
+INVITED = "brings expertise nobody present has"
+
+
+def nominated_first(order: Sequence[str], nominee: str | None, present: Sequence[str]) -> list[str]:
+    """A round's speakers with the persona named by /next first; a nominee not present is ignored."""
+    if nominee is None or nominee not in present:
+        return list(order)
+    return [nominee, *(p for p in order if p != nominee)]
+
+
+def with_invitees(options: ModeratorOptions, invitees: Sequence[str], team_size: int, team_cap: int) -> ModeratorOptions:
+    """The moderator may also invite a persona from the library (recruitment), while the team is
+    below its cap and the decision is not forced."""
+    if options.forced or not invitees or team_size >= team_cap:
+        return options
+    return ModeratorOptions((*options.choices, *invitees))

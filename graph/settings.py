@@ -16,3 +16,7 @@ class EngineSettings:
     backoff_seconds: float = 1.0
     approval_timeout_seconds: float = 30 * 60
     failures_before_alert: int = 3
+    show_reasons: bool = False  # a channel may say otherwise with /moderate reasons on|off
+    moderator_prompt: str = ""  # "" is the built-in prompt; a channel may set its own
+    recruit: bool = False  # whether the moderator may invite personas; a channel may say otherwise
+    team_cap: int = 10  # the most personas a channel may hold through recruitment

@@ -29,6 +29,8 @@ class RoundState(TypedDict):
     review_note: str
     tool_calls: list[dict[str, Any]]  # the current turn's, as the model returned them
     new_batches: list[dict[str, Any]]  # actions waiting for approval, started after the round
+    stopped: bool  # /stop: the round ends after the current turn
+    decisions: list[str]  # the moderator's picks and reasons, for /moderate status
 
 
 def initial_state(
@@ -59,4 +61,6 @@ def initial_state(
         review_note="",
         tool_calls=[],
         new_batches=[],
+        stopped=False,
+        decisions=[],
     )

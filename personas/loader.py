@@ -32,6 +32,9 @@ class Persona(BaseModel):
     talkativeness: float = Field(ge=0.0, le=1.0)
     model: str | None = None
     actions: tuple[str, ...] = ()
+    expertise: tuple[str, ...] = Field(
+        default=(), description="Topics this persona knows well: the moderator may invite it when they come up."
+    )
     catchphrase: str = Field(
         default="",
         description="A signature phrase the scripted test double uses to reply in this persona's voice.",

@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.rate_limiters import InMemoryRateLimiter
+from pydantic import SecretStr
 
 from graph.models.base import ChatRunnable, Models
 from graph.models.chat import ChatModels
@@ -109,7 +110,7 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
     def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
         return ChatOpenAI(
             model=name,
-            api_key=key or "unused",  # local OpenAI-compatible servers such as Ollama ignore the key
+            api_key=SecretStr(key or "unused"),  # local OpenAI-compatible servers such as Ollama ignore the key
             base_url=config.base_url or None,
             rate_limiter=limiter,
             max_retries=0,
