@@ -14,6 +14,7 @@ from graph.routing import (
     FALLBACK_PICK,
     FINISH,
     HAS_NOT_SPOKEN,
+    NOMINATED,
     ROUND_IS_FULL,
     WAS_ADDRESSED,
 )
@@ -28,7 +29,7 @@ MAX_REASON_CHARS = 160
 CAN_ANSWER = "can answer the last point"
 PICK_REASONS = (HAS_NOT_SPOKEN, CAN_ANSWER, "adds a different view", "knows this topic best")
 FINISH_REASONS = (EVERYONE_SPOKE, "the question has been answered", "the people should speak next")
-NAMED_REASONS = (*PICK_REASONS, WAS_ADDRESSED)  # the reasons that read after a persona's name
+NAMED_REASONS = (*PICK_REASONS, WAS_ADDRESSED, NOMINATED)  # the reasons that read after a persona's name
 
 # What a channel's own prompt (/moderate prompt, [moderation] prompt_file) replaces.
 INSTRUCTIONS = (

@@ -183,7 +183,6 @@ def after_turn(
 
 
 NOMINATED = "was named with /next"
-INVITED = "brings expertise nobody present has"
 
 
 def nominated_first(order: Sequence[str], nominee: str | None, present: Sequence[str]) -> list[str]:
