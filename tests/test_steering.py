@@ -12,7 +12,15 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
-from bot.commands import AllowRecruiting, Moderate, NameNextSpeaker, SetModeratorPrompt, ShowReasons, StopRound, parse_command
+from bot.commands import (
+    AllowRecruiting,
+    Moderate,
+    NameNextSpeaker,
+    SetModeratorPrompt,
+    ShowReasons,
+    StopRound,
+    parse_command,
+)
 from bot.inbound import Inbound
 from storage import channels
 from tests.conftest import REPO, write_config
@@ -21,11 +29,11 @@ from tests.fake_models import FakeModels, fixed_reply
 KEY = "console:steer"
 
 
-async def say(app, text: str) -> None:  # type: ignore[no-untyped-def]
+async def say(app, text: str) -> None:
     await app.service.handle(Inbound(KEY, "u1", "Ana", text))
 
 
-async def command(app, text: str) -> str:  # type: ignore[no-untyped-def]
+async def command(app, text: str) -> str:
     parsed = parse_command(text)
     assert parsed is not None
     return (await app.service.run_command(KEY, parsed)).reply
