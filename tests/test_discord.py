@@ -522,3 +522,18 @@ def test_split_message_cuts_at_line_breaks_then_spaces() -> None:
     assert split_message("aaaa\nbbbb\ncccc", limit=10) == ["aaaa\nbbbb", "cccc"]
     assert split_message("one two three four", limit=9) == ["one two", "three", "four"]
     assert split_message("x" * 25, limit=10) == ["x" * 10, "x" * 10, "x" * 5]
+
+
+async def test_steering_commands_and_silent_reasons(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot() as bot:
+        nope = await fake.send_slash_command("next", {"persona": "zorg"})
+        [answer] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{nope}")
+        await fake.send_slash_command("moderate", {"mode": "reasons", "setting": "on"})
+        await fake.send_slash_command("moderate", {"mode": "on"})
+        await fake.send_message("Let's plan the launch.")
+        reason, *_ = await fake.wait_for_calls("POST", CHANNEL_MESSAGES, where=lambda c: "[moderator] next:" in c.json["content"])
+        await settle(bot)
+
+    assert answer.json["flags"] == 64 and answer.json["content"] == "'zorg' is not in this channel; choose one of Nova, Sage, Rex."
+    assert reason.json["flags"] & 4096  # suppressed from notifications
+    assert reason.json["content"].startswith("-# [moderator] next: Nova")

@@ -454,3 +454,25 @@ async def test_socket_mode_connects_answers_an_event_and_closes(open_test_app, f
             assert [p["username"] for p in fake_slack.delivered_posts()] == ["Sage"]
         await fake_slack.wait_until(lambda: fake_slack.socket_closes == 1)
         await bot.close()
+
+
+# -- steering the moderator ----------------------------------------------------------------------
+
+
+async def test_steering_commands_pause_name_and_show_reasons(slack: SlackHarness) -> None:
+    await slack.command("/moderate", "pause")
+    assert slack.posts()[-1]["text"].startswith("Replies are paused")
+    await slack.say("Sage, still there?", "1700000900.000100")
+    assert [p for p in slack.posts() if p["username"] == "Sage"] == []  # recorded, not answered
+
+    await slack.command("/next", "zorg")
+    await slack.command("/stop", "")
+    await slack.command("/moderate", "reasons on")
+    await slack.command("/moderate", "on")
+    await slack.command("/moderate", "resume")  # answers what came in meanwhile, with reasons shown
+    private = [r["text"] for r in slack.replies_to_command()]
+    assert "'zorg' is not in this channel; choose one of Nova, Sage, Rex." in private
+    assert "No round is running here." in private
+    reasons = [p for p in slack.posts() if p.get("blocks") and p["blocks"][0]["type"] == "context"]
+    assert reasons and reasons[0]["blocks"][0]["elements"][0]["text"].startswith("[moderator] next: Sage")
+    assert [p for p in slack.posts() if p["username"] == "Sage"]
