@@ -103,6 +103,10 @@ class TimingPort:
     async def trace(self, channel_key: str, text: str) -> None:
         pass
 
+    @asynccontextmanager
+    async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
+        yield
+
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         pass
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -32,6 +33,7 @@ class ConsolePort:
         self.write = write
         self.verbose = verbose
         self.user = user
+        self.interactive = write is write_stdout and sys.stdout.isatty()
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
         self.write(f"[{persona.display_name}] {text}")
@@ -45,6 +47,21 @@ class ConsolePort:
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         self.write(text)
+
+    @asynccontextmanager
+    async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
+        """"[Nova is typing…]" on a terminal, erased before the reply is printed; nothing in a script."""
+        if not self.interactive:
+            yield
+            return
+        note = f"[{persona.display_name} is typing…]"
+        sys.stdout.write(note)
+        sys.stdout.flush()
+        try:
+            yield
+        finally:
+            sys.stdout.write("\r" + " " * len(note) + "\r")
+            sys.stdout.flush()
 
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         call = ActionCall(approval.call_id, approval.action, approval.args)

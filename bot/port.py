@@ -4,6 +4,7 @@ named by its channel key's prefix ("slack:", "discord:", "console:")."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 
 from graph.actions import ActionCall
 from graph.port import OutboundPort
@@ -37,6 +38,9 @@ class PlatformPorts:
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         await self.port_for(channel_key).show_reason(channel_key, text, thread)
+
+    def typing(self, channel_key: str, persona: Persona) -> AbstractAsyncContextManager[None]:
+        return self.port_for(channel_key).typing(channel_key, persona)
 
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         await self.port_for(approval.channel_key).request_approval(approval, persona)

@@ -220,7 +220,8 @@ class RoundNodes:
         was_addressed = persona.id in routing.addressed(state["text"], state["mentions"], speakers)
         model = self.deps.models.persona_model(persona, [*others, state["author_name"]], addressed=was_addressed)
         try:
-            reply = await self._invoke(model, messages)
+            async with self.deps.port.typing(key, persona):
+                reply = await self._invoke(model, messages)
         except Exception as exc:
             log.warning("persona %s failed in %s: %s", persona.id, key, type(exc).__name__)
             return {"turn_failed": True, "failure": "model error", "draft": "", "tool_calls": []}

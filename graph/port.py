@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from graph.actions import ActionCall
@@ -21,6 +22,9 @@ class OutboundPort(Protocol):
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         """The moderator's pick and its reason, as a small line that notifies nobody (when reasons are on)."""
+
+    def typing(self, channel_key: str, persona: Persona) -> AbstractAsyncContextManager[None]:
+        """Shows that the persona is writing while the block runs (its model call). Never raises."""
 
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         """Show a pending approval to the approvers (buttons, or a console line)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from graph.actions import ActionCall
@@ -23,6 +25,10 @@ class RecordingPort:
 
     async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
         self.events.append(("notice", channel_key, f"[system] {text}"))
+
+    @asynccontextmanager
+    async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
+        yield
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         self.events.append(("reason", channel_key, text))

@@ -36,6 +36,7 @@ from storage.records import ApprovalMode, ApprovalStatus
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord, RecordedCall
+from tests.fake_models import FakeModels
 from tests.recording_port import RecordingPort
 
 TEXT = p.TEXT_CHANNEL_ID
@@ -537,3 +538,19 @@ async def test_steering_commands_and_silent_reasons(fake: FakeDiscord, open_bot)
     assert answer.json["flags"] == 64 and answer.json["content"] == "'zorg' is not in this channel; choose one of Nova, Sage, Rex."
     assert reason.json["flags"] & 4096  # suppressed from notifications
     assert reason.json["content"].startswith("-# [moderator] next: Nova")
+
+
+async def test_the_typing_indicator_runs_while_a_persona_writes(fake: FakeDiscord, open_bot) -> None:
+    typing_path = rf"/channels/{TEXT}/typing"
+    typed_during_the_call: list[bool] = []
+
+    async def reply(speaker: str, messages: list[Any]) -> str:
+        await fake.wait_for_calls("POST", typing_path)  # typing started before the model answered
+        typed_during_the_call.append(not fake.webhook_executes())
+        return "Sage thinks this through, slowly and with care."
+
+    async with open_bot(models=FakeModels(reply)) as bot:
+        await fake.send_message("Sage, what do you think?")
+        await fake.wait_for_webhook_executes(1)
+        await settle(bot)
+    assert typed_during_the_call == [True]

@@ -9,6 +9,8 @@ the persona's tool result.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 
 import aiohttp
 import discord
@@ -67,6 +69,22 @@ class DiscordPort:
 
     async def trace(self, channel_key: str, text: str) -> None:
         log.debug("trace %s: %s", channel_key, text)
+
+    @asynccontextmanager
+    async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
+        """Discord's "is typing…" for the length of the model call (the bot's; a webhook cannot type)."""
+        try:
+            context = self._client.get_partial_messageable(channel_id_of(channel_key)).typing()
+            await context.__aenter__()
+        except _DELIVERY_ERRORS as exc:
+            log.debug("no typing indicator in %s: %s", channel_key, _describe(exc))
+            yield
+            return
+        try:
+            yield
+        finally:
+            with suppress(*_DELIVERY_ERRORS):
+                await context.__aexit__(None, None, None)
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         try:

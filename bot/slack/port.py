@@ -8,7 +8,8 @@ chat.update, also after a restart.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -89,6 +90,10 @@ class SlackPort:
 
     async def trace(self, channel_key: str, text: str) -> None:
         log.debug("trace %s: %s", channel_key, text)
+
+    @asynccontextmanager
+    async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
+        yield  # Slack has no typing indicator for apps; a reaction marks the message being answered
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         """A context block: small grey text under the conversation."""

@@ -118,6 +118,7 @@ class FakeDiscord(LoopbackServer):
             ("GET", "/channels/{channel_id}/webhooks", self._list_webhooks),
             ("POST", "/channels/{channel_id}/webhooks", self._create_webhook),
             ("POST", "/channels/{channel_id}/messages", self._create_message),
+            ("POST", "/channels/{channel_id}/typing", self._typing),
             ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message),
             ("POST", "/webhooks/{webhook_id}/{webhook_token}", self._execute_webhook),
             ("PATCH", "/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}", self._edit_followup),
@@ -347,6 +348,9 @@ class FakeDiscord(LoopbackServer):
         webhook_id = p.snowflake()
         self.webhooks[webhook_id] = p.webhook(webhook_id, secrets.token_urlsafe(16), channel_id, request[BODY]["name"])
         return _json(self.webhooks[webhook_id])
+
+    async def _typing(self, request: web.Request) -> web.Response:
+        return web.Response(status=204)  # "Trigger Typing Indicator": recorded like every call
 
     async def _create_message(self, request: web.Request) -> web.Response:
         body = request[BODY]
