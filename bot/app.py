@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import Config, ConfigError
+from bot.flood import FloodGate
 from bot.persistence import open_persistence
 from bot.service import ChannelDefaults, ChannelService
 from bot.timers import DurableTimers
@@ -112,6 +113,7 @@ async def open_app(
             timers=stored.timers,
         )
         engine = RoundEngine(deps, stored.checkpointer)
+        limits = config.settings.limits
         service = ChannelService(
             db=stored.db,
             engine=engine,
@@ -122,6 +124,7 @@ async def open_app(
             ),
             is_approver=config.settings.approvals.is_approver,
             approvals_surface=config.settings.approvals.surface,
+            flood=FloodGate(limits.user_messages_per_minute, limits.channel_rounds_per_minute),
         )
         await stored.timers.start(service)
         try:

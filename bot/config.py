@@ -94,6 +94,11 @@ class ReviewSection(_Section):
     min_chars: Annotated[int, Field(ge=0, le=2000)] = 20
 
 
+class LimitsSection(_Section):
+    user_messages_per_minute: Annotated[int, Field(ge=1, le=10_000)] = 12
+    channel_rounds_per_minute: Annotated[int, Field(ge=1, le=10_000)] = 20
+
+
 class SlackSection(_Section):
     api_base_url: str = "https://slack.com/api/"
     host: str = "0.0.0.0"
@@ -152,6 +157,7 @@ class Settings(_Section):
     storage: StorageSection = StorageSection()
     history: HistorySection = HistorySection()
     review: ReviewSection = ReviewSection()
+    limits: LimitsSection = LimitsSection()
     slack: SlackSection = SlackSection()
     discord: DiscordSection = DiscordSection()
     approvals: ApprovalsSection = ApprovalsSection()

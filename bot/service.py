@@ -49,6 +49,7 @@ from bot.commands import (
     help_text,
     parse_command,
 )
+from bot.flood import FloodGate
 from bot.inbound import Inbound
 from graph.actions import ActionCall
 from graph.engine import RoundEngine
@@ -117,7 +118,8 @@ WorkItem = AnswerInbox | ResumeApprovals | RunApproved
 
 @dataclass(frozen=True)
 class CommandReply:
-    """`reply` goes back to whoever typed the command; changes are also announced in the channel."""
+    """`reply` goes back to whoever typed the command, or sent a message past a flood limit; changes are also
+    announced in the channel."""
 
     reply: str
     ok: bool = True
@@ -140,6 +142,7 @@ class ChannelService:
         defaults: ChannelDefaults,
         is_approver: IsApprover = _nobody,
         approvals_surface: str = "same",
+        flood: FloodGate,
     ) -> None:
         self.db = db
         self.engine = engine
@@ -148,6 +151,7 @@ class ChannelService:
         self.defaults = defaults
         self.is_approver = is_approver
         self.approvals_surface = approvals_surface  # "same", or the platform all requests are shown on
+        self.flood = flood
         self._queues: dict[str, asyncio.Queue[WorkItem]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._draining = False
@@ -155,24 +159,31 @@ class ChannelService:
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
-        """Take one inbound message: run it as a command, or record it and queue its round."""
+        """Take one inbound message: run it as a command, or record it and queue its round. The reply, if
+        any, goes to the message's author alone: a command's answer, or a flood limit's notice."""
         await self._ensure_channel(inbound.channel_key)
         try:
             command = parse_command(inbound.text)
         except CommandError as exc:
             return CommandReply(str(exc), ok=False)
+        actor = Actor(inbound.author_id, inbound.author_name, inbound.author_team)
         if command is not None:
-            actor = Actor(inbound.author_id, inbound.author_name, inbound.author_team)
             return await self.run_command(inbound.channel_key, command, thread=inbound.thread, actor=actor)
+        # Past a flood limit the line is still stored and delivered, but queues no round.
+        admission = self.flood.admit(
+            inbound.channel_key, inbound.author_id, time.monotonic(), exempt=self.may_decide(inbound.channel_key, actor)
+        )
         line = await inbox.accept(
             self.db, inbound.event_id, inbound.channel_key, inbound.author_id, inbound.author_name, inbound.text,
-            mentions=inbound.mentions, thread=inbound.thread,
+            mentions=inbound.mentions, thread=inbound.thread, queue=admission.starts_round,
         )
         if line is None:
+            self.flood.withdraw(admission)
             log.info("duplicate event %s ignored", inbound.event_id)
             return None
-        self._enqueue(AnswerInbox(inbound.channel_key))
-        return None
+        if admission.starts_round:
+            self._enqueue(AnswerInbox(inbound.channel_key))
+        return CommandReply(admission.notice, ok=False) if admission.notice else None
 
     @asynccontextmanager
     async def in_arrival_order(self, channel_key: str) -> AsyncIterator[None]:

@@ -31,15 +31,18 @@ class Waiting:
 
 async def accept(
     db: Database, event_id: str | None, channel_key: str, author_id: str, author_name: str, text: str,
-    *, mentions: Sequence[str] = (), thread: str | None = None,
+    *, mentions: Sequence[str] = (), thread: str | None = None, queue: bool = True,
 ) -> Line | None:
-    """Record a human line and queue its round, unless its platform event was seen before (then None)."""
+    """Record a human line and, with `queue`, its round, unless its platform event was seen before (then None).
+    Without `queue` the line is only delivered to the personas present: they see it in later rounds."""
     async with db.transaction() as tx:
         if event_id is not None and not await claim_in(tx, event_id):
             return None
         # Line ids must commit in order within a channel, or a reader could see a later line first.
         await tx.serialize(inbox_lock(channel_key))
         line = await insert_line(tx, channel_key, LineKind.HUMAN, author_id, author_name, text)
+        if not queue:
+            return line
         await tx.execute(
             "INSERT INTO inbox (line_id, channel_key, mentions, thread) VALUES (?, ?, ?, ?)",
             (line.id, channel_key, json.dumps(list(mentions)), thread),

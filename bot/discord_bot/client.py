@@ -75,7 +75,9 @@ class RoundtableClient(discord.Client):
         try:
             # discord.py runs each gateway event in a task of its own: keep the channel's order.
             async with self.service.in_arrival_order(inbound.channel_key):
-                await self.service.handle(inbound)
+                reply = await self.service.handle(inbound)
+            if reply is not None and not reply.announced:  # a flood limit's notice: a reply that pings nobody
+                await message.reply(reply.reply, mention_author=False)
         except Exception:
             log.exception("message %s in %s could not be handled", inbound.event_id, inbound.channel_key)
 
