@@ -38,7 +38,10 @@ class Tx(Protocol):
 class Database(Protocol):
     dialect: str  # "sqlite" or "postgresql"
 
-    def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
+    def transaction(self, *, urgent: bool = False) -> AbstractAsyncContextManager[Tx]:
+        """A write transaction. `urgent` ones (storing a message a platform waits to have
+        acknowledged) go before routine ones waiting for the same writer."""
+        ...
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None: ...
 

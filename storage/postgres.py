@@ -103,7 +103,7 @@ class PostgresDatabase:
             return await self._version(PostgresTx(conn))
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[PostgresTx]:
+    async def transaction(self, *, urgent: bool = False) -> AsyncIterator[PostgresTx]:  # the pool has room for both
         async with self._queries.acquire() as conn, conn.transaction():
             yield PostgresTx(conn)
 

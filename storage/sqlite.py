@@ -54,6 +54,9 @@ class SqliteDatabase:
         self._reader = reader
         self._reads = SqliteTx(reader or writer)
         self._write_lock = asyncio.Lock()
+        self._urgent_waiting = 0
+        self._no_urgent_waiting = asyncio.Event()
+        self._no_urgent_waiting.set()
 
     @classmethod
     async def open(cls, path: Path | str) -> SqliteDatabase:
@@ -89,8 +92,8 @@ class SqliteDatabase:
                 await self._conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;")
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqliteTx]:
-        async with self._write_lock:
+    async def transaction(self, *, urgent: bool = False) -> AsyncIterator[SqliteTx]:
+        async with self._writer_turn(urgent):
             await self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield SqliteTx(self._conn)
@@ -99,6 +102,31 @@ class SqliteDatabase:
                 raise
             else:
                 await self._conn.execute("COMMIT")
+
+    @asynccontextmanager
+    async def _writer_turn(self, urgent: bool) -> AsyncIterator[None]:
+        """The writer, one transaction at a time. While an urgent one waits, routine ones let it in
+        first: under load a message waiting to be acknowledged must not queue behind every round."""
+        if urgent:
+            self._urgent_waiting += 1
+            self._no_urgent_waiting.clear()
+            try:
+                await self._write_lock.acquire()
+            finally:
+                self._urgent_waiting -= 1
+                if not self._urgent_waiting:
+                    self._no_urgent_waiting.set()
+        else:
+            while True:
+                await self._no_urgent_waiting.wait()
+                await self._write_lock.acquire()
+                if not self._urgent_waiting:
+                    break
+                self._write_lock.release()
+        try:
+            yield
+        finally:
+            self._write_lock.release()
 
     @asynccontextmanager
     async def exclusive(self, name: str) -> AsyncIterator[None]:
