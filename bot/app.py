@@ -65,6 +65,10 @@ def engine_settings(config: Config) -> EngineSettings:
         model_attempts=s.llm.max_attempts,
         backoff_seconds=s.llm.backoff_seconds,
         approval_timeout_seconds=s.approvals.timeout_minutes * 60,
+        show_reasons=s.moderation.show_reasons,
+        moderator_prompt=config.moderator_prompt(),
+        recruit=s.moderation.recruit,
+        team_cap=s.moderation.team_cap,
     )
 
 

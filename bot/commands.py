@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from bot.config import MODERATOR_PROMPT_LIMIT
 from bot.numbers import record_id, whole_number
 
 Surface = Literal["console", "slack", "discord"]
@@ -119,7 +120,6 @@ class NameNextSpeaker:
     persona: str  # an id or a display name, as typed
 
 
-MODERATOR_PROMPT_LIMIT = 2000
 
 ModerateCommand = Moderate | PauseReplies | ShowReasons | SetModeratorPrompt | AllowRecruiting
 

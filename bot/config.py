@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.slack.keys import channel_key_of
 
+MODERATOR_PROMPT_LIMIT = 2000  # characters, as for /moderate prompt
+
 SECRET_ENV_VARS = (
     "GOOGLE_API_KEY",
     "OPENAI_API_KEY",
@@ -47,6 +49,10 @@ class BotSection(_Section):
 class ModerationSection(_Section):
     enabled: bool = False
     max_turns: Annotated[int, Field(ge=1, le=50)] = 6
+    show_reasons: bool = False
+    prompt_file: str = ""
+    recruit: bool = False
+    team_cap: Annotated[int, Field(ge=1, le=10)] = 10
 
 
 class LocalModelSection(_Section):
@@ -177,6 +183,19 @@ class Config:
     @property
     def personas_dir(self) -> Path:
         return self._resolve(self.settings.bot.personas_dir)
+
+    def moderator_prompt(self) -> str:
+        """The text of [moderation] prompt_file; "" when none is set. A one-line ConfigError if unreadable."""
+        name = self.settings.moderation.prompt_file
+        if not name:
+            return ""
+        path = self._resolve(name)
+        text = read_text(path) if path.is_file() else ""
+        if not text.strip():
+            raise ConfigError(f"{self.path}: [moderation] prompt_file: {path} is missing or empty")
+        if len(text) > MODERATOR_PROMPT_LIMIT:
+            raise ConfigError(f"{self.path}: [moderation] prompt_file: {len(text)} characters; the most is {MODERATOR_PROMPT_LIMIT}")
+        return text.strip()
 
     def _resolve(self, value: str) -> Path:
         path = Path(value).expanduser()

@@ -45,7 +45,7 @@ async def ensure_channel(
     if existing:
         return existing
     now = time.time()
-    async with db.transaction() as tx:
+    async with db.transaction(urgent=True) as tx:  # on the way to acknowledging a message
         created = await tx.execute(
             "INSERT INTO channels (key, moderated, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
             (key, int(moderated), now),

@@ -35,7 +35,7 @@ async def accept(
 ) -> Line | None:
     """Record a human line and, with `queue`, its round, unless its platform event was seen before (then None).
     Without `queue` the line is only delivered to the personas present: they see it in later rounds."""
-    async with db.transaction() as tx:
+    async with db.transaction(urgent=True) as tx:  # the platform waits for this to acknowledge it
         if event_id is not None and not await claim_in(tx, event_id):
             return None
         # Line ids must commit in order within a channel, or a reader could see a later line first.

@@ -34,9 +34,9 @@ from personas import load_personas
 from storage import approvals, channels, history
 from storage.records import ApprovalMode, ApprovalStatus
 from tests.conftest import REPO
+from tests.fake_models import FakeModels
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord, RecordedCall
-from tests.fake_models import FakeModels
 from tests.recording_port import RecordingPort
 
 TEXT = p.TEXT_CHANNEL_ID

@@ -164,3 +164,25 @@ def test_a_paused_channel_stays_paused_across_a_restart(tmp_path: Path) -> None:
     resumed = console("/moderate resume\n")
     replies = [line for line in resumed.splitlines() if line.startswith(("[Sage]", "[Rex]"))]
     assert [line.split("]")[0] for line in replies] == ["[Sage", "[Rex"]  # one round for both messages
+
+
+async def test_a_prompt_file_sets_the_moderator_instructions_everywhere(open_test_app, tmp_path: Path) -> None:
+    prompt = tmp_path / "moderator.txt"
+    prompt.write_text("Keep it short; Sage first when in doubt.\n")
+    models = FakeModels(fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Sage", "reason": "in doubt"}])
+    async with open_test_app({"moderation": {"prompt_file": str(prompt)}}, models=models) as app:
+        await app.service.run_command(KEY, Moderate("on"))
+        await say(app, "Let's plan the launch.")
+        await app.service.wait_idle()
+    system = next(messages for speaker, messages in models.calls if speaker == "moderator")[0].text
+    assert system.startswith("Keep it short; Sage first when in doubt.") and "Reply with JSON only" in system
+
+
+def test_a_missing_prompt_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"moderation": {"prompt_file": "nowhere.txt"}})
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(config)],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "[moderation] prompt_file" in result.stderr and "missing or empty" in result.stderr
