@@ -157,7 +157,7 @@ async def bench_app(
     """The real app (default SQLite WAL storage) in a temporary data directory, with the repo's personas."""
     with tempfile.TemporaryDirectory(prefix="roundtable-bench-") as directory:
         # The benchmark is one user flooding many channels on purpose: no flood limits here.
-        unlimited = {"limits": {"user_messages_per_minute": 100_000, "channel_rounds_per_minute": 100_000}}
+        unlimited = {"limits": {"user_messages_per_minute": 10_000, "channel_rounds_per_minute": 10_000}}
         config = load_config(write_config(Path(directory), {**unlimited, **(sections or {})}))
         port = TimingPort(models)
         async with open_app(config, port, models=models, environ={}, rng=random.Random(7)) as app:
