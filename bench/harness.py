@@ -104,6 +104,10 @@ class TimingPort:
         pass
 
     @asynccontextmanager
+    async def answering(self, channel_key: str, event_id: str | None) -> AsyncIterator[None]:
+        yield
+
+    @asynccontextmanager
     async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
         yield
 

@@ -110,6 +110,7 @@ class SlackSection(_Section):
     host: str = "0.0.0.0"
     port: Annotated[int, Field(ge=0, le=65535)] = 3000
     approvals_channel: str = ""
+    thinking_reaction: str = "hourglass_flowing_sand"
 
 
 class DiscordSection(_Section):

@@ -49,6 +49,11 @@ class ConsolePort:
         self.write(text)
 
     @asynccontextmanager
+    async def answering(self, channel_key: str, event_id: str | None) -> AsyncIterator[None]:
+        """Nothing to mark: the typing indicator shows each persona at work."""
+        yield
+
+    @asynccontextmanager
     async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
         """"[Nova is typing…]" on a terminal, erased before the reply is printed; nothing in a script."""
         if not self.interactive:

@@ -42,6 +42,9 @@ class PlatformPorts:
     def typing(self, channel_key: str, persona: Persona) -> AbstractAsyncContextManager[None]:
         return self.port_for(channel_key).typing(channel_key, persona)
 
+    def answering(self, channel_key: str, event_id: str | None) -> AbstractAsyncContextManager[None]:
+        return self.port_for(channel_key).answering(channel_key, event_id)
+
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         await self.port_for(approval.channel_key).request_approval(approval, persona)
 

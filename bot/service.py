@@ -155,6 +155,7 @@ class ChannelService:
         self._queues: dict[str, asyncio.Queue[WorkItem]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._draining = False
+        self._known_channels: set[str] = set()
         self._arrivals: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # lock, [holders and waiters]
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
 
@@ -230,9 +231,12 @@ class ChannelService:
             log.exception("could not notify the approvers of %s", key)
 
     async def _ensure_channel(self, key: str) -> None:
+        if key in self._known_channels:  # channels are never deleted: no read on a message's way to its ack
+            return
         await channels.ensure_channel(
             self.db, key, participants=self.defaults.participants, moderated=self.defaults.moderated
         )
+        self._known_channels.add(key)
 
     def _enqueue(self, item: WorkItem) -> None:
         key = item.channel_key
@@ -295,10 +299,11 @@ class ChannelService:
         return replace(newest, text="\n".join(texts), mentions=tuple(mentions))
 
     async def _answer(self, message: inbox.Waiting) -> None:
-        waiting = await self.engine.run_round(
-            message.channel_key, text=message.text, author_name=message.author_name,
-            mentions=list(message.mentions), thread=message.thread,
-        )
+        async with self.port.answering(message.channel_key, message.event_id):
+            waiting = await self.engine.run_round(
+                message.channel_key, text=message.text, author_name=message.author_name,
+                mentions=list(message.mentions), thread=message.thread,
+            )
         await self.engine.start_approvals(waiting)
 
     async def _notice(self, key: str, text: str, thread: str | None) -> None:

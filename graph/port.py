@@ -26,6 +26,9 @@ class OutboundPort(Protocol):
     def typing(self, channel_key: str, persona: Persona) -> AbstractAsyncContextManager[None]:
         """Shows that the persona is writing while the block runs (its model call). Never raises."""
 
+    def answering(self, channel_key: str, event_id: str | None) -> AbstractAsyncContextManager[None]:
+        """Marks the platform's message `event_id` as being answered while its round runs. Never raises."""
+
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         """Show a pending approval to the approvers (buttons, or a console line)."""
 

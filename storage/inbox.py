@@ -27,6 +27,7 @@ class Waiting:
     text: str
     mentions: tuple[str, ...]
     thread: str | None
+    event_id: str | None = None  # the platform's id of the message
 
 
 async def accept(
@@ -44,15 +45,15 @@ async def accept(
         if not queue:
             return line
         await tx.execute(
-            "INSERT INTO inbox (line_id, channel_key, mentions, thread) VALUES (?, ?, ?, ?)",
-            (line.id, channel_key, json.dumps(list(mentions)), thread),
+            "INSERT INTO inbox (line_id, channel_key, mentions, thread, event_id) VALUES (?, ?, ?, ?, ?)",
+            (line.id, channel_key, json.dumps(list(mentions)), thread, event_id),
         )
     return line
 
 
 async def oldest(db: Database, channel_key: str) -> Waiting | None:
     row = await db.fetch_one(
-        "SELECT i.line_id, i.mentions, i.thread, l.author_name, l.text FROM inbox i JOIN lines l ON l.id = i.line_id "
+        "SELECT i.line_id, i.mentions, i.thread, i.event_id, l.author_name, l.text FROM inbox i JOIN lines l ON l.id = i.line_id "
         "WHERE i.channel_key = ? ORDER BY i.line_id LIMIT 1",
         (channel_key,),
     )
@@ -61,7 +62,7 @@ async def oldest(db: Database, channel_key: str) -> Waiting | None:
 
 async def oldest_after(db: Database, channel_key: str, line_id: int) -> Waiting | None:
     row = await db.fetch_one(
-        "SELECT i.line_id, i.mentions, i.thread, l.author_name, l.text FROM inbox i JOIN lines l ON l.id = i.line_id "
+        "SELECT i.line_id, i.mentions, i.thread, i.event_id, l.author_name, l.text FROM inbox i JOIN lines l ON l.id = i.line_id "
         "WHERE i.channel_key = ? AND i.line_id > ? ORDER BY i.line_id LIMIT 1",
         (channel_key, line_id),
     )
@@ -71,7 +72,7 @@ async def oldest_after(db: Database, channel_key: str, line_id: int) -> Waiting 
 def _waiting(row: Row, channel_key: str) -> Waiting:
     return Waiting(
         line_id=row["line_id"], channel_key=channel_key, author_name=row["author_name"], text=row["text"],
-        mentions=tuple(json.loads(row["mentions"])), thread=row["thread"],
+        mentions=tuple(json.loads(row["mentions"])), thread=row["thread"], event_id=row["event_id"],
     )
 
 
@@ -97,7 +98,8 @@ async def give_back_if_unanswered(db: Database, message: Waiting) -> bool:
         if spoken is not None:
             return False
         await tx.execute(
-            "INSERT INTO inbox (line_id, channel_key, mentions, thread) VALUES (?, ?, ?, ?) ON CONFLICT (line_id) DO NOTHING",
-            (message.line_id, message.channel_key, json.dumps(list(message.mentions)), message.thread),
+            "INSERT INTO inbox (line_id, channel_key, mentions, thread, event_id) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (line_id) DO NOTHING",
+            (message.line_id, message.channel_key, json.dumps(list(message.mentions)), message.thread, message.event_id),
         )
     return True

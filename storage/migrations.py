@@ -166,6 +166,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE channels ADD COLUMN next_speaker TEXT;   -- a persona id named with /next
     ALTER TABLE channels ADD COLUMN last_decisions TEXT NOT NULL DEFAULT '[]';  -- JSON: the last round's picks
     """,
+    # 9: the platform's id of a waiting message, so its platform can mark it while it is answered
+    """
+    ALTER TABLE inbox ADD COLUMN event_id TEXT;
+    """,
 )
 
 _APPROVAL_STATUSES = "'pending', 'approved', 'rejected', 'expired', 'executed', 'failed', 'running', 'unknown'"

@@ -27,6 +27,10 @@ class RecordingPort:
         self.events.append(("notice", channel_key, f"[system] {text}"))
 
     @asynccontextmanager
+    async def answering(self, channel_key: str, event_id: str | None) -> AsyncIterator[None]:
+        yield
+
+    @asynccontextmanager
     async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
         yield
 

@@ -476,3 +476,14 @@ async def test_steering_commands_pause_name_and_show_reasons(slack: SlackHarness
     reasons = [p for p in slack.posts() if p.get("blocks") and p["blocks"][0]["type"] == "context"]
     assert reasons and reasons[0]["blocks"][0]["elements"][0]["text"].startswith("[moderator] next: Sage")
     assert [p for p in slack.posts() if p["username"] == "Sage"]
+
+
+async def test_a_reaction_marks_the_message_while_its_round_runs(slack: SlackHarness) -> None:
+    await slack.say("Sage, your thoughts?", "1700000950.000100")
+
+    methods = [call.method for call in slack.fake.calls if call.method in ("reactions.add", "chat.postMessage", "reactions.remove")]
+    assert methods == ["reactions.add", "chat.postMessage", "reactions.remove"]  # on, the reply, off
+    for method in ("reactions.add", "reactions.remove"):
+        [call] = slack.fake.calls_to(method)
+        assert (call.args["channel"], call.args["timestamp"], call.args["name"]) == (
+            CHANNEL, "1700000950.000100", "hourglass_flowing_sand")

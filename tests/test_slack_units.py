@@ -208,7 +208,7 @@ def test_manifest() -> None:
     manifest = yaml.safe_load(Path(REPO / "manifest.yml").read_text(encoding="utf-8"))
     assert sorted(manifest["oauth_config"]["scopes"]["bot"]) == sorted(
         ["chat:write", "chat:write.customize", "app_mentions:read", "channels:history", "groups:history",
-         "im:history", "commands", "users:read"]
+         "im:history", "commands", "users:read", "reactions:write"]
     )
     settings = manifest["settings"]
     assert sorted(settings["event_subscriptions"]["bot_events"]) == sorted(

@@ -71,6 +71,11 @@ class DiscordPort:
         log.debug("trace %s: %s", channel_key, text)
 
     @asynccontextmanager
+    async def answering(self, channel_key: str, event_id: str | None) -> AsyncIterator[None]:
+        """Nothing to mark: the typing indicator shows each persona at work."""
+        yield
+
+    @asynccontextmanager
     async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
         """Discord's "is typing…" for the length of the model call (the bot's; a webhook cannot type)."""
         try:

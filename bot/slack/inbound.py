@@ -25,6 +25,13 @@ def message_id(team_id: str, channel: str, ts: str) -> str:
     return f"slack:{team_id}:{channel}:{ts}"
 
 
+def message_of(event_id: str | None) -> tuple[str, str] | None:
+    """(channel, ts) of a message_id; None for anything else."""
+    platform, _, rest = (event_id or "").partition(":")
+    parts = rest.split(":")
+    return (parts[1], parts[2]) if platform == "slack" and len(parts) == 3 and all(parts) else None
+
+
 def strip_mention(text: str, user_id: str | None) -> str:
     if not user_id:
         return text.strip()

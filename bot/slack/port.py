@@ -21,6 +21,7 @@ from bot.config import Config, slack_approver
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
 from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
+from bot.slack.inbound import message_of
 from bot.slack.keys import channel_id_of, thread_ts_of
 from bot.slack.text import escape_clipped, slack_messages
 from bot.slack.users import UserNames
@@ -60,6 +61,7 @@ def slack_port(config: Config, client: AsyncWebClient, db: Database | None = Non
         approvals_channel=config.settings.slack.approvals_channel,
         approvers_for=config.settings.approvals.approvers_for,
         messages=ApprovalMessages(db),
+        thinking_reaction=config.settings.slack.thinking_reaction,
     )
 
 
@@ -75,8 +77,10 @@ class SlackPort:
         approvals_channel: str = "",
         approvers_for: ApproversFor = _nobody,
         messages: ApprovalMessages | None = None,
+        thinking_reaction: str = "",
     ) -> None:
         self.client = client
+        self.thinking_reaction = thinking_reaction.strip(":")
         self.approvals_channel = approvals_channel
         self.approvers_for = approvers_for
         self.messages = messages or ApprovalMessages()
@@ -94,6 +98,29 @@ class SlackPort:
     @asynccontextmanager
     async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
         yield  # Slack has no typing indicator for apps; a reaction marks the message being answered
+
+    @asynccontextmanager
+    async def answering(self, channel_key: str, event_id: str | None) -> AsyncIterator[None]:
+        """[slack] thinking_reaction on the human message while its round runs."""
+        message = message_of(event_id) if self.thinking_reaction else None
+        if message is None:
+            yield
+            return
+        channel, ts = message
+        marked = await self._react("reactions_add", channel, ts)
+        try:
+            yield
+        finally:
+            if marked:
+                await self._react("reactions_remove", channel, ts)
+
+    async def _react(self, method: str, channel: str, ts: str) -> bool:
+        try:
+            await getattr(self.client, method)(channel=channel, timestamp=ts, name=self.thinking_reaction)
+        except _DELIVERY_ERRORS as exc:
+            log.info("%s on %s failed: %s", method, channel, _describe(exc))
+            return False
+        return True
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         """A context block: small grey text under the conversation."""
