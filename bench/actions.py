@@ -71,7 +71,10 @@ async def measure(cache_dir: Path) -> tuple[list[Outcome], float]:
     started = time.perf_counter()
     for raw in LINES.read_text(encoding="utf-8").splitlines():
         row = json.loads(raw)
-        messages: list[BaseMessage] = [SystemMessage(content=system), HumanMessage(content=f"{row['author']}: {row['text']}")]
+        messages: list[BaseMessage] = [
+            SystemMessage(content=system),
+            HumanMessage(content=f"{row['author']}: {row['text']}"),
+        ]
         model = models.persona_model(nova, ["Sage", "Rex", row["author"]], addressed=True).bind(now=NOW)
         reply = await model.ainvoke(messages)
         proposed = None
@@ -94,21 +97,38 @@ def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
     exact = sum(o.exact for o in true_positives) / len(true_positives) if true_positives else 0.0
     fp_rate = len(false_positives) / len(chat)
     rows = [
-        ("precision (proposals that were asked for)", f"{len(true_positives)}/{proposed} = {precision:.0%}", "as high as possible"),
-        ("recall (requests that became a proposal)", f"{len(true_positives)}/{len(wanted)} = {recall:.0%}", "as high as possible"),
-        ("false positives on chit-chat", f"{len(false_positives)}/{len(chat)} = {fp_rate:.1%}",
-         f"≤ {FALSE_POSITIVE_TARGET:.0%} ({'met' if fp_rate <= FALSE_POSITIVE_TARGET else 'missed'})"),
-        ("exact arguments (of the proposals asked for)", f"{sum(o.exact for o in true_positives)}/{len(true_positives)} = {exact:.0%}", "as high as possible"),
+        (
+            "precision (proposals that were asked for)",
+            f"{len(true_positives)}/{proposed} = {precision:.0%}",
+            "as high as possible",
+        ),
+        (
+            "recall (requests that became a proposal)",
+            f"{len(true_positives)}/{len(wanted)} = {recall:.0%}",
+            "as high as possible",
+        ),
+        (
+            "false positives on chit-chat",
+            f"{len(false_positives)}/{len(chat)} = {fp_rate:.1%}",
+            f"≤ {FALSE_POSITIVE_TARGET:.0%} ({'met' if fp_rate <= FALSE_POSITIVE_TARGET else 'missed'})",
+        ),
+        (
+            "exact arguments (of the proposals asked for)",
+            f"{sum(o.exact for o in true_positives)}/{len(true_positives)} = {exact:.0%}",
+            "as high as possible",
+        ),
         ("time per line (action step, and a reply when none)", f"{seconds / len(outcomes):.2f} s", ""),
     ]
-    return "\n".join([
-        f"Machine: {machine(load)}. {len(outcomes)} labelled lines ({len(wanted)} requests, {len(chat)} chit-chat), "
-        f"embedded Gemma 3 270M, greedy decisions, {seconds:.0f} s.",
-        "",
-        "| metric | measured | target |",
-        "| --- | --- | --- |",
-        *(f"| {a} | {b} | {c} |" for a, b, c in rows),
-    ])
+    return "\n".join(
+        [
+            f"Machine: {machine(load)}. {len(outcomes)} labelled lines ({len(wanted)} requests, {len(chat)} chit-chat), "
+            f"embedded Gemma 3 270M, greedy decisions, {seconds:.0f} s.",
+            "",
+            "| metric | measured | target |",
+            "| --- | --- | --- |",
+            *(f"| {a} | {b} | {c} |" for a, b, c in rows),
+        ]
+    )
 
 
 def main() -> None:

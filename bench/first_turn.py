@@ -68,13 +68,15 @@ def main() -> None:
         succeeded, failures = asyncio.run(first_turns(args.channels, Path(scratch)))
     seconds = time.perf_counter() - started
     rate = succeeded / args.channels
-    block = "\n".join([
-        f"Machine: {machine(load)}. {args.channels} new console channels, default config, embedded Gemma 3 270M, {seconds:.0f} s.",
-        "",
-        "| metric | measured | target |",
-        "| --- | --- | --- |",
-        f"| first turn answered in a new channel | {succeeded}/{args.channels} = {rate:.0%} | ≥ 49/50 ({'met' if rate >= TARGET else 'missed'}) |",
-    ])
+    block = "\n".join(
+        [
+            f"Machine: {machine(load)}. {args.channels} new console channels, default config, embedded Gemma 3 270M, {seconds:.0f} s.",
+            "",
+            "| metric | measured | target |",
+            "| --- | --- | --- |",
+            f"| first turn answered in a new channel | {succeeded}/{args.channels} = {rate:.0%} | ≥ 49/50 ({'met' if rate >= TARGET else 'missed'}) |",
+        ]
+    )
     print(block)
     for failure in failures:
         print("  failed:", failure)

@@ -155,9 +155,7 @@ class BenchApp:
 
 
 @asynccontextmanager
-async def bench_app(
-    models: BenchModels, sections: dict[str, dict[str, Any]] | None = None
-) -> AsyncIterator[BenchApp]:
+async def bench_app(models: BenchModels, sections: dict[str, dict[str, Any]] | None = None) -> AsyncIterator[BenchApp]:
     """The real app (default SQLite WAL storage) in a temporary data directory, with the repo's personas."""
     with tempfile.TemporaryDirectory(prefix="roundtable-bench-") as directory:
         # The benchmark is one user flooding many channels on purpose: no flood limits here.

@@ -83,8 +83,12 @@ def main() -> None:
             {"prompt": prompt, "max_tokens": 128, "ignore_eos": True, "temperature": 0.8}
         )
         timings = raw["timings"]
-        print(f"prompt eval:                   {timings['prompt_per_second']:7.1f} tok/s ({timings['prompt_n']} tokens)")
-        print(f"generation:                    {timings['predicted_per_second']:7.1f} tok/s ({timings['predicted_n']} tokens)")
+        print(
+            f"prompt eval:                   {timings['prompt_per_second']:7.1f} tok/s ({timings['prompt_n']} tokens)"
+        )
+        print(
+            f"generation:                    {timings['predicted_per_second']:7.1f} tok/s ({timings['predicted_n']} tokens)"
+        )
 
         forced = model._server().handle_completions(
             {"prompt": prompt, "max_tokens": 40, "ignore_eos": True, "cache_prompt": False}

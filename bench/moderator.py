@@ -122,13 +122,15 @@ async def run_rounds(rounds: int, data_dir: Path) -> tuple[list[Round], int]:
             await app.service.handle(Inbound(key, "u1", "Ana", line, event_id=f"moderator-{number}"))
             await app.service.wait_idle(key)
             decisions = [m.groups() for m in map(_DECISION.match, transcript[before:]) if m]
-            results.append(Round(
-                line=line,
-                addressed=[names[i] for i in addressed(line, [], speakers)],
-                picks=[(pick, reason) for pick, reason in decisions],
-                model_calls=models.moderator_calls - calls_before,
-                seconds=time.perf_counter() - started,
-            ))
+            results.append(
+                Round(
+                    line=line,
+                    addressed=[names[i] for i in addressed(line, [], speakers)],
+                    picks=[(pick, reason) for pick, reason in decisions],
+                    model_calls=models.moderator_calls - calls_before,
+                    seconds=time.perf_counter() - started,
+                )
+            )
         max_turns = config.settings.moderation.max_turns
     return results, max_turns
 

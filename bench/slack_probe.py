@@ -88,8 +88,13 @@ class SlackProber:
     @asynccontextmanager
     async def started(cls, events_url: str) -> AsyncIterator[SlackProber]:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.slack_probe", events_url,
-            cwd=REPO, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "bench.slack_probe",
+            events_url,
+            cwd=REPO,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
         )
         try:
             yield cls(process)

@@ -74,7 +74,9 @@ def engine_settings(config: Config) -> EngineSettings:
 
 def policy_settings(config: Config) -> PolicySettings:
     a = config.settings.approvals
-    return PolicySettings(sensitive=tuple(a.sensitive), max_actions_per_turn=a.max_actions_per_turn, auto_relax=a.auto_relax)
+    return PolicySettings(
+        sensitive=tuple(a.sensitive), max_actions_per_turn=a.max_actions_per_turn, auto_relax=a.auto_relax
+    )
 
 
 def load_checked_personas(config: Config) -> dict[str, Persona]:
@@ -137,8 +139,15 @@ async def open_app(
             # reach stops full collections from pausing the event loop for ~100 ms under load.
             gc.collect()
             gc.freeze()
-            yield App(config=config, personas=personas, db=stored.db, models=models, engine=engine,
-                      service=service, timers=stored.timers)
+            yield App(
+                config=config,
+                personas=personas,
+                db=stored.db,
+                models=models,
+                engine=engine,
+                service=service,
+                timers=stored.timers,
+            )
             await service.wait_idle()
         finally:
             # After a stop signal: running rounds get the grace period, queued work waits durably.

@@ -38,7 +38,7 @@ def already_decided(approval: Approval) -> str:
 
 
 def wanted(approval: Approval, persona_name: str) -> str:
-    """"#3 Nova wants publish_post(channel='news', text='We launched!')"."""
+    """ "#3 Nova wants publish_post(channel='news', text='We launched!')"."""
     call = ActionCall(approval.call_id, approval.action, approval.args)
     return f"#{approval.id} {persona_name} wants {call.describe()}"
 
@@ -54,8 +54,10 @@ def outcome(approval: Approval, decider: str, at: str = "", clean: Callable[[str
         case ApprovalStatus.FAILED:
             return f"Approved by {decider}{when}, but it {result}"
         case ApprovalStatus.UNKNOWN:
-            return (f"Approved by {decider}{when}, but {result}: it may or may not have run. "
-                    f"Approvers: /approvals retry {approval.id} or /approvals close {approval.id}.")
+            return (
+                f"Approved by {decider}{when}, but {result}: it may or may not have run. "
+                f"Approvers: /approvals retry {approval.id} or /approvals close {approval.id}."
+            )
         case ApprovalStatus.REJECTED:
             return f"Rejected by {decider}: {clean(approval.comment or '') or 'no feedback given'}"
         case ApprovalStatus.EXPIRED:

@@ -43,7 +43,9 @@ COMMANDS: dict[str, HelpRow] = {
         "list the pending approvals, or set the approval mode",
     ),
     "approve": HelpRow("/approve N", "approve action request N", slash=()),
-    "reject": HelpRow("/reject N [incident] [feedback]", "reject action request N, with feedback for the persona", slash=()),
+    "reject": HelpRow(
+        "/reject N [incident] [feedback]", "reject action request N, with feedback for the persona", slash=()
+    ),
     "trust": HelpRow("/trust", "show how far each persona is trusted"),
     "help": HelpRow("/help", "list these commands", slash=()),
     "roundtable": HelpRow("/roundtable help", "list these commands", typed=False),
@@ -82,8 +84,6 @@ class SetScene:
     text: str
 
 
-
-
 def _usage(name: str) -> CommandError:
     return CommandError(f"usage: {USAGE[name]}")
 
@@ -118,7 +118,6 @@ class StopRound:
 @dataclass(frozen=True)
 class NameNextSpeaker:
     persona: str  # an id or a display name, as typed
-
 
 
 ModerateCommand = Moderate | PauseReplies | ShowReasons | SetModeratorPrompt | AllowRecruiting
@@ -269,8 +268,19 @@ class ShowHelp:
 
 
 Command = (
-    ModerateCommand | Invite | Dismiss | ListPersonas | SetScene | ListApprovals | SetApprovalMode | SettleUnknown
-    | Decide | ShowTrust | StopRound | NameNextSpeaker | ShowHelp
+    ModerateCommand
+    | Invite
+    | Dismiss
+    | ListPersonas
+    | SetScene
+    | ListApprovals
+    | SetApprovalMode
+    | SettleUnknown
+    | Decide
+    | ShowTrust
+    | StopRound
+    | NameNextSpeaker
+    | ShowHelp
 )
 
 PARSERS: dict[str, Callable[[str], Command]] = {

@@ -195,7 +195,9 @@ class Config:
         if not text.strip():
             raise ConfigError(f"{self.path}: [moderation] prompt_file: {path} is missing or empty")
         if len(text) > MODERATOR_PROMPT_LIMIT:
-            raise ConfigError(f"{self.path}: [moderation] prompt_file: {len(text)} characters; the most is {MODERATOR_PROMPT_LIMIT}")
+            raise ConfigError(
+                f"{self.path}: [moderation] prompt_file: {len(text)} characters; the most is {MODERATOR_PROMPT_LIMIT}"
+            )
         return text.strip()
 
     def _resolve(self, value: str) -> Path:

@@ -55,7 +55,7 @@ class ConsolePort:
 
     @asynccontextmanager
     async def typing(self, channel_key: str, persona: Persona) -> AsyncIterator[None]:
-        """"[Nova is typing…]" on a terminal, erased before the reply is printed; nothing in a script."""
+        """ "[Nova is typing…]" on a terminal, erased before the reply is printed; nothing in a script."""
         if not self.interactive:
             yield
             return
@@ -72,7 +72,9 @@ class ConsolePort:
         call = ActionCall(approval.call_id, approval.action, approval.args)
         expires = datetime.fromtimestamp(approval.expires_at).strftime("%H:%M")
         revises = f" (revises #{approval.revises})" if approval.revises else ""
-        self.write(f"[approval {approval.id}] {persona.display_name} wants {call.describe()}{revises} (expires {expires})")
+        self.write(
+            f"[approval {approval.id}] {persona.display_name} wants {call.describe()}{revises} (expires {expires})"
+        )
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         match approval.status:
@@ -84,8 +86,10 @@ class ConsolePort:
                 who = "you" if approval.decided_by == self.user else approval.decided_by
                 self.write(f"[action {approval.id}] rejected by {who}: {approval.comment or 'no feedback'}")
             case ApprovalStatus.UNKNOWN:
-                self.write(f"[action {approval.id}] {approval.result}: it may or may not have run "
-                           f"(/approvals retry {approval.id} runs it again, /approvals close {approval.id} leaves it)")
+                self.write(
+                    f"[action {approval.id}] {approval.result}: it may or may not have run "
+                    f"(/approvals retry {approval.id} runs it again, /approvals close {approval.id} leaves it)"
+                )
             case ApprovalStatus.EXPIRED:
                 self.write(f"[action {approval.id}] expired: nobody decided in time")
 

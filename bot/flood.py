@@ -78,8 +78,10 @@ class FloodGate:
             why = f"you have sent {n} message{'s' if n != 1 else ''} here in the last minute"
         else:
             why = f"this channel has had {self.channels.limit} rounds in the last minute"
-        notice = (f"Slow down a little: {why}. Your messages are kept and the personas will see them, "
-                  "but they start no reply until the minute is up.")
+        notice = (
+            f"Slow down a little: {why}. Your messages are kept and the personas will see them, "
+            "but they start no reply until the minute is up."
+        )
         return Admission(channel_key, user_id, now, starts_round=False, notice=notice)
 
     def withdraw(self, admission: Admission) -> None:

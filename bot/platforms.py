@@ -37,7 +37,9 @@ async def run_platforms(config: Config, environ: Mapping[str, str]) -> bool:
     async with AsyncExitStack() as stack:
         discord = None
         if token is not None:
-            stack.enter_context(discord_endpoints(config.settings.discord.api_base_url, config.settings.discord.gateway_url))
+            stack.enter_context(
+                discord_endpoints(config.settings.discord.api_base_url, config.settings.discord.gateway_url)
+            )
             discord = DiscordAdapter(config, token)
 
         def ports(db: Database) -> PlatformPorts:

@@ -175,8 +175,15 @@ class ChannelService:
             inbound.channel_key, inbound.author_id, time.monotonic(), exempt=self.may_decide(inbound.channel_key, actor)
         )
         line = await inbox.accept(
-            self.db, inbound.event_id, inbound.channel_key, inbound.author_id, inbound.author_name, inbound.text,
-            mentions=inbound.mentions, thread=inbound.thread, queue=admission.starts_round,
+            self.db,
+            inbound.event_id,
+            inbound.channel_key,
+            inbound.author_id,
+            inbound.author_name,
+            inbound.text,
+            mentions=inbound.mentions,
+            thread=inbound.thread,
+            queue=admission.starts_round,
         )
         if line is None:
             self.flood.withdraw(admission)
@@ -285,7 +292,9 @@ class ChannelService:
                 raise
             except Exception:
                 log.exception("round failed in %s", item.channel_key)
-                await self._notice(item.channel_key, "Something went wrong in this round; the message was kept.", message.thread)
+                await self._notice(
+                    item.channel_key, "Something went wrong in this round; the message was kept.", message.thread
+                )
 
     async def _take_all_waiting(self, oldest: inbox.Waiting) -> inbox.Waiting:
         """Every waiting message off the inbox but the newest, which the one round then answers,
@@ -301,8 +310,11 @@ class ChannelService:
     async def _answer(self, message: inbox.Waiting) -> None:
         async with self.port.answering(message.channel_key, message.event_id):
             waiting = await self.engine.run_round(
-                message.channel_key, text=message.text, author_name=message.author_name,
-                mentions=list(message.mentions), thread=message.thread,
+                message.channel_key,
+                text=message.text,
+                author_name=message.author_name,
+                mentions=list(message.mentions),
+                thread=message.thread,
             )
         await self.engine.start_approvals(waiting)
 
@@ -371,14 +383,19 @@ class ChannelService:
                 return CommandReply(announce, announced=True)
             case ShowReasons(on=on):
                 await channels.set_setting(self.db, key, "show_reasons", on)
-                return CommandReply(f"The moderator's picks and reasons are {'shown' if on else 'no longer shown'} here.")
+                return CommandReply(
+                    f"The moderator's picks and reasons are {'shown' if on else 'no longer shown'} here."
+                )
             case AllowRecruiting(on=on):
                 await channels.set_setting(self.db, key, "recruit", on)
                 return CommandReply(f"The moderator {'may' if on else 'may not'} invite personas into this channel.")
             case SetModeratorPrompt(text=text):
                 await channels.set_setting(self.db, key, "moderator_prompt", text)
-                return CommandReply("The moderator uses this channel's own prompt now." if text
-                                    else "The moderator uses the default prompt again.")
+                return CommandReply(
+                    "The moderator uses this channel's own prompt now."
+                    if text
+                    else "The moderator uses the default prompt again."
+                )
             case StopRound():
                 if key not in self._workers:
                     return CommandReply("No round is running here.", ok=False)
@@ -461,8 +478,14 @@ class ChannelService:
         return deciding_channel(approval, decided_in, self.approvals_surface)
 
     async def decide(
-        self, approval_id: int, actor: Actor, approve: bool, comment: str = "", incident: bool = False,
-        *, decided_in: str | None = None,
+        self,
+        approval_id: int,
+        actor: Actor,
+        approve: bool,
+        comment: str = "",
+        incident: bool = False,
+        *,
+        decided_in: str | None = None,
     ) -> CommandReply:
         """An approver's decision. The first decision wins; anyone else is refused and nothing changes."""
         approval = await approvals.get(self.db, approval_id)
@@ -470,10 +493,14 @@ class ChannelService:
         if (refused := refusal(approval, approval_id, may_decide=may)) is not None:
             return CommandReply(refused, ok=False)
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
-        decided = await approvals.decide(self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident)
+        decided = await approvals.decide(
+            self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident
+        )
         if decided is None:  # someone else decided between the check and the update: the first wins
             current = await approvals.get(self.db, approval_id)
-            return CommandReply(already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False)
+            return CommandReply(
+                already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False
+            )
         await self._resume_if_complete(decided)
         return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
 
@@ -514,7 +541,9 @@ class ChannelService:
         if persona is None:
             log.warning("scheduled post for unknown persona %s dropped", persona_id)
             return
-        await self.engine.runner.run(channel_key, persona, ActionCall(call_id=f"scheduled-{persona_id}", name=name, args=args))
+        await self.engine.runner.run(
+            channel_key, persona, ActionCall(call_id=f"scheduled-{persona_id}", name=name, args=args)
+        )
 
     async def wait_for_overdue_approvals(self, timeout: float = 10.0) -> None:
         """Until approvals already past their expiry are expired and their flows have run."""

@@ -94,8 +94,13 @@ class DurableTimers:
         async with self._db.exclusive(SETUP_LOCK):  # starting creates the job table if it is missing
             self.scheduler.start(paused=True)
         self.scheduler.add_job(
-            self.forget_old_events, "interval", seconds=PRUNE_EVERY_SECONDS, next_run_time=datetime.now(timezone.utc),
-            id=PRUNE_JOB, jobstore="upkeep", replace_existing=True,
+            self.forget_old_events,
+            "interval",
+            seconds=PRUNE_EVERY_SECONDS,
+            next_run_time=datetime.now(timezone.utc),
+            id=PRUNE_JOB,
+            jobstore="upkeep",
+            replace_existing=True,
         )
         if await self._db.claim(TIMERS_CLAIM):
             self.scheduler.resume()
@@ -134,8 +139,13 @@ class DurableTimers:
 
     def schedule_expiry(self, approval_id: int, at: float) -> None:
         self.scheduler.add_job(
-            "bot.timers:expire_approval", "date", run_date=_when(at), args=[approval_id],
-            id=f"approval-{approval_id}", replace_existing=True, misfire_grace_time=None,
+            "bot.timers:expire_approval",
+            "date",
+            run_date=_when(at),
+            args=[approval_id],
+            id=f"approval-{approval_id}",
+            replace_existing=True,
+            misfire_grace_time=None,
         )
 
     def cancel_expiry(self, approval_id: int) -> None:
@@ -146,8 +156,12 @@ class DurableTimers:
     def schedule_post(self, at: float, channel_key: str, persona_id: str, call: ActionCall) -> str:
         post = {"channel": call.args["channel"], "text": call.args["text"]}
         self.scheduler.add_job(
-            "bot.timers:publish_scheduled", "date", run_date=_when(at),
+            "bot.timers:publish_scheduled",
+            "date",
+            run_date=_when(at),
             args=[channel_key, persona_id, "publish_post", post],
-            id=f"post-{call.call_id}", replace_existing=True, misfire_grace_time=None,
+            id=f"post-{call.call_id}",
+            replace_existing=True,
+            misfire_grace_time=None,
         )
         return f"scheduled for {_when(at):%Y-%m-%d %H:%M} UTC in #{post['channel'].lstrip('#')}"

@@ -49,8 +49,15 @@ class ActionRunner:
         for call in tool_calls:
             result = check_call(persona, call.id, call.name, call.args)
             if isinstance(result, str):
-                await approvals.audit(self.db, channel_key=channel_key, persona_id=persona.id,
-                                      action=call.name, event="refused", actor=None, detail=result)
+                await approvals.audit(
+                    self.db,
+                    channel_key=channel_key,
+                    persona_id=persona.id,
+                    action=call.name,
+                    event="refused",
+                    actor=None,
+                    detail=result,
+                )
                 await history.append_tool_result(self.db, channel_key, persona.id, call, result)
             else:
                 checked.append(result)
@@ -69,7 +76,9 @@ class ActionRunner:
             made = ToolCall(action.call_id, action.name, action.args)
             await history.append_tool_result(self.db, channel_key, persona.id, made, outcome)
             if decision is Verdict.ANNOUNCE:
-                await self.port.notice(channel_key, f"{persona.display_name} ran {action.describe()}: {outcome}", thread)
+                await self.port.notice(
+                    channel_key, f"{persona.display_name} ran {action.describe()}: {outcome}", thread
+                )
         if not waiting:
             return None
         return {
@@ -103,8 +112,15 @@ class ActionRunner:
             log.warning("action %s by %s failed: %s", call.name, persona.id, type(exc).__name__)
             result, ok = f"failed: {exc}", False
         if approval_id is None:
-            await approvals.audit(self.db, channel_key=channel_key, persona_id=persona.id, action=call.name,
-                                  event="executed" if ok else "failed", actor=None, detail=result)
+            await approvals.audit(
+                self.db,
+                channel_key=channel_key,
+                persona_id=persona.id,
+                action=call.name,
+                event="executed" if ok else "failed",
+                actor=None,
+                detail=result,
+            )
         else:
             await approvals.finish(self.db, approval_id, ok=ok, result=result)
         return f"executed: {result}" if ok else result

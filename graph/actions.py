@@ -130,6 +130,10 @@ def tool_calls_of(reply: Any) -> list[dict[str, Any]]:
     """A model reply's tool calls as plain dicts (id, name, args), each with an id: a few
     OpenAI-compatible servers leave it out, and a call must be paired with its result by id."""
     return [
-        {"id": call.get("id") or f"call_{uuid.uuid4().hex[:16]}", "name": call.get("name", ""), "args": call.get("args") or {}}
+        {
+            "id": call.get("id") or f"call_{uuid.uuid4().hex[:16]}",
+            "name": call.get("name", ""),
+            "args": call.get("args") or {},
+        }
         for call in getattr(reply, "tool_calls", None) or []
     ]

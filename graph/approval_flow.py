@@ -95,7 +95,9 @@ class ApprovalFlow:
             outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
             outcomes.append(outcome)
             # Run again after a crash, this adds a second result for the call; the prompt keeps one.
-            await history.append_tool_result(self.deps.db, key, persona.id, ToolCall(call.call_id, call.name, call.args), outcome)
+            await history.append_tool_result(
+                self.deps.db, key, persona.id, ToolCall(call.call_id, call.name, call.args), outcome
+            )
         return {"outcomes": outcomes}
 
     async def follow_up(self, state: ApprovalState) -> dict[str, Any]:
@@ -107,7 +109,9 @@ class ApprovalFlow:
         model = self.deps.models.persona_model(persona, [])
         settings = self.deps.settings
         try:
-            reply = await ainvoke_with_retry(model, messages, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds)
+            reply = await ainvoke_with_retry(
+                model, messages, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
+            )
         except Exception:
             return {"new_batches": []}
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]

@@ -30,7 +30,9 @@ class RoundEngine:
         self.runner = ActionRunner(deps.db, deps.port, deps.timers, deps.policy)
         self.nodes = RoundNodes(deps, self.runner)
         self.graph = build_round_graph(self.nodes, checkpointer)
-        self.approval_graph = build_approval_graph(ApprovalFlow(deps, self.runner, self.nodes.persona_prompt), checkpointer)
+        self.approval_graph = build_approval_graph(
+            ApprovalFlow(deps, self.runner, self.nodes.persona_prompt), checkpointer
+        )
 
     async def run_round(
         self,

@@ -56,21 +56,39 @@ def situation(addressed: Sequence[str], spoken_since_human: Sequence[str], choic
     )
 
 
-def _example(conversation: str, addressed: list[str], spoken: list[str], choices: list[str], pick: str, reason: str) -> str:
+def _example(
+    conversation: str, addressed: list[str], spoken: list[str], choices: list[str], pick: str, reason: str
+) -> str:
     decision = json.dumps({"next_speaker": pick, "reason": reason}, separators=(",", ":"))
-    return f"The conversation so far: {conversation}\n{situation(addressed, spoken, choices)}\n{DECISION_CUE} {decision}"
+    return (
+        f"The conversation so far: {conversation}\n{situation(addressed, spoken, choices)}\n{DECISION_CUE} {decision}"
+    )
 
 
 # Three worked decisions with names that are nobody's: a small model learns the format and when to
 # finish from them, rather than copying a participant's name.
-EXAMPLES = "\n".join([
-    "Examples:",
-    _example("Ana: Kim, what do you think? Kim: I love it, let's do it.",
-             ["Kim"], ["Kim"], ["Lee", "Max", FINISH], FINISH, FINISH_REASONS[1]),
-    _example("Ana: Any ideas for the weekend?", [], [], ["Kim", "Lee", "Max"], "Lee", HAS_NOT_SPOKEN),
-    _example("Ana: Any ideas for the weekend? Lee: Hiking. Max: A quiet day with a book. Kim: A road trip!",
-             [], ["Lee", "Max", "Kim"], ["Lee", "Max", FINISH], FINISH, EVERYONE_SPOKE),
-])
+EXAMPLES = "\n".join(
+    [
+        "Examples:",
+        _example(
+            "Ana: Kim, what do you think? Kim: I love it, let's do it.",
+            ["Kim"],
+            ["Kim"],
+            ["Lee", "Max", FINISH],
+            FINISH,
+            FINISH_REASONS[1],
+        ),
+        _example("Ana: Any ideas for the weekend?", [], [], ["Kim", "Lee", "Max"], "Lee", HAS_NOT_SPOKEN),
+        _example(
+            "Ana: Any ideas for the weekend? Lee: Hiking. Max: A quiet day with a book. Kim: A road trip!",
+            [],
+            ["Lee", "Max", "Kim"],
+            ["Lee", "Max", FINISH],
+            FINISH,
+            EVERYONE_SPOKE,
+        ),
+    ]
+)
 
 
 def decision_schema(choices: Sequence[str]) -> dict[str, Any]:
@@ -160,12 +178,18 @@ def moderator_messages(
     return [
         SystemMessage(content=(instructions.strip() or INSTRUCTIONS) + "\n\n" + RULES + "\n\n" + EXAMPLES),
         HumanMessage(content="The conversation so far:\n" + transcript),
-        HumanMessage(content=FACTS_PREFIX + json.dumps(facts) + "\n" + situation(addressed, spoken_since_human, choices)),
+        HumanMessage(
+            content=FACTS_PREFIX + json.dumps(facts) + "\n" + situation(addressed, spoken_since_human, choices)
+        ),
     ]
 
 
 def reask_messages(previous: Sequence[BaseMessage], answer: str, error: str) -> list[BaseMessage]:
-    return [*previous, AIMessage(content=answer), HumanMessage(content=f"That decision was invalid: {error}. Decide again.")]
+    return [
+        *previous,
+        AIMessage(content=answer),
+        HumanMessage(content=f"That decision was invalid: {error}. Decide again."),
+    ]
 
 
 def parse_decision(text: str) -> tuple[str, str] | str:

@@ -156,7 +156,9 @@ class RoundNodes:
         persona = self.deps.personas[persona_id]
         why = f"invited by the moderator: {reason}"
         # Like /invite: the newcomer sees nothing from before it joined.
-        await history.set_membership(self.deps.db, key, persona_id, active=True, marker_text=f"{persona.display_name} joined ({why})")
+        await history.set_membership(
+            self.deps.db, key, persona_id, active=True, marker_text=f"{persona.display_name} joined ({why})"
+        )
         await self.deps.port.notice(key, f"{persona.display_name} joined ({why}).", thread)
 
     async def _ask_moderator(
@@ -213,7 +215,9 @@ class RoundNodes:
         messages = await self.persona_prompt(key, persona)
         if state["review_note"]:
             messages.append(
-                HumanMessage(content=f"[system] Your last draft was not posted: {state['review_note']}. Write it again.")
+                HumanMessage(
+                    content=f"[system] Your last draft was not posted: {state['review_note']}. Write it again."
+                )
             )
         speakers = await self._speakers(key)
         others = [s.name for s in speakers if s.id != persona.id]
@@ -236,8 +240,12 @@ class RoundNodes:
         if reason and state["review_attempts"] < self.deps.settings.max_review_retries:
             return {"draft": "", "review_note": reason, "review_attempts": state["review_attempts"] + 1}
         failed = not text and not acting_silently
-        return {"draft": text, "review_note": "", "turn_failed": failed,
-                "failure": "the model wrote nothing usable, also when asked again" if failed else ""}
+        return {
+            "draft": text,
+            "review_note": "",
+            "turn_failed": failed,
+            "failure": "the model wrote nothing usable, also when asked again" if failed else "",
+        }
 
     async def deliver(self, state: RoundState) -> Update:
         persona = self.deps.personas[state["speaker"] or ""]
@@ -245,9 +253,13 @@ class RoundNodes:
         self._failures_in_a_row[key] = 0
         calls = [ToolCall(c["id"], c["name"], c["args"]) for c in state["tool_calls"]]
         if calls:
-            await history.append_persona_turn(self.deps.db, key, persona.id, persona.display_name, state["draft"], calls)
+            await history.append_persona_turn(
+                self.deps.db, key, persona.id, persona.display_name, state["draft"], calls
+            )
         elif state["draft"]:
-            await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, state["draft"])
+            await history.append_line(
+                self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, state["draft"]
+            )
         if state["draft"]:
             await self.deps.port.post(key, persona, state["draft"], state["thread"])
         update = await self._turn_over(state, spoke=persona.id)
@@ -289,7 +301,9 @@ class RoundNodes:
             await self.deps.port.notice(state["channel_key"], "Round stopped (/stop).", state["thread"])
         elif channel and channel.next_speaker and not state["moderated"]:
             present = await channels.participants(self.deps.db, state["channel_key"])
-            update["queue"] = routing.nominated_first(state["queue"], await self._nominee(state["channel_key"], channel), present)
+            update["queue"] = routing.nominated_first(
+                state["queue"], await self._nominee(state["channel_key"], channel), present
+            )
         if spoke:
             update["last_speaker"] = spoke
             update["spoken_since_human"] = [*state["spoken_since_human"], spoke]

@@ -111,7 +111,9 @@ def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
                 call_id = call["id"] or ""
-                paired.append(results.get(call_id) or ToolMessage(content=NO_RESULT_YET, tool_call_id=call_id, name=call["name"]))
+                paired.append(
+                    results.get(call_id) or ToolMessage(content=NO_RESULT_YET, tool_call_id=call_id, name=call["name"])
+                )
     return paired
 
 

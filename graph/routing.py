@@ -135,7 +135,9 @@ def moderator_options(
     return ModeratorOptions((*others, FINISH))
 
 
-def check_moderator_pick(pick: str, participants: Sequence[Speaker], options: ModeratorOptions) -> tuple[str | None, str | None]:
+def check_moderator_pick(
+    pick: str, participants: Sequence[Speaker], options: ModeratorOptions
+) -> tuple[str | None, str | None]:
     """(persona id or FINISH, None) for a pick among the options, else (None, the error to send back)."""
     by_name = {label.casefold(): p for p in participants for label in (p.name, p.id)}
     names = ", ".join(by_name[c].name if c in by_name else c for c in options.choices)
@@ -192,7 +194,9 @@ def nominated_first(order: Sequence[str], nominee: str | None, present: Sequence
     return [nominee, *(p for p in order if p != nominee)]
 
 
-def with_invitees(options: ModeratorOptions, invitees: Sequence[str], team_size: int, team_cap: int) -> ModeratorOptions:
+def with_invitees(
+    options: ModeratorOptions, invitees: Sequence[str], team_size: int, team_cap: int
+) -> ModeratorOptions:
     """The moderator may also invite a persona from the library (recruitment), while the team is
     below its cap and the decision is not forced."""
     if options.forced or not invitees or team_size >= team_cap:

@@ -35,8 +35,15 @@ def _approval(row: Row) -> Approval:
 
 
 async def _audit(
-    tx: Tx, approval: Approval | None, *, channel_key: str, persona_id: str, action: str,
-    event: str, actor: str | None, detail: str = "",
+    tx: Tx,
+    approval: Approval | None,
+    *,
+    channel_key: str,
+    persona_id: str,
+    action: str,
+    event: str,
+    actor: str | None,
+    detail: str = "",
 ) -> None:
     await tx.execute(
         "INSERT INTO audit_log (at, channel_key, persona_id, approval_id, action, event, actor, detail) "
@@ -46,22 +53,54 @@ async def _audit(
 
 
 async def request(
-    db: Database, *, batch: str, call_id: str, channel_key: str, thread: str | None, persona_id: str,
-    action: str, args: dict[str, Any], timeout_seconds: float, revises: int | None = None,
+    db: Database,
+    *,
+    batch: str,
+    call_id: str,
+    channel_key: str,
+    thread: str | None,
+    persona_id: str,
+    action: str,
+    args: dict[str, Any],
+    timeout_seconds: float,
+    revises: int | None = None,
 ) -> tuple[Approval, bool]:
     """The approval for (batch, call_id), created and audited only the first time: (approval, created)."""
     now = time.time()
     async with db.transaction() as tx:
-        created = await tx.execute(
-            "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, "
-            "requested_at, expires_at, revises) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch, call_id) DO NOTHING",
-            (batch, call_id, channel_key, thread, persona_id, action, json.dumps(args), now, now + timeout_seconds,
-             revises),
-        ) == 1
-        approval = _approval(await tx.fetch_one("SELECT * FROM approvals WHERE batch = ? AND call_id = ?", (batch, call_id)))
+        created = (
+            await tx.execute(
+                "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, "
+                "requested_at, expires_at, revises) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch, call_id) DO NOTHING",
+                (
+                    batch,
+                    call_id,
+                    channel_key,
+                    thread,
+                    persona_id,
+                    action,
+                    json.dumps(args),
+                    now,
+                    now + timeout_seconds,
+                    revises,
+                ),
+            )
+            == 1
+        )
+        approval = _approval(
+            await tx.fetch_one("SELECT * FROM approvals WHERE batch = ? AND call_id = ?", (batch, call_id))
+        )
         if created:
-            await _audit(tx, approval, channel_key=channel_key, persona_id=persona_id, action=action,
-                         event="requested", actor=persona_id, detail=json.dumps(args))
+            await _audit(
+                tx,
+                approval,
+                channel_key=channel_key,
+                persona_id=persona_id,
+                action=action,
+                event="requested",
+                actor=persona_id,
+                detail=json.dumps(args),
+            )
     return approval, created
 
 
@@ -115,7 +154,13 @@ async def pending(db: Database, channel_key: str | None = None) -> list[Approval
 
 
 async def decide(
-    db: Database, approval_id: int, status: ApprovalStatus, *, actor: str, comment: str = "", incident: bool = False,
+    db: Database,
+    approval_id: int,
+    status: ApprovalStatus,
+    *,
+    actor: str,
+    comment: str = "",
+    incident: bool = False,
 ) -> Approval | None:
     """Move a pending approval to approved, rejected or expired. None when it was no longer pending."""
     assert status in (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED)
@@ -129,8 +174,16 @@ async def decide(
             return None
         approval = _approval(row)
         detail = ("incident: " if incident else "") + comment
-        await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
-                     action=approval.action, event=status.value, actor=actor, detail=detail)
+        await _audit(
+            tx,
+            approval,
+            channel_key=approval.channel_key,
+            persona_id=approval.persona_id,
+            action=approval.action,
+            event=status.value,
+            actor=actor,
+            detail=detail,
+        )
     return approval
 
 
@@ -157,8 +210,16 @@ async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Ap
         if row is None:
             return None
         approval = _approval(row)
-        await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
-                     action=approval.action, event=status.value, actor=None, detail=result)
+        await _audit(
+            tx,
+            approval,
+            channel_key=approval.channel_key,
+            persona_id=approval.persona_id,
+            action=approval.action,
+            event=status.value,
+            actor=None,
+            detail=result,
+        )
     return approval
 
 
@@ -178,8 +239,16 @@ async def mark_unknown(db: Database, approval_id: int, runner: str) -> Approval 
         if row is None:
             return None
         approval = _approval(row)
-        await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
-                     action=approval.action, event="failed", actor=None, detail=UNKNOWN_RESULT)
+        await _audit(
+            tx,
+            approval,
+            channel_key=approval.channel_key,
+            persona_id=approval.persona_id,
+            action=approval.action,
+            event="failed",
+            actor=None,
+            detail=UNKNOWN_RESULT,
+        )
     return approval
 
 
@@ -189,7 +258,11 @@ UNKNOWN_RESULT = "outcome unknown: the bot stopped while it ran"
 async def settle_unknown(db: Database, approval_id: int, *, retry: bool, actor: str) -> Approval | None:
     """A person's answer to an unknown outcome: run it again (back to approved), or close it as
     failed without running it. None when it was not unknown (someone answered first)."""
-    status, result = (ApprovalStatus.APPROVED, None) if retry else (ApprovalStatus.FAILED, f"closed by {actor} without running again")
+    status, result = (
+        (ApprovalStatus.APPROVED, None)
+        if retry
+        else (ApprovalStatus.FAILED, f"closed by {actor} without running again")
+    )
     async with db.transaction() as tx:
         row = await tx.fetch_one(
             "UPDATE approvals SET status = ?, result = ?, runner = NULL WHERE id = ? AND status = 'unknown' RETURNING *",
@@ -198,9 +271,16 @@ async def settle_unknown(db: Database, approval_id: int, *, retry: bool, actor: 
         if row is None:
             return None
         approval = _approval(row)
-        await _audit(tx, approval, channel_key=approval.channel_key, persona_id=approval.persona_id,
-                     action=approval.action, event="approved" if retry else "failed", actor=actor,
-                     detail="retry after an unknown outcome" if retry else result or "")
+        await _audit(
+            tx,
+            approval,
+            channel_key=approval.channel_key,
+            persona_id=approval.persona_id,
+            action=approval.action,
+            event="approved" if retry else "failed",
+            actor=actor,
+            detail="retry after an unknown outcome" if retry else result or "",
+        )
     return approval
 
 
@@ -209,8 +289,16 @@ async def audit(
 ) -> None:
     """An audit entry with no approval behind it (an action that did not need one, or a refused call)."""
     async with db.transaction() as tx:
-        await _audit(tx, None, channel_key=channel_key, persona_id=persona_id, action=action, event=event,
-                     actor=actor, detail=detail)
+        await _audit(
+            tx,
+            None,
+            channel_key=channel_key,
+            persona_id=persona_id,
+            action=action,
+            event=event,
+            actor=actor,
+            detail=detail,
+        )
 
 
 async def audit_events(db: Database, persona_ids: Sequence[str] | None = None) -> list[AuditEvent]:

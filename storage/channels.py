@@ -103,7 +103,9 @@ async def set_setting(db: Database, key: str, column: str, value: bool | str | N
 async def take_stop_request(db: Database, key: str) -> bool:
     """Whether /stop was asked for since the last check; the request is used up."""
     async with db.transaction() as tx:
-        return await tx.execute("UPDATE channels SET stop_requested = 0 WHERE key = ? AND stop_requested = 1", (key,)) == 1
+        return (
+            await tx.execute("UPDATE channels SET stop_requested = 0 WHERE key = ? AND stop_requested = 1", (key,)) == 1
+        )
 
 
 async def take_next_speaker(db: Database, key: str) -> str | None:

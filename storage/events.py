@@ -14,10 +14,13 @@ from storage.database import Database, Tx
 
 async def claim_in(tx: Tx, event_id: str) -> bool:
     """Record event_id within tx: True the first time, False when it was recorded before."""
-    return await tx.execute(
-        "INSERT INTO processed_events (event_id, seen_at) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING",
-        (event_id, time.time()),
-    ) == 1
+    return (
+        await tx.execute(
+            "INSERT INTO processed_events (event_id, seen_at) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING",
+            (event_id, time.time()),
+        )
+        == 1
+    )
 
 
 async def claim(db: Database, event_id: str) -> bool:

@@ -25,9 +25,7 @@ def _line(row: Row) -> Line:
     )
 
 
-async def insert_line(
-    tx: Tx, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str
-) -> Line:
+async def insert_line(tx: Tx, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str) -> Line:
     line = await _insert(tx, Line(0, channel_key, kind, author_id, author_name, text, time.time()))
     await _deliver_to_participants(tx, line)
     return line
@@ -43,16 +41,35 @@ async def _deliver_to_participants(tx: Tx, line: Line) -> None:
 
 async def _insert(tx: Tx, line: Line) -> Line:
     """Store `line` (its id is ignored); the stored line, with its new id."""
-    calls = json.dumps([{"id": c.id, "name": c.name, "args": c.args} for c in line.tool_calls]) if line.tool_calls else None
+    calls = (
+        json.dumps([{"id": c.id, "name": c.name, "args": c.args} for c in line.tool_calls]) if line.tool_calls else None
+    )
     row = await tx.fetch_one(
         "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at, tool_calls, call_id) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (line.channel_key, line.kind.value, line.author_id, line.author_name, line.text, line.created_at,
-         calls, line.call_id),
+        (
+            line.channel_key,
+            line.kind.value,
+            line.author_id,
+            line.author_name,
+            line.text,
+            line.created_at,
+            calls,
+            line.call_id,
+        ),
     )
     assert row is not None
-    return Line(int(row[0]), line.channel_key, line.kind, line.author_id, line.author_name, line.text,
-                line.created_at, line.tool_calls, line.call_id)
+    return Line(
+        int(row[0]),
+        line.channel_key,
+        line.kind,
+        line.author_id,
+        line.author_name,
+        line.text,
+        line.created_at,
+        line.tool_calls,
+        line.call_id,
+    )
 
 
 async def _deliver_privately(tx: Tx, line: Line, persona_id: str) -> Line:
@@ -72,9 +89,7 @@ async def append_line(
         return await insert_line(tx, channel_key, kind, author_id, author_name, text)
 
 
-async def set_membership(
-    db: Database, channel_key: str, persona_id: str, *, active: bool, marker_text: str
-) -> bool:
+async def set_membership(db: Database, channel_key: str, persona_id: str, *, active: bool, marker_text: str) -> bool:
     """Invite (active=True) or dismiss a persona and deliver the marker line to whoever is then present.
 
     Returns False when nothing changed (already a participant, or not one). A dismissed persona
@@ -148,7 +163,9 @@ async def forget_processed_events(db: Database, older_than_seconds: float) -> in
 async def append_private_note(db: Database, channel_key: str, persona_id: str, text: str) -> Line:
     """A note only one persona receives."""
     async with db.transaction() as tx:
-        return await _deliver_privately(tx, Line(0, channel_key, LineKind.MARKER, "system", "system", text, time.time()), persona_id)
+        return await _deliver_privately(
+            tx, Line(0, channel_key, LineKind.MARKER, "system", "system", text, time.time()), persona_id
+        )
 
 
 async def append_persona_turn(
@@ -165,9 +182,7 @@ async def append_persona_turn(
         return await _deliver_privately(tx, line, persona_id)
 
 
-async def append_tool_result(
-    db: Database, channel_key: str, persona_id: str, call: ToolCall, result: str
-) -> Line:
+async def append_tool_result(db: Database, channel_key: str, persona_id: str, call: ToolCall, result: str) -> Line:
     """The result of one of a persona's tool calls, for that persona alone."""
     line = Line(0, channel_key, LineKind.MARKER, "system", call.name, result, time.time(), call_id=call.id)
     async with db.transaction() as tx:

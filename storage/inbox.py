@@ -31,8 +31,16 @@ class Waiting:
 
 
 async def accept(
-    db: Database, event_id: str | None, channel_key: str, author_id: str, author_name: str, text: str,
-    *, mentions: Sequence[str] = (), thread: str | None = None, queue: bool = True,
+    db: Database,
+    event_id: str | None,
+    channel_key: str,
+    author_id: str,
+    author_name: str,
+    text: str,
+    *,
+    mentions: Sequence[str] = (),
+    thread: str | None = None,
+    queue: bool = True,
 ) -> Line | None:
     """Record a human line and, with `queue`, its round, unless its platform event was seen before (then None).
     Without `queue` the line is only delivered to the personas present: they see it in later rounds."""
@@ -71,8 +79,13 @@ async def oldest_after(db: Database, channel_key: str, line_id: int) -> Waiting 
 
 def _waiting(row: Row, channel_key: str) -> Waiting:
     return Waiting(
-        line_id=row["line_id"], channel_key=channel_key, author_name=row["author_name"], text=row["text"],
-        mentions=tuple(json.loads(row["mentions"])), thread=row["thread"], event_id=row["event_id"],
+        line_id=row["line_id"],
+        channel_key=channel_key,
+        author_name=row["author_name"],
+        text=row["text"],
+        mentions=tuple(json.loads(row["mentions"])),
+        thread=row["thread"],
+        event_id=row["event_id"],
     )
 
 
@@ -100,6 +113,12 @@ async def give_back_if_unanswered(db: Database, message: Waiting) -> bool:
         await tx.execute(
             "INSERT INTO inbox (line_id, channel_key, mentions, thread, event_id) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (line_id) DO NOTHING",
-            (message.line_id, message.channel_key, json.dumps(list(message.mentions)), message.thread, message.event_id),
+            (
+                message.line_id,
+                message.channel_key,
+                json.dumps(list(message.mentions)),
+                message.thread,
+                message.event_id,
+            ),
         )
     return True

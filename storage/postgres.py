@@ -91,7 +91,9 @@ class PostgresDatabase:
             for version, step in enumerate(MIGRATIONS, start=1):
                 if version > current:
                     await tx.execute(migration_sql(step, self.dialect))
-                    await tx.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (version, time.time()))
+                    await tx.execute(
+                        "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (version, time.time())
+                    )
 
     @staticmethod
     async def _version(reader: PostgresTx) -> int:

@@ -58,7 +58,7 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def any_backend(request: pytest.FixtureRequest) -> str:
-    """"" (SQLite) or a fresh PostgreSQL database. A module runs on both by overriding storage_url with it."""
+    """ "" (SQLite) or a fresh PostgreSQL database. A module runs on both by overriding storage_url with it."""
     if request.param == "sqlite":
         return ""
     server: PostgresServer = request.getfixturevalue("postgres_server")
@@ -111,4 +111,5 @@ async def app(open_test_app) -> AsyncIterator[App]:
 
 
 # The Slack harness's fixtures, for every test module that drives the real bolt app.
+from tests.discord_harness import fake, open_bot  # noqa: E402, F401
 from tests.slack_harness import fake_slack, slack, start_slack  # noqa: E402, F401

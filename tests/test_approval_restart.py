@@ -18,7 +18,11 @@ def start_and_request(config: Path) -> None:
     """Start the interactive console, ask for an approval, wait for it to show, then SIGKILL the bot."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bot", "console", "--config", str(config)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
     assert proc.stdin and proc.stdout
     proc.stdin.write(REQUEST)
@@ -44,7 +48,10 @@ def run_script(config: Path, tmp_path: Path, text: str) -> str:
     script.write_text(text)
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout

@@ -91,7 +91,10 @@ async def test_rejection_feedback_reaches_the_persona_as_a_tool_result(open_test
     assert isinstance(follow_up[-1], ToolMessage) and follow_up[-1].content == "Rejected by you: too salesy"
     assert follow_up[-1].tool_call_id == "call-1"
     assert port.executed == []
-    assert [text for _, _, text, _ in port.posts] == ["Posting the launch note right away.", "Noted: Rejected by you: too salesy"]
+    assert [text for _, _, text, _ in port.posts] == [
+        "Posting the launch note right away.",
+        "Noted: Rejected by you: too salesy",
+    ]
 
 
 async def test_only_approvers_change_the_approval_mode(app):
@@ -122,7 +125,7 @@ async def test_a_timeout_expires_the_request(open_test_app, port):
 
 
 async def test_unlisted_actions_and_bad_arguments_are_refused_without_a_crash(app, port):
-    await say(app, "Sage, go. !!act publish_post {\"channel\": \"news\", \"text\": \"hi\"}")  # Sage lists no actions
+    await say(app, 'Sage, go. !!act publish_post {"channel": "news", "text": "hi"}')  # Sage lists no actions
     await say(app, act("publish_post", channel="news"))  # no text
     await say(app, act("launch_rockets", count=3))
     assert await approvals.pending(app.db) == []
@@ -153,15 +156,38 @@ async def test_injection_cannot_skip_approval(open_test_app, port):
 
 async def test_more_actions_than_allowed_in_one_turn_always_wait():
     settings = PolicySettings(sensitive=(), max_actions_per_turn=2)
-    assert verdict("send_message", mode=ApprovalMode.ON_THE_LOOP, actions_in_turn=2, trust=Trust.EXPERT, settings=settings) is Verdict.ANNOUNCE
-    assert verdict("send_message", mode=ApprovalMode.ON_THE_LOOP, actions_in_turn=3, trust=Trust.EXPERT, settings=settings) is Verdict.WAIT
+    assert (
+        verdict("send_message", mode=ApprovalMode.ON_THE_LOOP, actions_in_turn=2, trust=Trust.EXPERT, settings=settings)
+        is Verdict.ANNOUNCE
+    )
+    assert (
+        verdict("send_message", mode=ApprovalMode.ON_THE_LOOP, actions_in_turn=3, trust=Trust.EXPERT, settings=settings)
+        is Verdict.WAIT
+    )
 
 
 async def test_auto_relax_lets_only_experts_skip_the_wait():
     relaxed = PolicySettings(auto_relax=True)
-    assert verdict("publish_post", mode=ApprovalMode.IN_THE_LOOP, actions_in_turn=1, trust=Trust.EXPERT, settings=relaxed) is Verdict.ANNOUNCE
-    assert verdict("publish_post", mode=ApprovalMode.IN_THE_LOOP, actions_in_turn=1, trust=Trust.PROFICIENT, settings=relaxed) is Verdict.WAIT
-    assert verdict("publish_post", mode=ApprovalMode.IN_THE_LOOP, actions_in_turn=1, trust=Trust.EXPERT, settings=PolicySettings()) is Verdict.WAIT
+    assert (
+        verdict("publish_post", mode=ApprovalMode.IN_THE_LOOP, actions_in_turn=1, trust=Trust.EXPERT, settings=relaxed)
+        is Verdict.ANNOUNCE
+    )
+    assert (
+        verdict(
+            "publish_post", mode=ApprovalMode.IN_THE_LOOP, actions_in_turn=1, trust=Trust.PROFICIENT, settings=relaxed
+        )
+        is Verdict.WAIT
+    )
+    assert (
+        verdict(
+            "publish_post",
+            mode=ApprovalMode.IN_THE_LOOP,
+            actions_in_turn=1,
+            trust=Trust.EXPERT,
+            settings=PolicySettings(),
+        )
+        is Verdict.WAIT
+    )
 
 
 async def test_three_failures_in_a_row_notify_the_approvers(app, port):

@@ -37,7 +37,8 @@ async def test_a_same_id_user_from_another_team_is_refused(start_slack: StartSla
         assert await slack.interact(click_as(slack, request, APPROVER, OTHER_TEAM)) == 200
         assert await slack.interact(click_as(slack, request, GUEST, TEAM_ID)) == 200  # listed only for T0PARTNER
         assert [(e["user"], e["text"]) for e in slack.ephemerals()] == [
-            (APPROVER, REFUSAL.format(pending.id)), (GUEST, REFUSAL.format(pending.id))
+            (APPROVER, REFUSAL.format(pending.id)),
+            (GUEST, REFUSAL.format(pending.id)),
         ]
         assert await status_of(slack, pending) is ApprovalStatus.PENDING and slack.posts_to("news") == []
 
@@ -48,12 +49,19 @@ async def test_a_same_id_user_from_another_team_is_refused(start_slack: StartSla
 
 @pytest.mark.parametrize("team, decided", [(OTHER_TEAM, False), (TEAM_ID, True)])
 async def test_a_typed_approve_counts_only_from_the_approvers_own_team(
-    start_slack: StartSlack, team: str, decided: bool  # noqa: F811
+    start_slack: StartSlack,
+    team: str,
+    decided: bool,  # noqa: F811
 ) -> None:
     async with start_slack(APPROVERS) as slack:
         _, pending = await request_publication(slack)
-        typed = message(f"<@{BOT_USER_ID}> /approve {pending.id}", "1700000300.000100", user=APPROVER,
-                        user_team=team, thread_ts=THREAD)
+        typed = message(
+            f"<@{BOT_USER_ID}> /approve {pending.id}",
+            "1700000300.000100",
+            user=APPROVER,
+            user_team=team,
+            thread_ts=THREAD,
+        )
         assert await slack.send_event({**typed, "type": "app_mention"}, "EvTypedApprove") == 200
         await slack.bot.wait_idle()
 
@@ -61,12 +69,18 @@ async def test_a_typed_approve_counts_only_from_the_approvers_own_team(
         assert await status_of(slack, pending) is expected
         if not decided:
             [refusal] = slack.ephemerals()
-            assert (refusal["user"], refusal["channel"], refusal["text"]) == (APPROVER, CHANNEL, REFUSAL.format(pending.id))
+            assert (refusal["user"], refusal["channel"], refusal["text"]) == (
+                APPROVER,
+                CHANNEL,
+                REFUSAL.format(pending.id),
+            )
 
 
 async def test_the_approvers_are_mentioned_by_user_id_whatever_their_team(start_slack: StartSlack) -> None:  # noqa: F811
     async with start_slack(APPROVERS) as slack:
-        await slack.bot.roundtable.service.port.notify_approvers(f"slack:{TEAM_ID}:{CHANNEL}", "three failures in a row")
+        await slack.bot.roundtable.service.port.notify_approvers(
+            f"slack:{TEAM_ID}:{CHANNEL}", "three failures in a row"
+        )
 
         [alert] = slack.posts()
         assert alert["text"] == f"<@{APPROVER}> <@{GUEST}> For the approvers: three failures in a row"

@@ -18,8 +18,13 @@ NOT_UTF8 = "# caf\xe9 in Latin-1\n".encode("latin-1")
 def run_bot(*args: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k not in ("SLACK_BOT_TOKEN", "DISCORD_TOKEN")}
     return subprocess.run(
-        [sys.executable, "-m", "bot", *args], capture_output=True, text=True, cwd=REPO, env=environ,
-        stdin=subprocess.DEVNULL, timeout=60,
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
     )
 
 

@@ -27,7 +27,10 @@ def run_console(tmp_path, *extra: str) -> subprocess.CompletedProcess:
     script.write_text(SCRIPT)
     return subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script), *extra],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
 
 
@@ -46,7 +49,10 @@ def test_scripted_console_run_prints_the_transcript(tmp_path):
     assert moderated[6].startswith("[moderator] next: FINISH")
     assert "[system] Pixel joined." in lines
     assert any(line.startswith("[Pixel] Ooh, I can already see it:") for line in lines)
-    assert lines[-1] == "[system] usage: /moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset | recruit on|off"
+    assert (
+        lines[-1]
+        == "[system] usage: /moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset | recruit on|off"
+    )
 
 
 def test_without_verbose_the_moderator_is_silent(tmp_path):
@@ -58,8 +64,22 @@ def test_without_verbose_the_moderator_is_silent(tmp_path):
 def test_prompt_command_prints_what_a_persona_receives(tmp_path):
     run_console(tmp_path)
     result = subprocess.run(
-        [sys.executable, "-m", "bot", "prompt", "--config", str(write_config(tmp_path)), "--channel", "general", "--persona", "pixel"],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "prompt",
+            "--config",
+            str(write_config(tmp_path)),
+            "--channel",
+            "general",
+            "--persona",
+            "pixel",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -80,7 +100,10 @@ def test_roundtable_command_works_from_a_folder_with_its_own_personas(tmp_path):
     roundtable = Path(sys.executable).with_name("roundtable")
     result = subprocess.run(
         [str(roundtable), "--config", str(tmp_path / "config.toml"), "console", "--script", "script.txt"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert '[Nova] Straight from this folder: "Hello Nova" is worth a second thought.' in result.stdout.splitlines()

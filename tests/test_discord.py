@@ -6,14 +6,10 @@ REST calls the bot made. Waiting polls the fake's record with a timeout; there a
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import itertools
 import json
-import random
 import zlib
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -22,18 +18,17 @@ import zstandard
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from bot.config import Config
 from bot.discord_bot.chunks import split_message
 from bot.discord_bot.delivery import NO_WEBHOOKS_NOTICE
 from bot.discord_bot.invite import INVITE_PERMISSIONS, invite_url
 from bot.discord_bot.names import webhook_username
-from bot.discord_bot.runner import DiscordBot, discord_bot
 from graph.models.base import Models
 from graph.models.chat import ChatModels
 from personas import load_personas
 from storage import approvals, channels, history
 from storage.records import ApprovalMode, ApprovalStatus
 from tests.conftest import REPO
+from tests.discord_harness import settle
 from tests.fake_models import FakeModels
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord, RecordedCall
@@ -44,53 +39,6 @@ THREAD = p.THREAD_ID
 CHANNEL_MESSAGES = rf"/channels/{TEXT}/messages"
 PERSONAS = load_personas(REPO / "personas")
 TWEMOJI = "https://cdn.jsdelivr.net/gh/jdecked/twemoji@latest/assets/72x72/"  # config.toml's [discord] twemoji_base_url
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as server:
-        yield server
-
-
-@pytest.fixture
-def open_bot(make_config: Callable[..., Config], fake: FakeDiscord) -> Callable[..., Any]:
-    """`async with open_bot(...) as bot:` runs the whole Discord bot against the fake, connected."""
-
-    def opener(
-        discord_settings: dict[str, Any] | None = None,
-        *,
-        models: Models | None = None,
-        sections: dict[str, dict[str, Any]] | None = None,
-        **bot_options: Any,
-    ) -> Any:
-        config = make_config(
-            {
-                **(sections or {}),
-                "discord": {"api_base_url": fake.api_url, "gateway_url": fake.gateway_url, **(discord_settings or {})},
-            }
-        )
-        environ = {"DISCORD_TOKEN": fake.token}
-        return _connected(discord_bot(config, environ, models=models, rng=random.Random(7), **bot_options), fake)
-
-    return opener
-
-
-@asynccontextmanager
-async def _connected(bot_context: Any, fake: FakeDiscord) -> AsyncIterator[DiscordBot]:
-    connections = fake.guilds_sent + 1  # the same fake may see a second client: a restart
-    async with bot_context as bot:
-        guild_sent = asyncio.ensure_future(fake.wait_until_guild_sent(count=connections))
-        await asyncio.wait({guild_sent, bot.connection}, return_when=asyncio.FIRST_COMPLETED)
-        if not guild_sent.done():
-            guild_sent.cancel()
-            raise AssertionError(f"the client stopped before it connected: {bot.connection.exception()!r}")
-        guild_sent.result()
-        yield bot
-
-
-async def settle(bot: DiscordBot) -> None:
-    """Until every queued round has run; bounded, so a bot talking to itself fails instead of hanging."""
-    await asyncio.wait_for(bot.app.service.wait_idle(), 10)
 
 
 def usernames(calls: list[RecordedCall]) -> list[str]:
@@ -110,7 +58,15 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
     [created] = fake.find_calls("POST", rf"/channels/{TEXT}/webhooks")
     assert created.json["name"] == "Roundtable"
     # What the client asked of Discord on the way in:
-    assert {c["name"] for c in fake.commands} == {"moderate", "stop", "next", "persona", "approvals", "trust", "roundtable"}
+    assert {c["name"] for c in fake.commands} == {
+        "moderate",
+        "stop",
+        "next",
+        "persona",
+        "approvals",
+        "trust",
+        "roundtable",
+    }
     assert fake.gateway_queries[0]["v"] == "10" and fake.gateway_queries[0]["encoding"] == "json"
     assert fake.identify_payloads[0]["intents"] & (1 << 15), "message content intent"
 
@@ -532,10 +488,15 @@ async def test_steering_commands_and_silent_reasons(fake: FakeDiscord, open_bot)
         await fake.send_slash_command("moderate", {"mode": "reasons", "setting": "on"})
         await fake.send_slash_command("moderate", {"mode": "on"})
         await fake.send_message("Let's plan the launch.")
-        reason, *_ = await fake.wait_for_calls("POST", CHANNEL_MESSAGES, where=lambda c: "[moderator] next:" in c.json["content"])
+        reason, *_ = await fake.wait_for_calls(
+            "POST", CHANNEL_MESSAGES, where=lambda c: "[moderator] next:" in c.json["content"]
+        )
         await settle(bot)
 
-    assert answer.json["flags"] == 64 and answer.json["content"] == "'zorg' is not in this channel; choose one of Nova, Sage, Rex."
+    assert (
+        answer.json["flags"] == 64
+        and answer.json["content"] == "'zorg' is not in this channel; choose one of Nova, Sage, Rex."
+    )
     assert reason.json["flags"] & 4096  # suppressed from notifications
     assert reason.json["content"].startswith("-# [moderator] next: Nova")
 

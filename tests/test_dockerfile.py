@@ -151,7 +151,9 @@ def _ignored(relative: str, rules: list[tuple[bool, re.Pattern[str]]]) -> bool:
 def _hadolint() -> str:
     exe = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
     if exe is None:
-        pytest.fail("hadolint not found next to the interpreter or on PATH; install the test extras: pip install -e '.[test]'")
+        pytest.fail(
+            "hadolint not found next to the interpreter or on PATH; install the test extras: pip install -e '.[test]'"
+        )
     return exe
 
 
@@ -194,7 +196,11 @@ def test_copy_sources_exist_and_reach_the_build_context() -> None:
                 rel = match.relative_to(REPO).as_posix()
                 assert not _ignored(rel, rules), f"{where}: {rel} is excluded by .dockerignore"
                 if match.is_dir():
-                    kept = [p for p in match.rglob("*") if p.is_file() and not _ignored(p.relative_to(REPO).as_posix(), rules)]
+                    kept = [
+                        p
+                        for p in match.rglob("*")
+                        if p.is_file() and not _ignored(p.relative_to(REPO).as_posix(), rules)
+                    ]
                     assert kept, f"{where}: .dockerignore leaves no file of {rel} in the context"
 
 
@@ -202,12 +208,7 @@ def test_image_runs_the_docker_config() -> None:
     instructions = _instructions()
     config_dests = [c.dest for c in _context_copies() if "deploy/config.docker.toml" in c.sources]
     assert config_dests, "the Dockerfile never copies deploy/config.docker.toml"
-    command = [
-        word
-        for ins in instructions
-        if ins.keyword in ("ENTRYPOINT", "CMD")
-        for word in _arguments(ins.rest)
-    ]
+    command = [word for ins in instructions if ins.keyword in ("ENTRYPOINT", "CMD") for word in _arguments(ins.rest)]
     assert command[:3] == ["python", "-m", "bot"], command
     assert "--config" in command, command
     config_path = command[command.index("--config") + 1]

@@ -25,7 +25,11 @@ class Console:
     def __init__(self, config: Path) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot", "console", "--config", str(config)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
         )
         self.seen: list[str] = []
         self._lines: queue.Queue[str] = queue.Queue()
@@ -71,7 +75,10 @@ def restart(config: Path, tmp_path: Path, script: str = "/approvals\n") -> str:
     path.write_text(script)
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(path)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -92,7 +99,8 @@ def wait_until_its_round_started(tmp_path: Path, text: str, timeout: float = 30)
     while time.monotonic() < deadline:
         with database(tmp_path) as db:
             row = db.execute(
-                "SELECT NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) FROM lines l WHERE l.text = ?", (text,)
+                "SELECT NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) FROM lines l WHERE l.text = ?",
+                (text,),
             ).fetchone()
         if row is not None and row[0]:
             return
@@ -161,8 +169,10 @@ def test_a_run_cut_short_is_reported_not_repeated_and_an_approver_can_retry_it(t
     console.stop(signal.SIGKILL)
     # The state a kill leaves between the platform call and its outcome: approved, run claimed.
     with database(tmp_path) as db:
-        db.execute("UPDATE approvals SET status = 'running', runner = 'a-process-that-is-gone', "
-                   "decided_by = 'you', started_at = 1 WHERE id = 1")
+        db.execute(
+            "UPDATE approvals SET status = 'running', runner = 'a-process-that-is-gone', "
+            "decided_by = 'you', started_at = 1 WHERE id = 1"
+        )
 
     after = restart(config, tmp_path)
     assert "[Nova in #news]" not in after  # not run blindly a second time

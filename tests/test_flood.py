@@ -13,12 +13,12 @@ from bot.inbound import Inbound
 from storage import history
 from storage.database import Database
 from tests.conftest import REPO, write_config
+from tests.discord_harness import settle
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_payloads import HUMAN
 from tests.recording_port import RecordingPort
 from tests.slack_harness import APPROVER, KEY, StartSlack
-from tests.test_discord import fake, open_bot, settle  # noqa: F401  (fixtures)
 
 NO_APPROVERS = {"approvals": {"approvers": {"console": [], "slack": [], "discord": []}}}
 
@@ -125,7 +125,10 @@ def test_the_console_says_slow_down_once_and_the_prompt_still_has_every_line(tmp
     script.write_text("".join(f"Sage, point {n}\n" for n in range(1, 6)), encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()[1:]
@@ -135,7 +138,10 @@ def test_the_console_says_slow_down_once_and_the_prompt_still_has_every_line(tmp
 
     prompt = subprocess.run(
         [sys.executable, "-m", "bot", "prompt", "--config", str(config), "--channel", "general", "--persona", "sage"],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
     )
     assert prompt.returncode == 0, prompt.stderr
     assert all(f"Sage, point {n}" in prompt.stdout for n in range(1, 6))
@@ -159,7 +165,8 @@ async def test_slack_tells_the_flooding_user_privately_and_not_the_approver(star
 
 
 async def test_discord_answers_the_flooding_message_with_a_reply_that_pings_nobody(
-    fake: FakeDiscord, open_bot: Any  # noqa: F811
+    fake: FakeDiscord,
+    open_bot: Any,  # noqa: F811
 ) -> None:
     async with open_bot(sections=limits(1)) as bot:
         await fake.send_message("Nova, one")

@@ -43,7 +43,10 @@ T = TypeVar("T")
 CONSOLE_EXAMPLES = 900
 SLACK_EXAMPLES = 1500
 FUZZ = settings(
-    derandomize=True, database=None, deadline=None, print_blob=True,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 APPROVER = "UAPPROVER"
@@ -57,23 +60,43 @@ PUBLISH = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "<!c
 
 PINGS = st.sampled_from(["<!everyone>", "<!channel>", "<!here>", "@everyone", "@here", "@channel", "<@UAPPROVER>"])
 NUMBERS = st.one_of(
-    st.sampled_from(["1", "0", "-1", "#1", "²", "①", "٣", "５", "1e3", " 7", "7_0", "+7", "9" * 30, "18446744073709551616"]),
+    st.sampled_from(
+        ["1", "0", "-1", "#1", "²", "①", "٣", "５", "1e3", " 7", "7_0", "+7", "9" * 30, "18446744073709551616"]
+    ),
     st.integers(min_value=-(2**70), max_value=2**70).map(str),
 )
 WORDS = st.one_of(
     # No persona ids: a "/dismiss nova" early on would leave nobody to answer the rest.
-    st.sampled_from(["on", "off", "status", "mode", "in-command", "in-the-loop", "list", "invite", "dismiss",
-                     "incident", "zorg"]),
-    NUMBERS, PINGS, st.text(max_size=12),
+    st.sampled_from(
+        ["on", "off", "status", "mode", "in-command", "in-the-loop", "list", "invite", "dismiss", "incident", "zorg"]
+    ),
+    NUMBERS,
+    PINGS,
+    st.text(max_size=12),
 )
 ARGUMENTS = st.one_of(st.lists(WORDS, max_size=4).map(" ".join), st.text(max_size=60))
-TEXT = st.one_of(st.text(max_size=200), st.lists(st.one_of(st.text(max_size=20), PINGS, WORDS), max_size=8).map(" ".join))
-TYPED_COMMANDS = ["moderate", "invite", "dismiss", "personas", "scene", "approvals", "approve", "reject", "trust", "bogus"]
+TEXT = st.one_of(
+    st.text(max_size=200), st.lists(st.one_of(st.text(max_size=20), PINGS, WORDS), max_size=8).map(" ".join)
+)
+TYPED_COMMANDS = [
+    "moderate",
+    "invite",
+    "dismiss",
+    "personas",
+    "scene",
+    "approvals",
+    "approve",
+    "reject",
+    "trust",
+    "bogus",
+]
 COMMAND = st.tuples(st.sampled_from(TYPED_COMMANDS), st.one_of(NUMBERS, WORDS), ARGUMENTS).map(
     lambda c: f"/{c[0]} {c[1]} {c[2]}"
 )
 CONSOLE_LINE = st.one_of(
-    COMMAND, TEXT, st.tuples(st.sampled_from(["Nova", "Sage"]), TEXT).map(lambda c: f"{c[0]}, {c[1]}"),
+    COMMAND,
+    TEXT,
+    st.tuples(st.sampled_from(["Nova", "Sage"]), TEXT).map(lambda c: f"{c[0]}, {c[1]}"),
 )
 
 # -- what Slack (or anyone) sends --------------------------------------------------------------------
@@ -83,8 +106,14 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=12,
 )
-ODD_FIELD = st.one_of(st.none(), st.just(""), st.integers(), st.text(max_size=12), st.lists(st.integers(), max_size=2),
-                      st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2))
+ODD_FIELD = st.one_of(
+    st.none(),
+    st.just(""),
+    st.integers(),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+)
 
 
 @dataclass(frozen=True)
@@ -103,40 +132,83 @@ def _event(text: str, thread: str | None, user: Any, extra: dict[str, Any]) -> S
 
 
 def _command(name: str, text: str, user: str) -> SlackInput:
-    form = {"token": "t", "team_id": TEAM_ID, "channel_id": CHANNEL, "user_id": user, "command": name, "text": text,
-            "api_app_id": APP_ID, "response_url": RESPONSE_URL, "trigger_id": f"fuzz.{SERIAL}"}
+    form = {
+        "token": "t",
+        "team_id": TEAM_ID,
+        "channel_id": CHANNEL,
+        "user_id": user,
+        "command": name,
+        "text": text,
+        "api_app_id": APP_ID,
+        "response_url": RESPONSE_URL,
+        "trigger_id": f"fuzz.{SERIAL}",
+    }
     return SlackInput("slash command", urlencode(form), "application/x-www-form-urlencoded")
 
 
 def _click(action: str, value: Any, user: Any, team: Any) -> SlackInput:
-    payload = {"type": "block_actions", "user": {"id": user, "team_id": team}, "team": {"id": TEAM_ID},
-               "channel": {"id": CHANNEL}, "container": {"channel_id": CHANNEL}, "trigger_id": "fuzz.trigger",
-               "actions": [{"action_id": action, "value": value, "block_id": "approval"}]}
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "team_id": team},
+        "team": {"id": TEAM_ID},
+        "channel": {"id": CHANNEL},
+        "container": {"channel_id": CHANNEL},
+        "trigger_id": "fuzz.trigger",
+        "actions": [{"action_id": action, "value": value, "block_id": "approval"}],
+    }
     return SlackInput("button", urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
 
 
 def _feedback(approval_id: Any, feedback: Any, user: Any) -> SlackInput:
-    payload = {"type": "view_submission", "user": {"id": user, "team_id": TEAM_ID}, "team": {"id": TEAM_ID},
-               "view": {"type": "modal", "id": "V0FUZZ", "callback_id": "approval_feedback_modal", "private_metadata": approval_id,
-                        "state": {"values": {"feedback": {"feedback_text": {"value": feedback}}}}}}
+    payload = {
+        "type": "view_submission",
+        "user": {"id": user, "team_id": TEAM_ID},
+        "team": {"id": TEAM_ID},
+        "view": {
+            "type": "modal",
+            "id": "V0FUZZ",
+            "callback_id": "approval_feedback_modal",
+            "private_metadata": approval_id,
+            "state": {"values": {"feedback": {"feedback_text": {"value": feedback}}}},
+        },
+    }
     return SlackInput("feedback", urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
 
 
 USERS = st.one_of(st.sampled_from([HUMAN, APPROVER, BOT_USER_ID, "UNOBODY"]), ODD_FIELD)
 SLACK_INPUT = st.one_of(
-    st.builds(_event, st.one_of(TEXT, COMMAND.map(lambda command: f"<@{BOT_USER_ID}> {command}")), st.one_of(st.none(), st.sampled_from(["1700000000.000100"]), st.text(max_size=8)),
-              USERS, st.dictionaries(st.sampled_from(["subtype", "bot_id", "team", "user_team", "channel"]), ODD_FIELD,
-                                     max_size=2)),
-    st.builds(_command, st.sampled_from(["/moderate", "/persona", "/approvals", "/trust"]),
-              st.tuples(WORDS, st.one_of(NUMBERS, WORDS), ARGUMENTS).map(" ".join),
-              st.sampled_from([HUMAN, APPROVER])),
-    st.builds(_click, st.sampled_from(["approval_approve", "approval_reject", "approval_feedback"]),
-              st.one_of(NUMBERS, ODD_FIELD), USERS, st.one_of(st.just(TEAM_ID), ODD_FIELD)),
+    st.builds(
+        _event,
+        st.one_of(TEXT, COMMAND.map(lambda command: f"<@{BOT_USER_ID}> {command}")),
+        st.one_of(st.none(), st.sampled_from(["1700000000.000100"]), st.text(max_size=8)),
+        USERS,
+        st.dictionaries(st.sampled_from(["subtype", "bot_id", "team", "user_team", "channel"]), ODD_FIELD, max_size=2),
+    ),
+    st.builds(
+        _command,
+        st.sampled_from(["/moderate", "/persona", "/approvals", "/trust"]),
+        st.tuples(WORDS, st.one_of(NUMBERS, WORDS), ARGUMENTS).map(" ".join),
+        st.sampled_from([HUMAN, APPROVER]),
+    ),
+    st.builds(
+        _click,
+        st.sampled_from(["approval_approve", "approval_reject", "approval_feedback"]),
+        st.one_of(NUMBERS, ODD_FIELD),
+        USERS,
+        st.one_of(st.just(TEAM_ID), ODD_FIELD),
+    ),
     st.builds(_feedback, st.one_of(NUMBERS, ODD_FIELD), st.one_of(TEXT, ODD_FIELD), USERS),
-    st.builds(SlackInput, st.just("raw"), st.one_of(JSON_VALUES.map(json.dumps), st.text(max_size=200),
-                                                    st.builds(lambda v: urlencode({"payload": json.dumps(v)}), JSON_VALUES)),
-              st.sampled_from(["application/json", "application/x-www-form-urlencoded", "text/plain", None]),
-              st.booleans()),
+    st.builds(
+        SlackInput,
+        st.just("raw"),
+        st.one_of(
+            JSON_VALUES.map(json.dumps),
+            st.text(max_size=200),
+            st.builds(lambda v: urlencode({"payload": json.dumps(v)}), JSON_VALUES),
+        ),
+        st.sampled_from(["application/json", "application/x-www-form-urlencoded", "text/plain", None]),
+        st.booleans(),
+    ),
 )
 
 # -- one app per test, on its own event loop ---------------------------------------------------------
@@ -238,7 +310,7 @@ class SlackRig:
         return answer
 
     def new_posts(self) -> list[str]:
-        calls = self.fake.calls[self.checked_calls:]
+        calls = self.fake.calls[self.checked_calls :]
         self.checked_calls = len(self.fake.calls)
         return [json.dumps(call.args) for call in calls if call.method in POSTING]
 
@@ -250,7 +322,9 @@ def slack(rig: Rig, tmp_path: Path) -> SlackRig:
         sections = {"slack": {"api_base_url": fake.api_url}, "approvals": {"approvers": {"slack": [APPROVER]}}}
         config = fuzz_config(tmp_path, sections)
         client = make_web_client("xoxb-fuzz", fake.api_url)
-        app = await rig.stack.enter_async_context(open_app(config, lambda db: slack_port(config, client, db), environ={}))
+        app = await rig.stack.enter_async_context(
+            open_app(config, lambda db: slack_port(config, client, db), environ={})
+        )
         bot = build_slack_app(app, config.settings.slack, SIGNING_SECRET, "xoxb-fuzz", client)
         rig.stack.push_async_callback(bot.close)
         url = await rig.stack.enter_async_context(serving_http(bot.bolt, "127.0.0.1", 0))

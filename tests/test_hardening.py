@@ -21,7 +21,7 @@ from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import BOT_USER_ID
 from tests.fakes.slack_payloads import HUMAN, message
 from tests.slack_harness import KEY, SlackHarness
-from tests.test_discord import callback_of, fake, open_bot  # noqa: F401  (fixtures)
+from tests.test_discord import callback_of
 
 MODERATE_USAGE = "usage: /moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset | recruit on|off (max_turns is a whole number from 1 to 50)"
 TYPED = {
@@ -40,7 +40,10 @@ def test_the_console_answers_each_with_its_usage_and_carries_on(tmp_path) -> Non
     script.write_text("\n".join([*TYPED, "Sage, still there?"]) + "\n", encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(write_config(tmp_path)), "--script", str(script)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
 
     assert result.returncode == 0, result.stderr
@@ -71,19 +74,23 @@ async def test_slack_answers_slash_commands_and_typed_commands_privately(
 
 
 async def test_discord_answers_typed_and_slash_commands_with_one_line(
-    fake: FakeDiscord, open_bot: Any, caplog: pytest.LogCaptureFixture  # noqa: F811
+    fake: FakeDiscord,
+    open_bot: Any,
+    caplog: pytest.LogCaptureFixture,  # noqa: F811
 ) -> None:
     async with open_bot() as bot:
         for typed in TYPED:
             await fake.send_message(typed)
         replies = await fake.wait_for_calls("POST", rf"/channels/{p.TEXT_CHANNEL_ID}/messages", len(TYPED))
-        answers = [await callback_of(fake, await fake.send_slash_command("moderate", {"mode": "on", "max_turns": bad}))
-                   for bad in BAD_MAX_TURNS]
+        answers = [
+            await callback_of(fake, await fake.send_slash_command("moderate", {"mode": "on", "max_turns": bad}))
+            for bad in BAD_MAX_TURNS
+        ]
         channel = await channels.get_channel(bot.app.db, f"discord:{p.TEXT_CHANNEL_ID}")
 
     assert [reply.json["content"] for reply in replies] == [USE_SLASH_COMMANDS] * len(TYPED)
-    assert [(a["type"], a["data"]["flags"], a["data"]["content"]) for a in answers] == [
-        (4, 64, MODERATE_USAGE)
-    ] * len(BAD_MAX_TURNS)
+    assert [(a["type"], a["data"]["flags"], a["data"]["content"]) for a in answers] == [(4, 64, MODERATE_USAGE)] * len(
+        BAD_MAX_TURNS
+    )
     assert channel is None or not channel.moderated
     assert "Traceback" not in caplog.text

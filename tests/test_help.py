@@ -17,7 +17,6 @@ from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import BOT_USER_ID
 from tests.fakes.slack_payloads import HUMAN, message
 from tests.slack_harness import SlackHarness
-from tests.test_discord import fake, open_bot  # noqa: F401  (fixtures)
 
 LINE = re.compile(r"^(?:@Roundtable )?/([a-z]+)\b.* — \S")
 
@@ -36,7 +35,10 @@ def test_console_help_lists_every_typed_command(tmp_path) -> None:
     script.write_text("/help\nNova, hello\n", encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(write_config(tmp_path)), "--script", str(script)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()[1:]  # after the banner

@@ -23,7 +23,11 @@ def test_console_replies_with_gemma_and_the_moderated_round_ends(tmp_path: Path)
     env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")}
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script), "--verbose"],
-        capture_output=True, text=True, cwd=REPO, timeout=300, env=env,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -53,7 +57,10 @@ def test_gemma_proposes_an_action_when_asked_and_never_on_chit_chat(tmp_path: Pa
     script.write_text("Nova, publish 'Doors open at 9' in #news\n/approve 1\nNova, how was your weekend?\n")
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
         env={k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")},
     )
     assert result.returncode == 0, result.stderr

@@ -64,7 +64,9 @@ def test_bounded_schema_caps_free_text_only() -> None:
     assert "maxLength" not in DECISION_SCHEMA["properties"]["reason"]  # the caller's schema is untouched
 
 
-def test_ensure_gguf_reassembles_a_corrupt_file_and_skips_a_verified_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ensure_gguf_reassembles_a_corrupt_file_and_skips_a_verified_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     payload = b"tiny stand-in for the model"
     calls: list[Path] = []
 

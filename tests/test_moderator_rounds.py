@@ -136,7 +136,10 @@ def test_console_moderated_round_with_the_scripted_double(tmp_path: Path):
     script.write_text("/moderate on\nRex, what do you think?\n")
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script), "--verbose"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -147,7 +150,11 @@ def test_console_moderated_round_with_the_scripted_double(tmp_path: Path):
         "[moderator] next: Sage (Sage has not spoken since the last human message)",
         "[moderator] next: FINISH (the round has had its turns)",
     ]
-    assert [line.split("]")[0] + "]" for line in round_lines if not line.startswith("[moderator]")] == ["[Rex]", "[Nova]", "[Sage]"]
+    assert [line.split("]")[0] + "]" for line in round_lines if not line.startswith("[moderator]")] == [
+        "[Rex]",
+        "[Nova]",
+        "[Sage]",
+    ]
 
 
 def test_the_embedded_model_gives_a_reason_from_the_fixed_set():
@@ -160,11 +167,17 @@ def test_the_embedded_model_gives_a_reason_from_the_fixed_set():
 
 
 async def test_gemma_moderator_decisions_keep_to_the_choices_and_the_fixed_reasons():
-    models = build_models(ProviderConfig(provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test"), {})
+    models = build_models(
+        ProviderConfig(provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test"), {}
+    )
     for choices in (["Nova", "Sage", "Rex"], ["Nova", "Sage", "FINISH"]):
         messages = moderator_messages(
-            [], participant_names=["Nova", "Sage", "Rex"], addressed=[], spoken_since_human=["Rex"],
-            last_speaker="Rex", choices=choices,
+            [],
+            participant_names=["Nova", "Sage", "Rex"],
+            addressed=[],
+            spoken_since_human=["Rex"],
+            last_speaker="Rex",
+            choices=choices,
         )
         decision = json.loads((await models.moderator_model(choices).ainvoke(messages)).content)
         assert decision["next_speaker"] in choices

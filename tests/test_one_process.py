@@ -28,17 +28,39 @@ PUBLISH = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We 
 async def test_one_process_serves_slack_and_discord_and_approves_across_them(tmp_path: Path) -> None:
     async with FakeSlackApi() as slack, FakeDiscord() as discord, aiohttp.ClientSession() as http:
         port = free_port()
-        config = write_config(tmp_path, {
-            "slack": {"api_base_url": slack.api_url, "host": "127.0.0.1", "port": port, "approvals_channel": APPROVALS},
-            "discord": {"api_base_url": discord.api_url, "gateway_url": discord.gateway_url},
-            "approvals": {"surface": "slack", "approvers": {"slack": [APPROVER]}},
-        })
-        env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-one", "SLACK_SIGNING_SECRET": SIGNING_SECRET, "DISCORD_TOKEN": discord.token}
+        config = write_config(
+            tmp_path,
+            {
+                "slack": {
+                    "api_base_url": slack.api_url,
+                    "host": "127.0.0.1",
+                    "port": port,
+                    "approvals_channel": APPROVALS,
+                },
+                "discord": {"api_base_url": discord.api_url, "gateway_url": discord.gateway_url},
+                "approvals": {"surface": "slack", "approvers": {"slack": [APPROVER]}},
+            },
+        )
+        env = {
+            **os.environ,
+            "SLACK_BOT_TOKEN": "xoxb-one",
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "DISCORD_TOKEN": discord.token,
+        }
         for unused in ("SLACK_APP_TOKEN", "GOOGLE_API_KEY", "OPENAI_API_KEY"):
             env.pop(unused, None)
         with open(tmp_path / "bot.log", "wb") as log:
             bot = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot", "--config", str(config), "run", cwd=REPO, env=env, stdout=log, stderr=log,
+                sys.executable,
+                "-m",
+                "bot",
+                "--config",
+                str(config),
+                "run",
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=log,
             )
         try:
             await wait_for_port(port, bot)
@@ -50,22 +72,35 @@ async def test_one_process_serves_slack_and_discord_and_approves_across_them(tmp
                     assert response.status == 200
 
             # Both platforms answer.
-            await signed(json.dumps(envelope(message("Sage, hello from Slack", "1700002000.000100"), "EvOne")), "application/json")
-            await slack.wait_until(lambda: any(c.args.get("username") == "Sage" for c in slack.calls_to("chat.postMessage")), timeout=30)
+            await signed(
+                json.dumps(envelope(message("Sage, hello from Slack", "1700002000.000100"), "EvOne")),
+                "application/json",
+            )
+            await slack.wait_until(
+                lambda: any(c.args.get("username") == "Sage" for c in slack.calls_to("chat.postMessage")), timeout=30
+            )
             await discord.send_message("Sage, hello from Discord")
             [sage] = await discord.wait_for_webhook_executes(1, timeout=30)
             assert sage.json["username"] == "Sage"
 
             # A Discord-born approval is shown on Slack buttons, and Discord is told.
             await discord.send_message(PUBLISH)
-            await slack.wait_until(lambda: any(buttons_of(c.args) for c in slack.calls_to("chat.postMessage")), timeout=30)
-            [request] = [{**c.args, "ts": c.answer["ts"]} for c in slack.calls_to("chat.postMessage") if buttons_of(c.args)]
+            await slack.wait_until(
+                lambda: any(buttons_of(c.args) for c in slack.calls_to("chat.postMessage")), timeout=30
+            )
+            [request] = [
+                {**c.args, "ts": c.answer["ts"]} for c in slack.calls_to("chat.postMessage") if buttons_of(c.args)
+            ]
             assert request["channel"] == APPROVALS and "publish_post" in request["text"]
             channel_messages = rf"/channels/{p.TEXT_CHANNEL_ID}/messages"
-            await discord.wait_for_calls("POST", channel_messages, where=lambda c: "sent to Slack" in c.json["content"], timeout=30)
+            await discord.wait_for_calls(
+                "POST", channel_messages, where=lambda c: "sent to Slack" in c.json["content"], timeout=30
+            )
 
             # The Slack click runs it once, updates the Slack request and posts the outcome in Discord.
-            click = button_click(request, "approval_approve", APPROVER, response_url=slack.response_url("click"), trigger="t.1")
+            click = button_click(
+                request, "approval_approve", APPROVER, response_url=slack.response_url("click"), trigger="t.1"
+            )
             await signed(urlencode({"payload": json.dumps(click)}), "application/x-www-form-urlencoded")
             [notice] = await discord.wait_for_calls(
                 "POST", channel_messages, where=lambda c: "executed" in c.json["content"], timeout=30

@@ -31,7 +31,9 @@ async def test_thirty_rapid_messages_are_stored_and_answered_in_order(
     unlimited = {"limits": {"user_messages_per_minute": 100, "channel_rounds_per_minute": 100}}  # a burst, not a flood
     async with start_slack(unlimited) as slack:
         for number in range(30):
-            event = message(f"Sage, note {number:02d}", f"1700001000.{number:06d}", channel=CHANNEL, user=users[number % 3])
+            event = message(
+                f"Sage, note {number:02d}", f"1700001000.{number:06d}", channel=CHANNEL, user=users[number % 3]
+            )
             assert await slack.send_event(event, f"EvRapid{number}") == 200  # answered once stored
         await slack.bot.wait_idle()
 

@@ -32,7 +32,12 @@ async def test_exact_role_separated_messages_with_a_late_joiner(app):
     system = nova[0].content
     assert system.startswith("You are Nova, one participant in a group chat.")
     assert "Never write lines for other participants" in system
-    assert system.index("You are Nova") < system.index("upbeat product visionary") < system.index("What you remember") < system.index("A launch retro.")
+    assert (
+        system.index("You are Nova")
+        < system.index("upbeat product visionary")
+        < system.index("What you remember")
+        < system.index("A launch retro.")
+    )
     assert shape(nova) == [
         ("HumanMessage", "[system] scene: A launch retro."),
         ("HumanMessage", "Ana: How did the launch go?"),

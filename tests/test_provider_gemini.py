@@ -118,7 +118,9 @@ async def test_moderator_requests_json_constrained_to_the_choices(fake: FakeGemi
     fake.reply_text = '{"next_speaker": "Sage", "reason": "Sage has not spoken yet."}'
     _, messages = nova_prompt()
 
-    reply = await ainvoke_with_retry(models.moderator_model(["Nova", "Sage", "FINISH"]), messages, attempts=3, backoff_seconds=0.01)
+    reply = await ainvoke_with_retry(
+        models.moderator_model(["Nova", "Sage", "FINISH"]), messages, attempts=3, backoff_seconds=0.01
+    )
 
     assert json.loads(reply.text)["next_speaker"] == "Sage"
     [request] = fake.requests

@@ -132,7 +132,10 @@ async def test_a_persona_that_keeps_writing_nothing_is_skipped_with_the_reason(o
     async with open_test_app(models=models) as app:
         await run(app, "Nova?")
     assert models.count("nova") == 3  # the first draft and two more tries, each with the reason
-    assert port.notices()[0] == "[system] Nova could not answer (the model wrote nothing usable, also when asked again) and was skipped."
+    assert (
+        port.notices()[0]
+        == "[system] Nova could not answer (the model wrote nothing usable, also when asked again) and was skipped."
+    )
 
 
 async def test_round_stops_when_more_than_half_of_its_turns_failed(app, port):
@@ -188,7 +191,11 @@ async def test_invite_and_dismiss_change_who_can_reply(app, port):
 
 
 async def test_model_calls_per_message(open_test_app):
-    decisions = [{"next_speaker": "Nova", "reason": "r"}, {"next_speaker": "Sage", "reason": "r"}, {"next_speaker": "FINISH", "reason": "r"}]
+    decisions = [
+        {"next_speaker": "Nova", "reason": "r"},
+        {"next_speaker": "Sage", "reason": "r"},
+        {"next_speaker": "FINISH", "reason": "r"},
+    ]
     models = FakeModels(fixed_reply("A reply long enough to pass review."), decisions)
     async with open_test_app(models=models) as app:
         await run(app, "Nova and Sage?")

@@ -78,7 +78,9 @@ def test_addressed_beats_natural_order():
 
 
 def options(addressed_ids=(), had_turn=(), last=None, turns=None, present=ALL) -> ModeratorOptions:
-    return moderator_options(present, list(addressed_ids), list(had_turn), last, len(had_turn) if turns is None else turns)
+    return moderator_options(
+        present, list(addressed_ids), list(had_turn), last, len(had_turn) if turns is None else turns
+    )
 
 
 def test_addressed_personas_are_forced_first_in_mention_order():
@@ -151,9 +153,24 @@ def test_unmoderated_round_never_returns_to_the_moderator():
 
 
 def test_moderated_round_stops_at_max_turns_or_when_switched_off():
-    assert after_turn(moderated=True, still_moderated=True, queue=[], turns_taken=2, max_turns=6, failures=0, planned_turns=6) == "moderator"
-    assert after_turn(moderated=True, still_moderated=True, queue=[], turns_taken=6, max_turns=6, failures=0, planned_turns=6) == "end"
-    assert after_turn(moderated=True, still_moderated=False, queue=[], turns_taken=1, max_turns=6, failures=0, planned_turns=6) == "end"
+    assert (
+        after_turn(
+            moderated=True, still_moderated=True, queue=[], turns_taken=2, max_turns=6, failures=0, planned_turns=6
+        )
+        == "moderator"
+    )
+    assert (
+        after_turn(
+            moderated=True, still_moderated=True, queue=[], turns_taken=6, max_turns=6, failures=0, planned_turns=6
+        )
+        == "end"
+    )
+    assert (
+        after_turn(
+            moderated=True, still_moderated=False, queue=[], turns_taken=1, max_turns=6, failures=0, planned_turns=6
+        )
+        == "end"
+    )
 
 
 def test_round_stops_when_more_than_half_of_its_turns_failed():
@@ -161,4 +178,15 @@ def test_round_stops_when_more_than_half_of_its_turns_failed():
     assert too_many_failures(2, 3)
     assert not too_many_failures(3, 6)
     assert too_many_failures(4, 6)
-    assert after_turn(moderated=False, still_moderated=False, queue=["rex"], turns_taken=2, max_turns=6, failures=2, planned_turns=3) == "end"
+    assert (
+        after_turn(
+            moderated=False,
+            still_moderated=False,
+            queue=["rex"],
+            turns_taken=2,
+            max_turns=6,
+            failures=2,
+            planned_turns=3,
+        )
+        == "end"
+    )

@@ -244,7 +244,12 @@ def publishing_nova() -> FakeModels:
     async def reply(speaker: str, messages: list[BaseMessage]) -> str | AIMessage:
         if isinstance(messages[-1], ToolMessage):
             return f"Noted: {messages[-1].content}"
-        call = {"name": "publish_post", "args": {"channel": "news", "text": "BUY NOW!!!"}, "id": "call-1", "type": "tool_call"}
+        call = {
+            "name": "publish_post",
+            "args": {"channel": "news", "text": "BUY NOW!!!"},
+            "id": "call-1",
+            "type": "tool_call",
+        }
         return AIMessage(content="Posting the launch note right away.", tool_calls=[call])
 
     return FakeModels(reply)
@@ -260,10 +265,13 @@ async def test_an_action_request_posts_approval_buttons_in_its_thread(slack: Sla
         ("approval_feedback", None, str(pending.id)),
     }
     shown = json.dumps(request["blocks"])
-    assert request["blocks"][0] == {"type": "context", "elements": [
-        {"type": "image", "image_url": NOVA_ICON, "alt_text": "Nova"},
-        {"type": "mrkdwn", "text": "*Nova* wants to run *publish_post*"},
-    ]}
+    assert request["blocks"][0] == {
+        "type": "context",
+        "elements": [
+            {"type": "image", "image_url": NOVA_ICON, "alt_text": "Nova"},
+            {"type": "mrkdwn", "text": "*Nova* wants to run *publish_post*"},
+        ],
+    }
     assert request["blocks"][1]["text"]["text"] == "*channel:* news\n*text:* We launched!"
     assert f"<!date^{int(pending.expires_at)}^" in shown  # the expiry, in each reader's timezone
     assert slack.posts_to("news") == []
@@ -310,7 +318,9 @@ async def test_reject_with_feedback_opens_a_modal_and_the_persona_hears_the_feed
         assert buttons_of(update) == []
         update_at = next(i for i, call in enumerate(slack.fake.calls) if call.method == "chat.update")
         after = [call.args for call in slack.fake.calls[update_at + 1 :] if call.method == "chat.postMessage"]
-        assert [(p["username"], p["text"], p["thread_ts"]) for p in after] == [("Nova", "Noted: Rejected by Bea: too salesy", THREAD)]
+        assert [(p["username"], p["text"], p["thread_ts"]) for p in after] == [
+            ("Nova", "Noted: Rejected by Bea: too salesy", THREAD)
+        ]
         assert slack.posts_to("news") == []
         assert await status_of(slack, pending) is ApprovalStatus.REJECTED
 
@@ -371,18 +381,54 @@ async def test_bad_interactivity_payloads_change_nothing(slack: SlackHarness, ca
     team = {"id": TEAM_ID, "domain": "fake"}
     modal = {"type": "modal", "callback_id": "approval_feedback_modal"}
     unreadable = [
-        {"type": "block_actions", "user": user, "team": team, "actions": [{"action_id": "approval_approve", "value": "soon"}]},
-        {"type": "block_actions", "user": user, "team": team, "actions": [{"action_id": "approval_approve", "value": "²"}]},
-        {"type": "block_actions", "user": user, "team": team, "actions": [{"action_id": "approval_reject", "value": "9" * 5000}]},
-        {"type": "block_actions", "team": team, "actions": [{"action_id": "approval_approve", "value": str(pending.id)}]},
-        {"type": "block_actions", "user": user, "team": team, "actions": [{"action_id": "approval_feedback", "value": "0"}]},
+        {
+            "type": "block_actions",
+            "user": user,
+            "team": team,
+            "actions": [{"action_id": "approval_approve", "value": "soon"}],
+        },
+        {
+            "type": "block_actions",
+            "user": user,
+            "team": team,
+            "actions": [{"action_id": "approval_approve", "value": "²"}],
+        },
+        {
+            "type": "block_actions",
+            "user": user,
+            "team": team,
+            "actions": [{"action_id": "approval_reject", "value": "9" * 5000}],
+        },
+        {
+            "type": "block_actions",
+            "team": team,
+            "actions": [{"action_id": "approval_approve", "value": str(pending.id)}],
+        },
+        {
+            "type": "block_actions",
+            "user": user,
+            "team": team,
+            "actions": [{"action_id": "approval_feedback", "value": "0"}],
+        },
         {"type": "view_submission", "user": user, "team": team, "view": modal},
-        {"type": "view_submission", "user": user, "team": team, "view": {**modal, "private_metadata": "-1", "state": None}},
+        {
+            "type": "view_submission",
+            "user": user,
+            "team": team,
+            "view": {**modal, "private_metadata": "-1", "state": None},
+        },
     ]
     for payload in unreadable:
         assert await slack.interact(payload) == 200
-    await slack.interact({"type": "block_actions", "user": user, "team": team, "channel": {"id": CHANNEL},
-                          "actions": [{"action_id": "approval_reject", "value": "999"}]})
+    await slack.interact(
+        {
+            "type": "block_actions",
+            "user": user,
+            "team": team,
+            "channel": {"id": CHANNEL},
+            "actions": [{"action_id": "approval_reject", "value": "999"}],
+        }
+    )
     assert [e["text"] for e in slack.ephemerals()] == ["There is no approval #999."]
     assert slack.updates() == [] and await status_of(slack, pending) is ApprovalStatus.PENDING
     assert "Traceback" not in caplog.text
@@ -421,7 +467,10 @@ async def test_approvals_and_trust_commands(slack: SlackHarness) -> None:
     assert len(replies) == 3  # the approver's change was announced in the channel, so no private reply
 
     _, body = await slack.command("/approvals", "mode yolo")
-    assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]"}
+    assert json.loads(body) == {
+        "response_type": "ephemeral",
+        "text": "usage: /approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]",
+    }
     _, body = await slack.command("/trust", "everyone")
     assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /trust"}
 
@@ -481,9 +530,16 @@ async def test_steering_commands_pause_name_and_show_reasons(slack: SlackHarness
 async def test_a_reaction_marks_the_message_while_its_round_runs(slack: SlackHarness) -> None:
     await slack.say("Sage, your thoughts?", "1700000950.000100")
 
-    methods = [call.method for call in slack.fake.calls if call.method in ("reactions.add", "chat.postMessage", "reactions.remove")]
+    methods = [
+        call.method
+        for call in slack.fake.calls
+        if call.method in ("reactions.add", "chat.postMessage", "reactions.remove")
+    ]
     assert methods == ["reactions.add", "chat.postMessage", "reactions.remove"]  # on, the reply, off
     for method in ("reactions.add", "reactions.remove"):
         [call] = slack.fake.calls_to(method)
         assert (call.args["channel"], call.args["timestamp"], call.args["name"]) == (
-            CHANNEL, "1700000950.000100", "hourglass_flowing_sand")
+            CHANNEL,
+            "1700000950.000100",
+            "hourglass_flowing_sand",
+        )

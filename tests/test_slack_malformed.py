@@ -119,7 +119,9 @@ async def test_after_all_that_a_genuine_event_is_still_answered(slack: SlackHarn
 SIGNED_BUT_INCOMPLETE = {
     "a button click without an action_id": {"type": "block_actions", "user": {"id": "UAPPROVER"}, "actions": [{}]},
     "a form submission whose view has no type": {
-        "type": "view_submission", "user": {"id": "UAPPROVER"}, "view": {"callback_id": "approval_feedback_modal"},
+        "type": "view_submission",
+        "user": {"id": "UAPPROVER"},
+        "view": {"callback_id": "approval_feedback_modal"},
     },
 }
 

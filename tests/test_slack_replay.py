@@ -17,12 +17,22 @@ FORM = "application/x-www-form-urlencoded"
 
 
 def moderate_on(slack: SlackHarness, max_turns: int, trigger_id: str) -> str:
-    return urlencode({
-        "token": "legacy-verification-token", "team_id": TEAM_ID, "team_domain": "fake", "channel_id": CHANNEL,
-        "channel_name": "general", "user_id": HUMAN, "user_name": "ana", "command": "/moderate",
-        "text": f"on {max_turns}", "api_app_id": APP_ID, "response_url": slack.fake.response_url(trigger_id),
-        "trigger_id": trigger_id,
-    })
+    return urlencode(
+        {
+            "token": "legacy-verification-token",
+            "team_id": TEAM_ID,
+            "team_domain": "fake",
+            "channel_id": CHANNEL,
+            "channel_name": "general",
+            "user_id": HUMAN,
+            "user_name": "ana",
+            "command": "/moderate",
+            "text": f"on {max_turns}",
+            "api_app_id": APP_ID,
+            "response_url": slack.fake.response_url(trigger_id),
+            "trigger_id": trigger_id,
+        }
+    )
 
 
 def announcements(slack: SlackHarness) -> list[str]:

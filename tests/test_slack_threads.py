@@ -24,12 +24,15 @@ def shape(messages: list[BaseMessage]) -> list[tuple[str, str]]:
 
 
 async def stored(slack: SlackHarness, key: str) -> list[tuple[LineKind, str, str]]:
-    return [(line.kind, line.author_name, line.text)
-            for line in await history.recent_channel_lines(slack.bot.roundtable.db, key, limit=100)]
+    return [
+        (line.kind, line.author_name, line.text)
+        for line in await history.recent_channel_lines(slack.bot.roundtable.db, key, limit=100)
+    ]
 
 
 async def test_a_thread_prompt_holds_its_parent_and_none_of_the_channels_other_lines(
-    start_slack: StartSlack, fake_slack: FakeSlackApi  # noqa: F811
+    start_slack: StartSlack,
+    fake_slack: FakeSlackApi,  # noqa: F811
 ) -> None:
     async with start_slack() as slack:
         fake_slack.user_names["UBEN"] = "Ben"
@@ -65,7 +68,10 @@ async def test_a_thread_under_a_personas_post_starts_with_that_personas_line(sta
         nova = shape(await slack.bot.roundtable.engine.prompt_for(f"{KEY}:{thread}", "nova"))
         sage = shape(await slack.bot.roundtable.engine.prompt_for(f"{KEY}:{thread}", "sage"))
         assert nova[:2] == [("AIMessage", pitch.args["text"]), ("HumanMessage", "Ana: Sage, is Nova right?")]
-        assert sage[:2] == [("HumanMessage", f"[Nova] {pitch.args['text']}"), ("HumanMessage", "Ana: Sage, is Nova right?")]
+        assert sage[:2] == [
+            ("HumanMessage", f"[Nova] {pitch.args['text']}"),
+            ("HumanMessage", "Ana: Sage, is Nova right?"),
+        ]
 
 
 async def test_a_round_in_a_thread_and_one_at_top_level_run_independently(start_slack: StartSlack) -> None:  # noqa: F811
@@ -83,8 +89,12 @@ async def test_a_round_in_a_thread_and_one_at_top_level_run_independently(start_
 
     async with start_slack(models=FakeModels(reply)) as slack:
         await slack.say("Sage, a question to start a thread on", PARENT)
-        assert await slack.send_event(message("Sage, take your time in here", "1700000100.000600", thread_ts=PARENT),
-                                      "EvThreadSlow") == 200
+        assert (
+            await slack.send_event(
+                message("Sage, take your time in here", "1700000100.000600", thread_ts=PARENT), "EvThreadSlow"
+            )
+            == 200
+        )
         assert await slack.send_event(message("Nova, quick one", "1700000100.000700"), "EvTopQuick") == 200
         await slack.bot.wait_idle()
 
@@ -99,8 +109,10 @@ async def test_a_round_in_a_thread_and_one_at_top_level_run_independently(start_
             (LineKind.PERSONA, "Sage", "Done thinking it over in the thread."),
         ]
         assert [text for _, _, text in await stored(slack, KEY)] == [
-            "Sage, a question to start a thread on", "Noted, thank you for asking.",
-            "Nova, quick one", "A quick answer at the top level.",
+            "Sage, a question to start a thread on",
+            "Noted, thank you for asking.",
+            "Nova, quick one",
+            "A quick answer at the top level.",
         ]
 
 

@@ -159,7 +159,12 @@ async def test_long_reply_is_posted_in_pieces_in_the_same_thread() -> None:
     posts = fake.delivered_posts()
     assert [len(p["text"]) for p in posts[:-1]] == [2001, 2001, 2001, 1000]
     assert {(p["thread_ts"], p["username"]) for p in posts[:-1]} == {("9.9", "Sage")}
-    assert posts[-1] == {"channel": "C1", "text": "Scene set: &lt;!here&gt;", "unfurl_links": False, "username": "Roundtable"}
+    assert posts[-1] == {
+        "channel": "C1",
+        "text": "Scene set: &lt;!here&gt;",
+        "unfurl_links": False,
+        "username": "Roundtable",
+    }
 
 
 async def test_a_threads_conversation_is_answered_in_the_thread() -> None:
@@ -173,11 +178,17 @@ async def test_a_threads_conversation_is_answered_in_the_thread() -> None:
 
 
 def test_a_slack_thread_has_its_channels_approvers(make_config) -> None:
-    settings = make_config({"approvals": {"approvers": {"slack": ["U1"]}, "channel_approvers": {"slack:T1:C1": ["U9"]}}})
+    settings = make_config(
+        {"approvals": {"approvers": {"slack": ["U1"]}, "channel_approvers": {"slack:T1:C1": ["U9"]}}}
+    )
     approvals_section = settings.settings.approvals
-    assert approvals_section.approvers_for("slack:T1:C1:5.5") == approvals_section.approvers_for("slack:T1:C1") == {"U9"}
+    assert (
+        approvals_section.approvers_for("slack:T1:C1:5.5") == approvals_section.approvers_for("slack:T1:C1") == {"U9"}
+    )
     assert approvals_section.approvers_for("slack:T1:C2:5.5") == {"U1"}
-    assert approvals_section.is_approver("slack:T1:C1:5.5", "U9", "T1") and not approvals_section.is_approver("slack:T1:C1:5.5", "U1", "T1")
+    assert approvals_section.is_approver("slack:T1:C1:5.5", "U9", "T1") and not approvals_section.is_approver(
+        "slack:T1:C1:5.5", "U1", "T1"
+    )
 
 
 # -- runner ----------------------------------------------------------------------------------------
@@ -207,8 +218,17 @@ async def test_runner_serves_socket_mode_until_cancelled(make_config) -> None:
 def test_manifest() -> None:
     manifest = yaml.safe_load(Path(REPO / "manifest.yml").read_text(encoding="utf-8"))
     assert sorted(manifest["oauth_config"]["scopes"]["bot"]) == sorted(
-        ["chat:write", "chat:write.customize", "app_mentions:read", "channels:history", "groups:history",
-         "im:history", "commands", "users:read", "reactions:write"]
+        [
+            "chat:write",
+            "chat:write.customize",
+            "app_mentions:read",
+            "channels:history",
+            "groups:history",
+            "im:history",
+            "commands",
+            "users:read",
+            "reactions:write",
+        ]
     )
     settings = manifest["settings"]
     assert sorted(settings["event_subscriptions"]["bot_events"]) == sorted(
@@ -217,7 +237,11 @@ def test_manifest() -> None:
     commands = {c["command"]: c["url"] for c in manifest["features"]["slash_commands"]}
     assert set(commands) == {"/moderate", "/stop", "/next", "/persona", "/approvals", "/trust", "/roundtable"}
     assert set(commands) == set(SLASH_COMMANDS)
-    urls = {*commands.values(), settings["event_subscriptions"]["request_url"], settings["interactivity"]["request_url"]}
+    urls = {
+        *commands.values(),
+        settings["event_subscriptions"]["request_url"],
+        settings["interactivity"]["request_url"],
+    }
     assert urls == {"https://example.com/slack/events"}
     assert settings["interactivity"]["is_enabled"] is True and settings["socket_mode_enabled"] is False
 
@@ -227,9 +251,22 @@ def test_manifest() -> None:
 
 def approval(**changes: Any) -> Approval:
     base: dict[str, Any] = dict(
-        id=7, batch="b", call_id="c", channel_key="slack:T1:C1", thread="5.5", persona_id="nova", action="publish_post",
-        args={"channel": "news", "text": "We launched!"}, status=ApprovalStatus.PENDING, requested_at=1_700_000_000.0,
-        expires_at=1_700_001_800.0, decided_by=None, decided_at=None, comment=None, incident=False, result=None,
+        id=7,
+        batch="b",
+        call_id="c",
+        channel_key="slack:T1:C1",
+        thread="5.5",
+        persona_id="nova",
+        action="publish_post",
+        args={"channel": "news", "text": "We launched!"},
+        status=ApprovalStatus.PENDING,
+        requested_at=1_700_000_000.0,
+        expires_at=1_700_001_800.0,
+        decided_by=None,
+        decided_at=None,
+        comment=None,
+        incident=False,
+        result=None,
     )
     return Approval(**{**base, **changes})
 
@@ -240,10 +277,15 @@ def test_request_blocks_escape_and_clip_what_the_persona_wrote() -> None:
     arguments = blocks[1]["text"]["text"]
     assert len(arguments) <= 3000 and arguments.startswith("*channel:* &lt;!channel&gt;\n*text:* @\u200bhere &amp;")
     assert "<" not in json.dumps(blocks[:2]) and "<#C1>" not in json.dumps(blocks)
-    assert request_blocks(wants, PERSONAS["nova"], name_the_channel=True)[0]["elements"][1]["text"].endswith(" in <#C1>")
+    assert request_blocks(wants, PERSONAS["nova"], name_the_channel=True)[0]["elements"][1]["text"].endswith(
+        " in <#C1>"
+    )
 
 
-@pytest.mark.parametrize(("persona", "icon"), [("sage", [{"type": "mrkdwn", "text": ":owl:"}]), ("pixel", [{"type": "mrkdwn", "text": "🎨"}])])
+@pytest.mark.parametrize(
+    ("persona", "icon"),
+    [("sage", [{"type": "mrkdwn", "text": ":owl:"}]), ("pixel", [{"type": "mrkdwn", "text": "🎨"}])],
+)
 def test_an_emoji_avatar_is_shown_as_text(persona: str, icon: list[dict[str, str]]) -> None:
     [context, *_] = request_blocks(approval(persona_id=persona), PERSONAS[persona], name_the_channel=False)
     assert context["elements"][:-1] == icon
@@ -252,12 +294,19 @@ def test_an_emoji_avatar_is_shown_as_text(persona: str, icon: list[dict[str, str
 def test_outcomes() -> None:
     decided = {"decided_by": "Bea", "decided_at": 1_700_000_060.0}
     executed = approval(status=ApprovalStatus.EXECUTED, result="posted in #news", **decided)
-    assert outcome_text(executed, "<@U1>") == "Approved by <@U1> at <!date^1700000060^{time}|22:14 UTC>, executed: posted in #news"
-    failed = approval(status=ApprovalStatus.FAILED, result="failed: Slack did not deliver it (not_in_channel)", **decided)
+    assert (
+        outcome_text(executed, "<@U1>")
+        == "Approved by <@U1> at <!date^1700000060^{time}|22:14 UTC>, executed: posted in #news"
+    )
+    failed = approval(
+        status=ApprovalStatus.FAILED, result="failed: Slack did not deliver it (not_in_channel)", **decided
+    )
     assert outcome_text(failed, "<@U1>").endswith(", but it failed: Slack did not deliver it (not_in_channel)")
     rejected = approval(status=ApprovalStatus.REJECTED, comment="<!here> too salesy", **decided)
     assert outcome_text(rejected, "Bea") == "Rejected by Bea: &lt;!here&gt; too salesy"
-    assert outcome_text(approval(status=ApprovalStatus.REJECTED, **decided), "Bea") == "Rejected by Bea: no feedback given"
+    assert (
+        outcome_text(approval(status=ApprovalStatus.REJECTED, **decided), "Bea") == "Rejected by Bea: no feedback given"
+    )
     assert outcome_text(approval(status=ApprovalStatus.EXPIRED), "nobody") == "Expired: nobody decided in time."
     blocks = decision_blocks(executed, PERSONAS["nova"], "done", name_the_channel=False)
     assert [b["type"] for b in blocks] == ["context", "section", "section"] and blocks[-1]["text"]["text"] == "done"
@@ -277,16 +326,28 @@ def click_body(**changes: Any) -> dict[str, Any]:
 
 def test_button_click_payloads() -> None:
     assert button_click(click_body()) == ButtonClick(7, "U1", "C1", "5.5", "t.1")
-    assert button_click(click_body(channel=None, container={"channel_id": "C2"}, trigger_id=None)) == ButtonClick(7, "U1", "C2", None, None)
-    for broken in ({"user": None}, {"user": "U1"}, {"actions": []}, {"actions": "x"}, {"actions": [{"value": None}]},
-                   {"actions": [{"value": "0"}]}, {"actions": [{"value": "1e3"}]}, {"actions": [{"value": "9" * 30}]}):
+    assert button_click(click_body(channel=None, container={"channel_id": "C2"}, trigger_id=None)) == ButtonClick(
+        7, "U1", "C2", None, None
+    )
+    for broken in (
+        {"user": None},
+        {"user": "U1"},
+        {"actions": []},
+        {"actions": "x"},
+        {"actions": [{"value": None}]},
+        {"actions": [{"value": "0"}]},
+        {"actions": [{"value": "1e3"}]},
+        {"actions": [{"value": "9" * 30}]},
+    ):
         assert button_click(click_body(**broken)) is None, broken
 
 
 def test_feedback_submissions() -> None:
     view = {**feedback_modal(7), "state": {"values": {"feedback": {"feedback_text": {"value": "  too salesy "}}}}}
     assert feedback_submission({"user": {"id": "U1"}, "view": view}) == FeedbackSubmission(7, "U1", "too salesy")
-    assert feedback_submission({"user": {"id": "U1"}, "view": {**view, "state": None}}) == FeedbackSubmission(7, "U1", "")
+    assert feedback_submission({"user": {"id": "U1"}, "view": {**view, "state": None}}) == FeedbackSubmission(
+        7, "U1", ""
+    )
     assert feedback_submission({"user": {"id": "U1"}, "view": {**view, "private_metadata": ""}}) is None
     assert feedback_submission({"view": view}) is None
 
@@ -307,8 +368,13 @@ def test_action_targets(name: str, args: dict[str, str], channel: str, done: str
     assert (target.channel, target.done) == (channel, done)
 
 
-@pytest.mark.parametrize("call", [ActionCall("c", "publish_post", {"channel": " # ", "text": "x"}),
-                                  ActionCall("c", "schedule_post", {"channel": "news", "text": "x", "at": "soon"})])
+@pytest.mark.parametrize(
+    "call",
+    [
+        ActionCall("c", "publish_post", {"channel": " # ", "text": "x"}),
+        ActionCall("c", "schedule_post", {"channel": "news", "text": "x", "at": "soon"}),
+    ],
+)
 def test_action_targets_refused(call: ActionCall) -> None:
     with pytest.raises(ActionFailed):
         target_of(call)
@@ -320,12 +386,21 @@ def test_requests_go_to_the_approvals_channel_when_one_is_set() -> None:
     assert request_location(approval(channel_key="discord:1"), "") == (None, "5.5")
 
 
-async def test_request_messages_are_remembered_with_the_approvals(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_request_messages_are_remembered_with_the_approvals(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     db = await open_database(tmp_path / "db.sqlite3")
     await channels.ensure_channel(db, "slack:T1:C1", participants=["nova"], moderated=False)
     stored, _ = await approvals.request(
-        db, batch="b", call_id="c", channel_key="slack:T1:C1", thread=None, persona_id="nova",
-        action="publish_post", args={}, timeout_seconds=60,
+        db,
+        batch="b",
+        call_id="c",
+        channel_key="slack:T1:C1",
+        thread=None,
+        persona_id="nova",
+        action="publish_post",
+        args={},
+        timeout_seconds=60,
     )
     await ApprovalMessages(db).remember(stored.id, MessageRef("C1", "9.9"))
     assert await ApprovalMessages(db).find(stored.id) == MessageRef("C1", "9.9")  # another process, or a restart
@@ -350,20 +425,32 @@ async def test_port_executes_as_the_persona_and_raises_what_slack_refused(caplog
     caplog.set_level(logging.DEBUG)
     async with FakeSlackApi() as fake:
         port = SlackPort(make_web_client("xoxb-secret-unit", fake.api_url))
-        done = await port.execute("slack:T1:C1", PERSONAS["sage"], ActionCall("c", "send_message", {"to": "<@U0ANA>", "text": "psst <!here>"}))
+        done = await port.execute(
+            "slack:T1:C1", PERSONAS["sage"], ActionCall("c", "send_message", {"to": "<@U0ANA>", "text": "psst <!here>"})
+        )
         fake.fail_next("chat.postMessage", "channel_not_found")
         with pytest.raises(ActionFailed, match=r"^Slack did not deliver it \(channel_not_found\)$"):
-            await port.execute("slack:T1:C1", PERSONAS["sage"], ActionCall("c", "publish_post", {"channel": "nowhere", "text": "x"}))
+            await port.execute(
+                "slack:T1:C1", PERSONAS["sage"], ActionCall("c", "publish_post", {"channel": "nowhere", "text": "x"})
+            )
     assert done == "sent to U0ANA as a direct message"
     [sent] = fake.delivered_posts()
-    assert sent == {"channel": "U0ANA", "text": "psst &lt;!here&gt;", "unfurl_links": False, "username": "Sage", "icon_emoji": ":owl:"}
+    assert sent == {
+        "channel": "U0ANA",
+        "text": "psst &lt;!here&gt;",
+        "unfurl_links": False,
+        "username": "Sage",
+        "icon_emoji": ":owl:",
+    }
     assert "xoxb-secret-unit" not in caplog.text
 
 
 async def test_port_mentions_only_approvers_user_ids() -> None:
     async with FakeSlackApi() as fake:
         approvers = {"slack:T1:C1": {"U0BEA", "W0CAL", "!channel", "here", "<!everyone>"}}
-        port = SlackPort(make_web_client("xoxb-unit", fake.api_url), approvers_for=lambda key: approvers.get(key, set()))
+        port = SlackPort(
+            make_web_client("xoxb-unit", fake.api_url), approvers_for=lambda key: approvers.get(key, set())
+        )
         await port.notify_approvers("slack:T1:C1", "the model failed 3 times @channel")
         await port.notify_approvers("slack:T1:C2", "nobody to tell")
     first, second = fake.delivered_posts()
@@ -394,10 +481,19 @@ async def test_port_uses_the_approvals_channel_and_posts_a_decision_it_cannot_up
 
 def test_approvals_on_slack_for_discord_need_an_approvals_channel(tmp_path) -> None:
     config = write_config(tmp_path, {"approvals": {"surface": "slack"}})
-    env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-secret-1", "SLACK_SIGNING_SECRET": "s-secret", "DISCORD_TOKEN": "discord-secret-1"}
+    env = {
+        **os.environ,
+        "SLACK_BOT_TOKEN": "xoxb-secret-1",
+        "SLACK_SIGNING_SECRET": "s-secret",
+        "DISCORD_TOKEN": "discord-secret-1",
+    }
     result = subprocess.run(
         [sys.executable, "-m", "bot", "--config", str(config), "run"],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and 'surface = "slack" needs [slack] approvals_channel' in result.stderr

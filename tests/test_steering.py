@@ -99,7 +99,9 @@ async def test_reasons_are_shown_in_the_channel_when_asked_for(app, port) -> Non
 
 
 async def test_a_channel_prompt_replaces_the_instructions_but_not_the_rules(open_test_app) -> None:
-    models = FakeModels(fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Rex", "reason": "a pirate's view"}])
+    models = FakeModels(
+        fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Rex", "reason": "a pirate's view"}]
+    )
     async with open_test_app(models=models) as app:
         await app.service.run_command(KEY, Moderate("on"))
         await app.service.run_command(KEY, SetModeratorPrompt("Talk like a pirate and prefer Rex."))
@@ -117,7 +119,9 @@ async def test_a_too_long_prompt_is_refused_in_one_line(app) -> None:
 
 
 async def test_the_moderator_recruits_a_persona_with_the_expertise_needed(open_test_app, port, tmp_path: Path) -> None:
-    models = FakeModels(fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "a design question"}])
+    models = FakeModels(
+        fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "a design question"}]
+    )
     async with open_test_app(models=models) as app:
         await app.service.run_command(KEY, Moderate("on"))
         await app.service.run_command(KEY, AllowRecruiting(True))
@@ -152,7 +156,10 @@ def test_a_paused_channel_stays_paused_across_a_restart(tmp_path: Path) -> None:
         path.write_text(script)
         result = subprocess.run(
             [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(path)],
-            capture_output=True, text=True, cwd=REPO, timeout=120,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
         )
         assert result.returncode == 0, result.stderr
         return result.stdout
@@ -182,7 +189,10 @@ def test_a_missing_prompt_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"moderation": {"prompt_file": "nowhere.txt"}})
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(config)],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
     )
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "[moderation] prompt_file" in result.stderr and "missing or empty" in result.stderr

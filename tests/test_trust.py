@@ -8,7 +8,9 @@ NOW = 1_000 * DAY
 
 
 def decided(n: int, event: str, *, start_day: float, detail: str = "") -> list[AuditEvent]:
-    return [AuditEvent(i, NOW - start_day * DAY + i, "c", "nova", i, "publish_post", event, "you", detail) for i in range(n)]
+    return [
+        AuditEvent(i, NOW - start_day * DAY + i, "c", "nova", i, "publish_post", event, "you", detail) for i in range(n)
+    ]
 
 
 def test_novice_until_fifty_tasks_ninety_percent_and_seven_days():
@@ -26,6 +28,8 @@ def test_expert_after_two_hundred_tasks_ninety_eight_percent_and_thirty_days():
 
 
 def test_an_incident_drops_the_persona_to_novice():
-    history = decided(250, "approved", start_day=40) + decided(1, "rejected", start_day=1, detail="incident: leaked a draft")
+    history = decided(250, "approved", start_day=40) + decided(
+        1, "rejected", start_day=1, detail="incident: leaked a draft"
+    )
     record = trust_record(history, NOW)
     assert record.level is Trust.NOVICE and record.tasks == 0

@@ -76,7 +76,15 @@ async def start_bot(directory: Path, sections: dict[str, dict[str, Any]]) -> Bot
         env.pop(unused, None)
     with open(directory / "bot.log", "wb") as log:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "--config", str(config), cwd=REPO, env=env, stdout=log, stderr=log,
+            sys.executable,
+            "-m",
+            "bot",
+            "--config",
+            str(config),
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=log,
         )
     await wait_for_port(port, process)
     return Bot(directory.name, process, f"http://127.0.0.1:{port}/slack/events")
@@ -91,14 +99,18 @@ class TwoBots:
     db: asyncpg.Pool
 
     async def send(self, bot: Bot, body: str, content_type: str) -> None:
-        async with self.http.post(bot.events_url, data=body.encode(), headers=signed_headers(body, content_type)) as response:
+        async with self.http.post(
+            bot.events_url, data=body.encode(), headers=signed_headers(body, content_type)
+        ) as response:
             assert response.status == 200
 
     async def send_event(self, bot: Bot, event: dict[str, Any], event_id: str) -> None:
         await self.send(bot, json.dumps(envelope(event, event_id)), "application/json")
 
     async def click(self, bot: Bot, request: dict[str, Any], action_id: str) -> None:
-        payload = button_click(request, action_id, APPROVER, response_url=self.fake.response_url("click"), trigger="t.1")
+        payload = button_click(
+            request, action_id, APPROVER, response_url=self.fake.response_url("click"), trigger="t.1"
+        )
         await self.send(bot, urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
 
     async def wait_for(self, condition: Callable[[], bool], timeout: float = 60) -> None:
@@ -199,7 +211,9 @@ async def test_a_timeout_fires_once_in_the_process_that_runs_timers_and_survives
     await bots.wait_for(lambda: len(bots.approval_requests()) == 1)
 
     def expiries() -> list[Any]:
-        return [c for c in bots.fake.calls_to("chat.update") if c.args.get("text", "").endswith("nobody decided in time.")]
+        return [
+            c for c in bots.fake.calls_to("chat.update") if c.args.get("text", "").endswith("nobody decided in time.")
+        ]
 
     await bots.wait_for(lambda: len(expiries()) == 1, timeout=30)
     assert expiries()[0].headers["Authorization"] == bots.first.authorization  # requested in second, fired in first

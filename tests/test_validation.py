@@ -21,7 +21,10 @@ def config_error(tmp_path: Path, text: str) -> str:
 
 def test_wrong_type_names_file_key_and_expectation(tmp_path):
     message = config_error(tmp_path, '[moderation]\nmax_turns = "six"\n')
-    assert message == f"{tmp_path / 'bad.toml'}: [moderation] max_turns: expected a valid integer, unable to parse string as an integer, got 'six'"
+    assert (
+        message
+        == f"{tmp_path / 'bad.toml'}: [moderation] max_turns: expected a valid integer, unable to parse string as an integer, got 'six'"
+    )
 
 
 def test_unknown_and_out_of_range_keys(tmp_path):
@@ -68,7 +71,9 @@ def test_persona_errors(tmp_path):
     with pytest.raises(PersonaError, match=r"b.toml: id: duplicate persona id 'ann' \(also in .*a.toml\)"):
         load_personas(tmp_path)
     write_persona(tmp_path, "b", GOOD.format(id="bea", name="Bea").replace("0.5", "1.5"))
-    with pytest.raises(PersonaError, match=r"b.toml: talkativeness: Input should be less than or equal to 1 \(got 1.5\)"):
+    with pytest.raises(
+        PersonaError, match=r"b.toml: talkativeness: Input should be less than or equal to 1 \(got 1.5\)"
+    ):
         load_personas(tmp_path)
     write_persona(tmp_path, "b", 'id = "bea"\ndisplay_name = "Bea"\n')
     with pytest.raises(PersonaError, match=r"b.toml: avatar: missing required field"):
@@ -87,7 +92,10 @@ def test_cli_exits_2_with_one_line_on_bad_config(tmp_path):
     path.write_text('[history]\ntoken_budget = "lots"\n')
     result = subprocess.run(
         [sys.executable, "-m", "bot", "--config", str(path), "console", "--script", "/dev/null"],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
@@ -98,7 +106,10 @@ def test_cli_rejects_unknown_default_participant(tmp_path):
     path = write_config(tmp_path, {"bot": {"participants": ["nova", "ghost"]}})
     result = subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(path), "--script", "/dev/null"],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "[bot] participants: unknown persona 'ghost'" in result.stderr

@@ -38,7 +38,9 @@ class ApprovalPlaces:
         self._places[approval_id] = place
         if self._db is not None:
             try:
-                await approvals.remember_place(self._db, approval_id, f"{PLATFORM}:{place.channel_id}", str(place.message_id))
+                await approvals.remember_place(
+                    self._db, approval_id, f"{PLATFORM}:{place.channel_id}", str(place.message_id)
+                )
             except Exception as exc:
                 log.warning("could not store approval %s's Discord message: %s", approval_id, type(exc).__name__)
 

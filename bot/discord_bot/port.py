@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 _DELIVERY_ERRORS = (discord.HTTPException, aiohttp.ClientError, TimeoutError)
 
+
 class DiscordPort:
     """Channel keys are "discord:<channel or thread id>". The `thread` arguments are unused: a Discord
     thread is a channel with a key of its own.

@@ -30,7 +30,9 @@ class ChannelWebhooks:
 
     async def _find_or_create(self, channel_id: int) -> discord.Webhook | None:
         channel = self._client.get_channel(channel_id) or await self._client.fetch_channel(channel_id)
-        if not isinstance(channel, discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.ForumChannel):
+        if not isinstance(
+            channel, discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.ForumChannel
+        ):
             return None  # only these channels have webhooks
         me = self._client.user
         for webhook in await channel.webhooks():

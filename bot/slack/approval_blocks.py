@@ -124,7 +124,10 @@ def _arguments(args: dict[str, Any]) -> str:
     if not args:
         return "_no arguments_"
     each = ARGUMENTS_BUDGET // len(args)
-    lines = [f"*{escape_clipped(str(key), 40)}:* {escape_clipped(str(value), max(each - 50, 20))}" for key, value in args.items()]
+    lines = [
+        f"*{escape_clipped(str(key), 40)}:* {escape_clipped(str(value), max(each - 50, 20))}"
+        for key, value in args.items()
+    ]
     return "\n".join(lines)[:SECTION_LIMIT]
 
 

@@ -98,7 +98,12 @@ async def open_feedback_modal(bot: SlackBot, click: ButtonClick) -> None:
 
 async def decide_feedback(bot: SlackBot, submission: FeedbackSubmission) -> None:
     reply = await _decide(
-        bot, submission.approval_id, submission.user_id, submission.team_id, submission.workspace, False,
+        bot,
+        submission.approval_id,
+        submission.user_id,
+        submission.team_id,
+        submission.workspace,
+        False,
         submission.comment,
     )
     if reply.ok:
@@ -122,7 +127,12 @@ async def why_not(
 
 
 async def _decide(
-    bot: SlackBot, approval_id: int, user_id: str, team_id: str | None, workspace: str | None, approve: bool,
+    bot: SlackBot,
+    approval_id: int,
+    user_id: str,
+    team_id: str | None,
+    workspace: str | None,
+    approve: bool,
     comment: str = "",
 ) -> CommandReply:
     actor = Actor(user_id, await bot.names.name_of(user_id), team_id)

@@ -72,8 +72,9 @@ async def start_thread(bot: SlackBot, key: str, bot_id: str | None, bot_user_id:
         return
     first = await parent_line(bot, parent, bot_id, bot_user_id) if isinstance(parent, Mapping) else None
     defaults = bot.roundtable.service.defaults
-    await channels.ensure_channel(db, key, participants=defaults.participants, moderated=defaults.moderated,
-                                  first_line=first)
+    await channels.ensure_channel(
+        db, key, participants=defaults.participants, moderated=defaults.moderated, first_line=first
+    )
 
 
 async def parent_line(

@@ -129,7 +129,9 @@ class SlackPort:
             return
         shown = escape_clipped(text, 2900)
         context = {"type": "context", "elements": [{"type": "mrkdwn", "text": shown}]}
-        await self._post_message(channel_key, channel, thread or thread_ts_of(channel_key), {"text": shown, "blocks": [context]})
+        await self._post_message(
+            channel_key, channel, thread or thread_ts_of(channel_key), {"text": shown, "blocks": [context]}
+        )
 
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         """Mentions only the configured approvers' user ids; the text itself is escaped, so it cannot ping."""
@@ -164,7 +166,9 @@ class SlackPort:
         ref = await self.messages.find(approval.id)
         if ref is not None:
             try:
-                await self.client.chat_update(channel=ref.channel, ts=ref.ts, text=message["text"], blocks=message["blocks"])
+                await self.client.chat_update(
+                    channel=ref.channel, ts=ref.ts, text=message["text"], blocks=message["blocks"]
+                )
                 return
             except _DELIVERY_ERRORS as exc:
                 log.warning("chat.update of approval %s failed: %s", approval.id, _describe(exc))
@@ -178,8 +182,12 @@ class SlackPort:
         for piece in slack_messages(str(call.args.get("text", ""))):
             try:
                 await self.client.chat_postMessage(
-                    channel=target.channel, text=piece, unfurl_links=False, username=identity["username"],
-                    icon_url=identity.get("icon_url"), icon_emoji=identity.get("icon_emoji"),
+                    channel=target.channel,
+                    text=piece,
+                    unfurl_links=False,
+                    username=identity["username"],
+                    icon_url=identity.get("icon_url"),
+                    icon_emoji=identity.get("icon_emoji"),
                 )
             except _DELIVERY_ERRORS as exc:
                 raise ActionFailed(f"Slack did not deliver it ({_describe(exc)})") from None

@@ -29,7 +29,9 @@ def rate_limiter(requests_per_minute: float) -> InMemoryRateLimiter:
     return limiter
 
 
-def bind_actions_as_tools(model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool) -> ChatRunnable:
+def bind_actions_as_tools(
+    model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool
+) -> ChatRunnable:
     """Models with native tool calls (Gemini, OpenAI-compatible) get exactly the persona's actions."""
     if not persona.actions:
         return model

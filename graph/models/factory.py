@@ -147,7 +147,9 @@ def _local(config: ProviderConfig) -> Models:
     def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
         return shared  # one embedded model serves personas and moderator alike
 
-    def bind_persona(model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool) -> ChatRunnable:
+    def bind_persona(
+        model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool
+    ) -> ChatRunnable:
         # A base model continues the transcript; stopping at other names is the impersonation guard.
         # With no native tool calls, it considers an action only when the human line addressed it.
         stops = ["\n", *(f"{name}:" for name in other_names)]

@@ -147,7 +147,11 @@ class LocalLlamaChatModel(BaseChatModel):
                 break
             # A base model sometimes ends its line at once; a fresh seed and a little more
             # temperature almost always get a sentence out of it.
-            warmer = {**request, "temperature": request["temperature"] + 0.2 * (nudge + 1), "seed": secrets.randbelow(2**31)}
+            warmer = {
+                **request,
+                "temperature": request["temperature"] + 0.2 * (nudge + 1),
+                "seed": secrets.randbelow(2**31),
+            }
             result = self._complete_within_context(warmer, header, lines, final_line)
 
         choice = result["choices"][0]
@@ -156,7 +160,9 @@ class LocalLlamaChatModel(BaseChatModel):
             try:
                 json.loads(text)
             except ValueError as exc:
-                raise ValueError(f"local model returned invalid JSON ({choice.get('finish_reason')}): {text!r}") from exc
+                raise ValueError(
+                    f"local model returned invalid JSON ({choice.get('finish_reason')}): {text!r}"
+                ) from exc
         usage = result.get("usage", {})
         message = AIMessage(
             content=text,
@@ -256,9 +262,7 @@ def _join(header: str, lines: Sequence[str], final_line: str) -> str:
     return f"{header}\n\n{body}" if header else body
 
 
-def _trim_to_fit(
-    header: str, lines: list[str], final_line: str, error: dict[str, Any], max_tokens: int
-) -> list[str]:
+def _trim_to_fit(header: str, lines: list[str], final_line: str, error: dict[str, Any], max_tokens: int) -> list[str]:
     """Drop the oldest lines so the prompt leaves room for max_tokens, using the error's token count.
 
     Characters per token vary along the prompt, hence the 10% margin.

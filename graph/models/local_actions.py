@@ -26,16 +26,30 @@ DECISION_CUE = "Action (JSON):"
 # Few-shot lines in the transcript: requests with their arguments, and look-alike chit-chat that
 # mentions posting or messaging without asking for it. None of them is in the benchmark set.
 _EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("Mia: {name}, post 'Tickets are sold out' in #tickets", {"action": "publish_post", "channel": "tickets", "text": "Tickets are sold out"}),
+    (
+        "Mia: {name}, post 'Tickets are sold out' in #tickets",
+        {"action": "publish_post", "channel": "tickets", "text": "Tickets are sold out"},
+    ),
     ("Mia: {name}, did you read the post in #updates?", {"action": NO_ACTION}),
-    ("Leo: {name}, DM Zoe that the server is back", {"action": "send_message", "to": "Zoe", "text": "The server is back"}),
+    (
+        "Leo: {name}, DM Zoe that the server is back",
+        {"action": "send_message", "to": "Zoe", "text": "The server is back"},
+    ),
     ("Leo: {name}, I messaged Zoe already, thanks.", {"action": NO_ACTION}),
-    ("Mia: {name}, schedule 'Quiz night starts' in #fun for 2026-03-05T19:00:00+00:00",
-     {"action": "schedule_post", "at": "2026-03-05T19:00:00+00:00", "channel": "fun", "text": "Quiz night starts"}),
+    (
+        "Mia: {name}, schedule 'Quiz night starts' in #fun for 2026-03-05T19:00:00+00:00",
+        {"action": "schedule_post", "at": "2026-03-05T19:00:00+00:00", "channel": "fun", "text": "Quiz night starts"},
+    ),
     ("Leo: {name}, how are you today?", {"action": NO_ACTION}),
-    ("Mia: {name}, send Max a message: 'Call me back'", {"action": "send_message", "to": "Max", "text": "Call me back"}),
+    (
+        "Mia: {name}, send Max a message: 'Call me back'",
+        {"action": "send_message", "to": "Max", "text": "Call me back"},
+    ),
     ("Mia: {name}, should we post something about the outage?", {"action": NO_ACTION}),
-    ("Leo: {name}, publish 'New blog post is up' in #blog", {"action": "publish_post", "channel": "blog", "text": "New blog post is up"}),
+    (
+        "Leo: {name}, publish 'New blog post is up' in #blog",
+        {"action": "publish_post", "channel": "blog", "text": "New blog post is up"},
+    ),
     ("Leo: {name}, what a nice day.", {"action": NO_ACTION}),
 )
 
@@ -70,7 +84,9 @@ def newest_human_line(messages: Sequence[BaseMessage]) -> str | None:
 
 def decision_prompt(line: str, speaker: str, actions: Sequence[str], now: datetime) -> str:
     """A base-model prompt: what each action is, then example lines with their decisions, then `line`."""
-    described = "\n".join(f"- {name}: {' '.join((ACTIONS[name].__doc__ or '').split())}" for name in actions if name in ACTIONS)
+    described = "\n".join(
+        f"- {name}: {' '.join((ACTIONS[name].__doc__ or '').split())}" for name in actions if name in ACTIONS
+    )
     examples = [
         f"{text.format(name=speaker)}\n{DECISION_CUE} {json.dumps(decision, separators=(',', ':'))}"
         for text, decision in _EXAMPLES

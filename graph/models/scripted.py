@@ -125,11 +125,15 @@ class ScriptedPersonaModel(_ScriptedModel):
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         quote = _newest_line_from_someone_else(messages)[:QUOTE_CHARS].replace("\n", " ")
         opener = self.catchphrase or f"{self.persona_name} here."
-        text = f'{opener} "{quote}" is worth a second thought.' if quote else f"{opener} Nothing to answer yet, so hello!"
+        text = (
+            f'{opener} "{quote}" is worth a second thought.' if quote else f"{opener} Nothing to answer yet, so hello!"
+        )
         tool_calls = []
         if self.directives.actions:
             name, arguments = self.directives.actions.pop(0)
-            tool_calls.append({"name": name, "args": arguments, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"})
+            tool_calls.append(
+                {"name": name, "args": arguments, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+            )
         return AIMessage(content=text, tool_calls=tool_calls)
 
 

@@ -279,8 +279,14 @@ def button_interaction(
 ) -> Payload:
     """A click on a button of `message_payload` (MESSAGE_COMPONENT), which Discord sends along."""
     data = {"custom_id": custom_id, "component_type": 2}
-    payload = interaction(interaction_id, token, 3, data, channel_id=int(message_payload["channel_id"]),
-                          member_payload=member(clicker, [], permissions=MEMBER_PERMISSIONS))
+    payload = interaction(
+        interaction_id,
+        token,
+        3,
+        data,
+        channel_id=int(message_payload["channel_id"]),
+        member_payload=member(clicker, [], permissions=MEMBER_PERMISSIONS),
+    )
     return {**payload, "message": message_payload}
 
 
@@ -293,8 +299,14 @@ def modal_submit_interaction(
         for n, (key, value) in enumerate(values.items())
     ]
     data = {"custom_id": custom_id, "components": fields}
-    return interaction(interaction_id, token, 5, data, channel_id=channel_id,
-                       member_payload=member(clicker, [], permissions=MEMBER_PERMISSIONS))
+    return interaction(
+        interaction_id,
+        token,
+        5,
+        data,
+        channel_id=channel_id,
+        member_payload=member(clicker, [], permissions=MEMBER_PERMISSIONS),
+    )
 
 
 def interaction(

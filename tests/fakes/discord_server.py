@@ -132,7 +132,6 @@ class FakeDiscord(LoopbackServer):
         if self._session is not None and not self._session.ws.closed:
             await self._session.ws.close()
 
-
     # -- what tests use -----------------------------------------------------------------------
 
     async def wait_until_guild_sent(self, timeout: float = 10, *, count: int = 1) -> None:

@@ -55,7 +55,6 @@ class FakeGemini(LoopbackServer):
         app.router.add_post(f"/{API_VERSION}/models/{{model}}:generateContent", self._generate_content)
         return app
 
-
     async def _generate_content(self, request: web.Request) -> web.Response:
         self.requests.append(
             RecordedRequest(

@@ -49,7 +49,6 @@ class FakeOpenAI(LoopbackServer):
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         return app
 
-
     async def _chat_completions(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.requests.append(
@@ -71,7 +70,6 @@ class FakeOpenAI(LoopbackServer):
         return _closing(web.json_response(chat_completion(text, model, len(self.requests), call)))
 
 
-
 def _closing(response: web.Response) -> web.Response:
     """No keep-alive: langchain-openai caches its httpx client, so pooled sockets would outlive the test."""
     response.force_close()
@@ -83,11 +81,13 @@ def chat_completion(text: str, model: str, number: int, call: dict[str, Any] | N
     prompt_tokens, reply_tokens = 12, max(1, len(text) // 4)
     message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
     if call is not None:
-        message["tool_calls"] = [{
-            "id": f"call_fake_{number}",
-            "type": "function",
-            "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
-        }]
+        message["tool_calls"] = [
+            {
+                "id": f"call_fake_{number}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
+            }
+        ]
     return {
         "id": f"chatcmpl-fake-{number}",
         "object": "chat.completion",

@@ -114,7 +114,6 @@ class FakeSlackApi(LoopbackServer):
         for socket in list(self._sockets):
             await socket.close()
 
-
     # -- handlers --------------------------------------------------------------------------------
 
     async def _record(self, call: SlackCall) -> None:
@@ -151,13 +150,23 @@ class FakeSlackApi(LoopbackServer):
             }
         if method == "chat.postMessage":
             ts = self._next_ts()
-            message = {"type": "message", "subtype": "bot_message", "text": args.get("text"), "ts": ts, "bot_id": BOT_ID,
-                       "username": args.get("username")}
+            message = {
+                "type": "message",
+                "subtype": "bot_message",
+                "text": args.get("text"),
+                "ts": ts,
+                "bot_id": BOT_ID,
+                "username": args.get("username"),
+            }
             self.messages[(str(args.get("channel")), ts)] = message
             return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": message}
         if method == "conversations.replies":
             parent = self.messages.get((str(args.get("channel")), str(args.get("ts"))))
-            return {"ok": True, "messages": [parent], "has_more": False} if parent else {"ok": False, "error": "thread_not_found"}
+            return (
+                {"ok": True, "messages": [parent], "has_more": False}
+                if parent
+                else {"ok": False, "error": "thread_not_found"}
+            )
         if method == "chat.update":
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts"), "text": args.get("text")}
         if method == "views.open":
@@ -181,7 +190,9 @@ class FakeSlackApi(LoopbackServer):
 
     async def _response_url(self, request: web.Request) -> web.Response:
         body = await request.json()
-        await self._record(SlackCall("response_url", {"name": request.match_info["name"], **body}, dict(request.headers)))
+        await self._record(
+            SlackCall("response_url", {"name": request.match_info["name"], **body}, dict(request.headers))
+        )
         return web.Response(text="ok")
 
     async def _link(self, request: web.Request) -> web.WebSocketResponse:
@@ -192,7 +203,12 @@ class FakeSlackApi(LoopbackServer):
             self.socket_connections += 1
             self._changed.notify_all()
         await socket.send_json(
-            {"type": "hello", "num_connections": 1, "connection_info": {"app_id": APP_ID}, "debug_info": {"host": "fake"}}
+            {
+                "type": "hello",
+                "num_connections": 1,
+                "connection_info": {"app_id": APP_ID},
+                "debug_info": {"host": "fake"},
+            }
         )
         try:
             async for message in socket:

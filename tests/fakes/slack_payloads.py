@@ -16,7 +16,15 @@ HUMAN = "UHUMAN"
 
 def message(text: str, ts: str, **extra: Any) -> dict[str, Any]:
     """A human's channel message; `channel=` and `user=` in extra override the defaults."""
-    return {"type": "message", "channel": CHANNEL, "user": HUMAN, "text": text, "ts": ts, "channel_type": "channel", **extra}
+    return {
+        "type": "message",
+        "channel": CHANNEL,
+        "user": HUMAN,
+        "text": text,
+        "ts": ts,
+        "channel_type": "channel",
+        **extra,
+    }
 
 
 def envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
@@ -32,7 +40,9 @@ def envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
     }
 
 
-def signed_headers(body: str, content_type: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET) -> dict[str, str]:
+def signed_headers(
+    body: str, content_type: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET
+) -> dict[str, str]:
     stamp = str(timestamp if timestamp is not None else int(time.time()))
     return {
         "Content-Type": content_type,
@@ -46,7 +56,9 @@ def buttons_of(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [element for block in blocks if block.get("type") == "actions" for element in block["elements"]]
 
 
-def button_click(request: dict[str, Any], action_id: str, user: str, *, response_url: str, trigger: str) -> dict[str, Any]:
+def button_click(
+    request: dict[str, Any], action_id: str, user: str, *, response_url: str, trigger: str
+) -> dict[str, Any]:
     """The block_actions payload of `user` clicking button `action_id` on a posted approval request."""
     [button] = [b for b in buttons_of(request) if b["action_id"] == action_id]
     thread = request.get("thread_ts")
@@ -57,14 +69,23 @@ def button_click(request: dict[str, Any], action_id: str, user: str, *, response
         "api_app_id": APP_ID,
         "token": "legacy-verification-token",
         "container": {
-            "type": "message", "message_ts": request["ts"], "channel_id": request["channel"], "is_ephemeral": False,
+            "type": "message",
+            "message_ts": request["ts"],
+            "channel_id": request["channel"],
+            "is_ephemeral": False,
             **in_thread,
         },
         "trigger_id": trigger,
         "team": {"id": TEAM_ID, "domain": "fake"},
         "channel": {"id": request["channel"], "name": "general"},
-        "message": {"type": "message", "ts": request["ts"], "text": request["text"], "bot_id": BOT_ID,
-                    "blocks": request["blocks"], **in_thread},
+        "message": {
+            "type": "message",
+            "ts": request["ts"],
+            "text": request["text"],
+            "bot_id": BOT_ID,
+            "blocks": request["blocks"],
+            **in_thread,
+        },
         "response_url": response_url,
         "actions": [{**button, "block_id": "approval", "action_ts": str(time.time())}],
     }
