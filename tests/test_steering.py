@@ -196,3 +196,36 @@ def test_a_missing_prompt_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "[moderation] prompt_file" in result.stderr and "missing or empty" in result.stderr
+
+
+def test_the_steering_commands_through_the_console(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"moderation": {"recruit": True}})
+    script = tmp_path / "script.txt"
+    script.write_text(
+        "/moderate on\n/moderate reasons on\n/next sage\nLet's plan the launch.\n/moderate status\n"
+        "/next zorg\n/stop\n/moderate prompt Be brief.\n/moderate prompt reset\n/moderate recruit off\n"
+        "/moderate pause\nRex?\n/moderate resume\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    after = lines[lines.index("[you] Let's plan the launch.") + 1 :]
+    assert after[0] == "[moderator] next: Sage (Sage was named with /next)"  # shown without --verbose
+    assert after[1].startswith("[Sage] ")
+    assert "[system] - Sage (Sage was named with /next)" in lines  # /moderate status: the last decisions
+    for reply in (
+        "[system] 'zorg' is not in this channel; choose one of Nova, Sage, Rex.",
+        "[system] No round is running here.",
+        "[system] The moderator uses this channel's own prompt now.",
+        "[system] The moderator uses the default prompt again.",
+        "[system] The moderator may not invite personas into this channel.",
+    ):
+        assert reply in lines
+    resumed = lines[lines.index("[you] /moderate resume") + 1 :]
+    assert any(line.startswith("[Rex] ") for line in resumed)

@@ -144,7 +144,8 @@ class ScriptedModeratorModel(_ScriptedModel):
 
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         facts = read_facts(messages)
-        choices, spoken = facts["choices"], set(facts["spoken_since_newest_human_line"])
+        spoken, invitations = set(facts["spoken_since_newest_human_line"]), set(facts.get("invitations", {}))
+        choices = [name for name in facts["choices"] if name not in invitations]  # the double never recruits
         pick = next((name for name in choices if name != FINISH and name not in spoken), None)
         if pick is not None:
             decision = {"next_speaker": pick, "reason": HAS_NOT_SPOKEN}
