@@ -16,17 +16,21 @@ from graph.models.base import ChatRunnable
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import moderator_messages, parse_decision, reask_messages, shown_reason
 from graph.policy import is_sensitive
-from graph.prompt import assemble_prompt, max_lines_within, system_text
+from graph.prompt import assemble_prompt, lines_within, max_lines_within, system_text
 from graph.review import cut_impersonation, review_reply
 from graph.routing import FINISH, Speaker
 from graph.state import RoundState
 from personas import Persona
 from storage import channels, history
-from storage.records import Channel, LineKind, ToolCall
+from storage.records import Channel, Line, LineKind, ToolCall
 
 log = logging.getLogger(__name__)
 
 Update = dict[str, Any]
+
+FIRST_PAGE = 64  # rows read first for a prompt nothing is known about yet
+PAGE_MARGIN = 8  # rows read beyond last time's prompt, which is usually enough for the next one
+MAX_PAGE_HINTS = 10_000
 
 
 class RoundNodes:
@@ -34,6 +38,8 @@ class RoundNodes:
         self.deps = deps
         self.runner = runner
         self._failures_in_a_row: dict[str, int] = {}
+        # (channel, persona) -> rows to read first for its next prompt: only a guess, never a result.
+        self._page_hints: dict[tuple[str, str], int] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -58,15 +64,39 @@ class RoundNodes:
 
     async def persona_prompt(self, channel_key: str, persona: Persona) -> list[BaseMessage]:
         """Exactly what the persona receives: also what `python -m bot prompt` prints."""
+        messages, _ = await self._prompt_and_speakers(channel_key, persona)
+        return messages
+
+    async def _prompt_and_speakers(self, channel_key: str, persona: Persona) -> tuple[list[BaseMessage], list[Speaker]]:
         channel = await channels.get_channel(self.deps.db, channel_key)
-        others = [s.name for s in await self._speakers(channel_key) if s.id != persona.id]
+        speakers = await self._speakers(channel_key)
+        others = [s.name for s in speakers if s.id != persona.id]
         budget = self.deps.settings.token_budget
-        newest_first = await history.recent_lines_for(
-            self.deps.db, channel_key, persona.id, limit=max_lines_within(budget)
-        )
         needs_approval = [a for a in persona.actions if is_sensitive(a, self.deps.policy.sensitive)]
         system = system_text(persona, others, channel.scene if channel else "", needs_approval)
-        return assemble_prompt(system, newest_first, persona.id, budget)
+        newest_first = await self._lines_within_budget(channel_key, persona.id, system, budget)
+        return assemble_prompt(system, newest_first, persona.id, budget), speakers
+
+    async def _lines_within_budget(self, channel_key: str, persona_id: str, system: str, budget: int) -> list[Line]:
+        """The newest lines delivered to the persona that fit the budget, newest first, read in pages
+        until the budget is full: the same lines as reading max_lines_within(budget) rows at once."""
+        limit = max_lines_within(budget)
+        hint = (channel_key, persona_id)
+        page = min(limit, self._page_hints.pop(hint, FIRST_PAGE))
+        lines: list[Line] = []
+        while True:
+            before = lines[-1].id if lines else None
+            rows = await history.recent_lines_for(self.deps.db, channel_key, persona_id, limit=page, before_id=before)
+            lines += rows
+            kept, full = lines_within(system, lines, persona_id, budget)
+            if full or len(rows) < page or len(lines) >= limit:
+                break
+            page = min(limit - len(lines), page * 2)
+        # Next time, one page should do: a prompt's length changes little from one turn to the next.
+        self._page_hints[hint] = len(kept) + PAGE_MARGIN
+        if len(self._page_hints) > MAX_PAGE_HINTS:
+            del self._page_hints[next(iter(self._page_hints))]
+        return kept
 
     async def _invoke(self, model: ChatRunnable, messages: list[BaseMessage]) -> BaseMessage:
         settings = self.deps.settings
@@ -212,14 +242,13 @@ class RoundNodes:
     async def persona(self, state: RoundState) -> Update:
         persona = self.deps.personas[state["speaker"] or ""]
         key = state["channel_key"]
-        messages = await self.persona_prompt(key, persona)
+        messages, speakers = await self._prompt_and_speakers(key, persona)
         if state["review_note"]:
             messages.append(
                 HumanMessage(
                     content=f"[system] Your last draft was not posted: {state['review_note']}. Write it again."
                 )
             )
-        speakers = await self._speakers(key)
         others = [s.name for s in speakers if s.id != persona.id]
         was_addressed = persona.id in routing.addressed(state["text"], state["mentions"], speakers)
         model = self.deps.models.persona_model(persona, [*others, state["author_name"]], addressed=was_addressed)

@@ -62,34 +62,49 @@ def system_text(persona: Persona, others: Sequence[str], scene: str, needs_appro
     return "\n\n".join(parts)
 
 
+def message_text(line: Line, persona_id: str) -> str:
+    """The content of the message a line becomes for `persona_id` (see as_message)."""
+    if line.kind is LineKind.PERSONA:
+        return line.text if line.author_id == persona_id else f"[{line.author_name}] {line.text}"
+    if line.kind is LineKind.HUMAN:
+        return f"{line.author_name}: {line.text}"
+    if line.call_id is not None:
+        return line.text
+    return f"[system] {line.text}"
+
+
 def as_message(line: Line, persona_id: str) -> BaseMessage:
     """Role separation: only the persona's own lines are AI turns; its tool results are tool messages."""
     message_id = f"line-{line.id}"
+    content = message_text(line, persona_id)
     if line.kind is LineKind.PERSONA and line.author_id == persona_id:
         calls = [{"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"} for c in line.tool_calls]
-        return AIMessage(content=line.text, tool_calls=calls, id=message_id)
-    if line.kind is LineKind.PERSONA:
-        return HumanMessage(content=f"[{line.author_name}] {line.text}", id=message_id)
-    if line.kind is LineKind.HUMAN:
-        return HumanMessage(content=f"{line.author_name}: {line.text}", id=message_id)
-    if line.call_id is not None:
-        return ToolMessage(content=line.text, tool_call_id=line.call_id, name=line.author_name, id=message_id)
-    return HumanMessage(content=f"[system] {line.text}", id=message_id)
+        return AIMessage(content=content, tool_calls=calls, id=message_id)
+    if line.kind is not LineKind.PERSONA and line.kind is not LineKind.HUMAN and line.call_id is not None:
+        return ToolMessage(content=content, tool_call_id=line.call_id, name=line.author_name, id=message_id)
+    return HumanMessage(content=content, id=message_id)
+
+
+def lines_within(system: str, newest_first: Iterable[Line], persona_id: str, budget: int) -> tuple[list[Line], bool]:
+    """The newest lines that fit the token budget beside the system message, newest first, and
+    whether the budget is full (a line did not fit)."""
+    remaining = budget - estimate_tokens(system)
+    kept: list[Line] = []
+    for line in newest_first:
+        cost = estimate_tokens(message_text(line, persona_id))
+        if cost > remaining:
+            return kept, True
+        remaining -= cost
+        kept.append(line)
+    return kept, False
 
 
 def assemble_prompt(system: str, newest_first: Iterable[Line], persona_id: str, budget: int) -> list[BaseMessage]:
     """System message, then as many of the newest lines as fit the token budget, oldest first,
     with every tool call directly followed by its result."""
-    remaining = budget - estimate_tokens(system)
-    kept: list[BaseMessage] = []
-    for line in newest_first:
-        message = as_message(line, persona_id)
-        cost = estimate_tokens(str(message.content))
-        if cost > remaining:
-            break
-        remaining -= cost
-        kept.append(message)
-    return [SystemMessage(content=system), *pair_tool_results(list(reversed(kept)))]
+    kept, _ = lines_within(system, newest_first, persona_id, budget)
+    messages = [as_message(line, persona_id) for line in reversed(kept)]
+    return [SystemMessage(content=system), *pair_tool_results(messages)]
 
 
 def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -1,0 +1,63 @@
+"""The persona prompt is read in pages until the token budget is full: it must be exactly the prompt
+built from all of the persona's lines, at any history length, before and after a restart."""
+
+import pytest
+
+from graph.prompt import assemble_prompt, max_lines_within
+from storage import channels, history
+from storage.records import LineKind, ToolCall
+
+KEY = "console:paged"
+PERSONAS = ("nova", "sage", "rex")
+
+
+@pytest.fixture
+def storage_url(any_backend: str) -> str:
+    return any_backend
+
+
+async def fill(app, count: int) -> None:
+    """`count` lines of uneven length from a human and the personas, with a tool call and its result."""
+    db = app.db
+    names = {"nova": "Nova", "sage": "Sage", "rex": "Rex"}
+    for number in range(count):
+        text = f"line {number} " + "word " * (number * 7 % 53)
+        if number % 4 == 0:
+            await history.append_line(db, KEY, LineKind.HUMAN, "u1", "Ana", text)
+        elif number % 97 == 5:
+            call = ToolCall(f"call-{number}", "web_search", {"query": "launch"})
+            await history.append_persona_turn(db, KEY, "nova", "Nova", text, [call])
+            await history.append_tool_result(db, KEY, "nova", call, "results: " + "r " * 40)
+        else:
+            persona = PERSONAS[number % 3]
+            await history.append_line(db, KEY, LineKind.PERSONA, persona, names[persona], text)
+
+
+async def reference(app, persona_id: str, system: str) -> list:
+    """The prompt from every line the persona ever received, without paging."""
+    everything = await history.recent_lines_for(app.db, KEY, persona_id, limit=10**9)
+    return assemble_prompt(system, everything, persona_id, app.config.settings.history.token_budget)
+
+
+@pytest.mark.parametrize(("count", "budget"), [(0, 3000), (3, 3000), (90, 3000), (700, 3000), (1300, 200)])
+async def test_paged_prompt_is_the_whole_history_prompt_before_and_after_a_restart(open_test_app, count, budget):
+    sections = {"history": {"token_budget": budget}}
+    before: dict[str, list] = {}
+    async with open_test_app(sections) as app:
+        await channels.ensure_channel(app.db, KEY, participants=list(PERSONAS), moderated=False)
+        await fill(app, count)
+        for persona_id in PERSONAS:
+            first = await app.engine.prompt_for(KEY, persona_id)
+            again = await app.engine.prompt_for(KEY, persona_id)  # a second read starts from a page-size guess
+            assert again == first
+            assert first == await reference(app, persona_id, str(first[0].content))
+            old_way = await history.recent_lines_for(app.db, KEY, persona_id, limit=max_lines_within(budget))
+            assert first == assemble_prompt(str(first[0].content), old_way, persona_id, budget)
+            before[persona_id] = first
+        if count > 100:
+            assert len(before["nova"]) < count  # the budget cuts the history
+    async with open_test_app(sections) as app:  # a restart: nothing carried over in memory
+        for persona_id in PERSONAS:
+            after = await app.engine.prompt_for(KEY, persona_id)
+            assert after == before[persona_id]
+            assert after == await reference(app, persona_id, str(after[0].content))
