@@ -164,27 +164,14 @@ async def decide(
 ) -> Approval | None:
     """Move a pending approval to approved, rejected or expired. None when it was no longer pending."""
     assert status in (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED)
-    async with db.transaction() as tx:
-        row = await tx.fetch_one(
-            "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, comment = ?, incident = ? "
-            "WHERE id = ? AND status = 'pending' RETURNING *",
-            (status.value, actor, time.time(), comment, int(incident), approval_id),
-        )
-        if row is None:
-            return None
-        approval = _approval(row)
-        detail = ("incident: " if incident else "") + comment
-        await _audit(
-            tx,
-            approval,
-            channel_key=approval.channel_key,
-            persona_id=approval.persona_id,
-            action=approval.action,
-            event=status.value,
-            actor=actor,
-            detail=detail,
-        )
-    return approval
+    return await _transition(
+        db,
+        "status = ?, decided_by = ?, decided_at = ?, comment = ?, incident = ? WHERE id = ? AND status = 'pending'",
+        (status.value, actor, time.time(), comment, int(incident), approval_id),
+        event=status.value,
+        actor=actor,
+        detail=("incident: " if incident else "") + comment,
+    )
 
 
 async def claim_run(db: Database, approval_id: int, runner: str) -> Approval | None:
@@ -202,25 +189,14 @@ async def claim_run(db: Database, approval_id: int, runner: str) -> Approval | N
 async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
     """Record the outcome of a claimed run, once: None if it was not running."""
     status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
-    async with db.transaction() as tx:
-        row = await tx.fetch_one(
-            "UPDATE approvals SET status = ?, result = ? WHERE id = ? AND status = 'running' RETURNING *",
-            (status.value, result, approval_id),
-        )
-        if row is None:
-            return None
-        approval = _approval(row)
-        await _audit(
-            tx,
-            approval,
-            channel_key=approval.channel_key,
-            persona_id=approval.persona_id,
-            action=approval.action,
-            event=status.value,
-            actor=None,
-            detail=result,
-        )
-    return approval
+    return await _transition(
+        db,
+        "status = ?, result = ? WHERE id = ? AND status = 'running'",
+        (status.value, result, approval_id),
+        event=status.value,
+        actor=None,
+        detail=result,
+    )
 
 
 async def with_status(db: Database, status: ApprovalStatus) -> list[Approval]:
@@ -230,26 +206,14 @@ async def with_status(db: Database, status: ApprovalStatus) -> list[Approval]:
 
 async def mark_unknown(db: Database, approval_id: int, runner: str) -> Approval | None:
     """A run `runner` started and never confirmed (its process stopped): outcome unknown."""
-    async with db.transaction() as tx:
-        row = await tx.fetch_one(
-            "UPDATE approvals SET status = 'unknown', result = ? WHERE id = ? AND status = 'running' AND runner = ? "
-            "RETURNING *",
-            (UNKNOWN_RESULT, approval_id, runner),
-        )
-        if row is None:
-            return None
-        approval = _approval(row)
-        await _audit(
-            tx,
-            approval,
-            channel_key=approval.channel_key,
-            persona_id=approval.persona_id,
-            action=approval.action,
-            event="failed",
-            actor=None,
-            detail=UNKNOWN_RESULT,
-        )
-    return approval
+    return await _transition(
+        db,
+        "status = 'unknown', result = ? WHERE id = ? AND status = 'running' AND runner = ?",
+        (UNKNOWN_RESULT, approval_id, runner),
+        event="failed",
+        actor=None,
+        detail=UNKNOWN_RESULT,
+    )
 
 
 UNKNOWN_RESULT = "outcome unknown: the bot stopped while it ran"
@@ -258,16 +222,25 @@ UNKNOWN_RESULT = "outcome unknown: the bot stopped while it ran"
 async def settle_unknown(db: Database, approval_id: int, *, retry: bool, actor: str) -> Approval | None:
     """A person's answer to an unknown outcome: run it again (back to approved), or close it as
     failed without running it. None when it was not unknown (someone answered first)."""
-    status, result = (
-        (ApprovalStatus.APPROVED, None)
-        if retry
-        else (ApprovalStatus.FAILED, f"closed by {actor} without running again")
+    closed = f"closed by {actor} without running again"
+    status, result = (ApprovalStatus.APPROVED, None) if retry else (ApprovalStatus.FAILED, closed)
+    return await _transition(
+        db,
+        "status = ?, result = ?, runner = NULL WHERE id = ? AND status = 'unknown'",
+        (status.value, result, approval_id),
+        event="approved" if retry else "failed",
+        actor=actor,
+        detail="retry after an unknown outcome" if retry else closed,
     )
+
+
+async def _transition(
+    db: Database, update: str, params: tuple[Any, ...], *, event: str, actor: str | None, detail: str
+) -> Approval | None:
+    """One guarded status change and its audit entry, in one transaction: `update` is the SET and
+    WHERE of an UPDATE that matches only while the approval is in the state it moves from."""
     async with db.transaction() as tx:
-        row = await tx.fetch_one(
-            "UPDATE approvals SET status = ?, result = ?, runner = NULL WHERE id = ? AND status = 'unknown' RETURNING *",
-            (status.value, result, approval_id),
-        )
+        row = await tx.fetch_one(f"UPDATE approvals SET {update} RETURNING *", params)
         if row is None:
             return None
         approval = _approval(row)
@@ -277,9 +250,9 @@ async def settle_unknown(db: Database, approval_id: int, *, retry: bool, actor: 
             channel_key=approval.channel_key,
             persona_id=approval.persona_id,
             action=approval.action,
-            event="approved" if retry else "failed",
+            event=event,
             actor=actor,
-            detail="retry after an unknown outcome" if retry else result or "",
+            detail=detail,
         )
     return approval
 

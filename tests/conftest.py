@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,21 @@ def write_config(directory: Path, sections: dict[str, dict[str, Any]] | None = N
     path = directory / "config.toml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def run_console(config: Path, script: str) -> str:
+    """`python -m bot console --script` on `script` (one line each) beside config; its transcript."""
+    path = config.parent / "script.txt"
+    path.write_text(script, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, run_console, write_config
 
 REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}\n'
 
@@ -44,17 +44,7 @@ def start_and_request(config: Path) -> None:
 
 
 def run_script(config: Path, tmp_path: Path, text: str) -> str:
-    script = tmp_path / "after-restart.txt"
-    script.write_text(text)
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return run_console(config, text)
 
 
 def audit_events(tmp_path: Path) -> list[str]:

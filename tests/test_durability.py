@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, run_console, write_config
 
 REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
 SLOW_ROUND = "Sage, take your time. !!slow 4"
@@ -71,17 +71,7 @@ class Console:
 
 
 def restart(config: Path, tmp_path: Path, script: str = "/approvals\n") -> str:
-    path = tmp_path / "after.txt"
-    path.write_text(script)
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return run_console(config, script)
 
 
 def database(tmp_path: Path) -> sqlite3.Connection:

@@ -12,7 +12,7 @@ from bot.flood import FloodGate, SlidingWindow
 from bot.inbound import Inbound
 from storage import history
 from storage.database import Database
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, run_console, write_config
 from tests.discord_harness import settle
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
@@ -121,17 +121,8 @@ async def test_an_approver_is_not_limited(open_test_app: Any, port: RecordingPor
 
 def test_the_console_says_slow_down_once_and_the_prompt_still_has_every_line(tmp_path) -> None:
     config = write_config(tmp_path, {**NO_APPROVERS, **limits(2)})
-    script = tmp_path / "script.txt"
-    script.write_text("".join(f"Sage, point {n}\n" for n in range(1, 6)), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()[1:]
+    stdout = run_console(config, "".join(f"Sage, point {n}\n" for n in range(1, 6)))
+    lines = stdout.splitlines()[1:]
     tags = [line.split("]")[0] + "]" for line in lines]
     assert tags == ["[you]", "[Sage]", "[you]", "[Sage]", "[you]", "[system]", "[you]", "[you]"]
     assert lines[5].startswith("[system] Slow down a little: you have sent 2 messages here in the last minute.")

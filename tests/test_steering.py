@@ -23,7 +23,7 @@ from bot.commands import (
 )
 from bot.inbound import Inbound
 from storage import channels
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, run_console, write_config
 from tests.fake_models import FakeModels, fixed_reply
 
 KEY = "console:steer"
@@ -152,17 +152,7 @@ def test_a_paused_channel_stays_paused_across_a_restart(tmp_path: Path) -> None:
     config = write_config(tmp_path)
 
     def console(script: str) -> str:
-        path = tmp_path / "script.txt"
-        path.write_text(script)
-        result = subprocess.run(
-            [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(path)],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
-        )
-        assert result.returncode == 0, result.stderr
-        return result.stdout
+        return run_console(config, script)
 
     before = console("/moderate pause\nSage, are you there?\n")
     assert "[Sage]" not in before
@@ -200,21 +190,13 @@ def test_a_missing_prompt_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_the_steering_commands_through_the_console(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"moderation": {"recruit": True}})
-    script = tmp_path / "script.txt"
-    script.write_text(
+    stdout = run_console(
+        config,
         "/moderate on\n/moderate reasons on\n/next sage\nLet's plan the launch.\n/moderate status\n"
         "/next zorg\n/stop\n/moderate prompt Be brief.\n/moderate prompt reset\n/moderate recruit off\n"
-        "/moderate pause\nRex?\n/moderate resume\n"
+        "/moderate pause\nRex?\n/moderate resume\n",
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    lines = stdout.splitlines()
     after = lines[lines.index("[you] Let's plan the launch.") + 1 :]
     assert after[0] == "[moderator] next: Sage (Sage was named with /next)"  # shown without --verbose
     assert after[1].startswith("[Sage] ")
