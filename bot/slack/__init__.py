@@ -1,1 +1,1 @@
-"""The Slack adapter: slack-bolt in, chat.postMessage out. `runner.run_slack` is the entry point."""
+"""The Slack adapter: slack-bolt in, chat.postMessage out. `runner.SlackAdapter` joins it to a bot process."""
