@@ -1,4 +1,4 @@
-"""`run_discord`: the Discord bot, wired to the app, until the connection ends."""
+"""The Discord side of a bot process (DiscordAdapter), and `discord_bot`: Discord alone, as the tests run it."""
 
 from __future__ import annotations
 
@@ -75,13 +75,6 @@ class DiscordAdapter:
                     connection.cancel()
                 with suppress(asyncio.CancelledError, Exception):
                     await connection
-
-
-async def run_discord(config: Config, environ: Mapping[str, str]) -> None:
-    """Run the Discord bot alone until its connection ends. Setup mistakes become one-line ConfigErrors."""
-    with discord_errors_as_config_errors():
-        async with discord_bot(config, environ) as bot:
-            await bot.connection
 
 
 @contextmanager
