@@ -18,10 +18,8 @@ import zstandard
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from bot.discord_bot.chunks import split_message
-from bot.discord_bot.delivery import NO_WEBHOOKS_NOTICE
-from bot.discord_bot.invite import INVITE_PERMISSIONS, invite_url
-from bot.discord_bot.names import webhook_username
+from bot.discord_bot.client import INVITE_PERMISSIONS, invite_url
+from bot.discord_bot.delivery import NO_WEBHOOKS_NOTICE, split_message, webhook_username
 from graph.models.base import Models
 from graph.models.chat import ChatModels
 from personas import load_personas

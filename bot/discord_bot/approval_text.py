@@ -12,7 +12,7 @@ import re
 import discord
 
 from bot.approvals import outcome
-from bot.discord_bot.chunks import MESSAGE_LIMIT
+from bot.discord_bot.delivery import MESSAGE_LIMIT
 from personas import Persona
 from storage.records import Approval, ApprovalStatus
 

@@ -14,7 +14,6 @@ from bot.discord_bot.approval_buttons import ApprovalButton
 from bot.discord_bot.approval_clicks import ApprovalDesk
 from bot.discord_bot.approval_commands import add_approval_commands
 from bot.discord_bot.inbound import to_inbound
-from bot.discord_bot.invite import invite_url
 from bot.discord_bot.slash_commands import add_slash_commands
 from bot.service import ChannelService
 from personas import Persona
@@ -87,3 +86,21 @@ def _looks_like_command(text: str) -> bool:
         return parse_command(text) is not None
     except CommandError:
         return True
+
+
+# -- the invite link -------------------------------------------------------------------------------
+# The permissions Roundtable asks for when it is invited, and the invite link itself.
+
+INVITE_PERMISSIONS = discord.Permissions(
+    view_channel=True,
+    send_messages=True,
+    send_messages_in_threads=True,
+    read_message_history=True,
+    manage_webhooks=True,  # one webhook per channel lets each persona post under its own name and avatar
+    use_application_commands=True,
+)
+INVITE_SCOPES = ("bot", "applications.commands")
+
+
+def invite_url(application_id: int) -> str:
+    return discord.utils.oauth_url(application_id, permissions=INVITE_PERMISSIONS, scopes=INVITE_SCOPES)

@@ -7,16 +7,15 @@ AllowedMentions.none(). Errors are raised; the port decides what a failed delive
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 from dataclasses import dataclass
 
 import discord
 
 from bot.avatars import TWEMOJI_BASE_URL, twemoji_url
-from bot.discord_bot.chunks import MESSAGE_LIMIT, split_message
 from bot.discord_bot.inbound import channel_id_of
-from bot.discord_bot.names import webhook_username
-from bot.discord_bot.webhooks import ChannelWebhooks
 from personas import Persona
 
 log = logging.getLogger(__name__)
@@ -107,3 +106,100 @@ class Delivery:
             self._without_webhooks.add(where.webhook_channel_id)
             await self.as_bot(where, NO_WEBHOOKS_NOTICE)
             return None
+
+
+# -- message length --------------------------------------------------------------------------------
+# Discord's 2,000-character message limit: long text becomes several messages, cut at line breaks.
+
+MESSAGE_LIMIT = 2000
+
+
+def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """Pieces of at most `limit` characters, cut at line breaks, else at a space, else anywhere."""
+    chunks: list[str] = []
+    current = ""
+    for line in text.splitlines(keepends=True):
+        for piece in _cut_long_line(line, limit):
+            if len(current) + len(piece) > limit:
+                chunks.append(current)
+                current = ""
+            current += piece
+    chunks.append(current)
+    return [chunk.lstrip("\n").rstrip() for chunk in chunks if chunk.strip()]
+
+
+def _cut_long_line(line: str, limit: int) -> list[str]:
+    pieces: list[str] = []
+    while len(line) > limit:
+        cut = line.rfind(" ", 0, limit) + 1 or limit
+        pieces.append(line[:cut])
+        line = line[cut:]
+    pieces.append(line)
+    return pieces
+
+
+# -- webhook usernames -----------------------------------------------------------------------------
+# Webhook usernames Discord accepts, made the way PluralKit makes them.
+#
+# Discord refuses a webhook username that contains "clyde" or "discord" (any case), that is exactly
+# "everyone" or "here", that contains ``` , or that is longer than 80 characters. PluralKit keeps
+# the name readable by slipping a hair space (U+200A) inside the refused word, pads a one-character
+# name with an invisible U+17B5, and truncates to 80.
+
+MAX_USERNAME = 80
+_HAIR_SPACE = "\u200a"
+_INVISIBLE_PAD = "\u17b5"
+_REFUSED = (
+    re.compile(r"(c)(lyde)", re.IGNORECASE),
+    re.compile(r"(d)(iscord)", re.IGNORECASE),
+    re.compile(r"^(e)(veryone)$", re.IGNORECASE),
+    re.compile(r"^(h)(ere)$", re.IGNORECASE),
+    re.compile(r"(`)(``)"),
+)
+
+
+def webhook_username(display_name: str) -> str:
+    name = display_name.strip()
+    for pattern in _REFUSED:
+        name = pattern.sub(lambda m: m.group(1) + _HAIR_SPACE + m.group(2), name)
+    if len(name) == 1:
+        name += _INVISIBLE_PAD
+    return name[:MAX_USERNAME]
+
+
+# -- one webhook per channel -----------------------------------------------------------------------
+# One webhook per channel, PluralKit style: reused if the bot already owns one, else created, then cached.
+
+WEBHOOK_NAME = "Roundtable"
+
+
+class ChannelWebhooks:
+    def __init__(self, client: discord.Client) -> None:
+        self._client = client
+        self._cache: dict[int, discord.Webhook | None] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    async def get(self, channel_id: int) -> discord.Webhook | None:
+        """The channel's webhook; None where Discord has no webhooks. Raises discord.Forbidden
+        without the Manage Webhooks permission."""
+        # The lock keeps two first posts (a channel and one of its threads, say) from creating two webhooks.
+        async with self._locks.setdefault(channel_id, asyncio.Lock()):
+            if channel_id not in self._cache:
+                self._cache[channel_id] = await self._find_or_create(channel_id)
+            return self._cache[channel_id]
+
+    def forget(self, channel_id: int) -> None:
+        """Drop a cached webhook that Discord no longer knows (someone deleted it)."""
+        self._cache.pop(channel_id, None)
+
+    async def _find_or_create(self, channel_id: int) -> discord.Webhook | None:
+        channel = self._client.get_channel(channel_id) or await self._client.fetch_channel(channel_id)
+        if not isinstance(
+            channel, discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.ForumChannel
+        ):
+            return None  # only these channels have webhooks
+        me = self._client.user
+        for webhook in await channel.webhooks():
+            if me is not None and webhook.user is not None and webhook.user.id == me.id and webhook.token:
+                return webhook
+        return await channel.create_webhook(name=WEBHOOK_NAME, reason="Roundtable posts each persona through it")

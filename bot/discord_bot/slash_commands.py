@@ -25,7 +25,7 @@ from bot.commands import (
     StopRound,
     parse_moderate,
 )
-from bot.discord_bot.chunks import split_message
+from bot.discord_bot.delivery import split_message
 from bot.discord_bot.inbound import key_for_channel
 from bot.service import Actor, ChannelService
 from personas import Persona
