@@ -13,8 +13,7 @@ from pathlib import Path
 
 from bench.harness import BenchApp, BenchModels, Mark, bench_app
 from bench.slack_probe import PROBE_CHANNEL_KEY, SlackProber
-from bot.slack.app import build_slack_app
-from bot.slack.client import make_web_client
+from bot.slack.app import build_slack_app, make_web_client
 from bot.slack.http_server import EVENTS_PATH, serving_http
 from personas import Persona
 from storage import history

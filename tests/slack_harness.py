@@ -13,8 +13,7 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from bot.slack.app import build_slack_app
-from bot.slack.client import make_web_client
+from bot.slack.app import build_slack_app, make_web_client
 from bot.slack.http_server import serving_http
 from bot.slack.port import slack_port
 from bot.slack.slack_bot import SlackBot

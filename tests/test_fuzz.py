@@ -28,8 +28,7 @@ from hypothesis import strategies as st
 from bot.app import App, open_app
 from bot.config import load_config
 from bot.console import ConsolePort, ConsoleSession
-from bot.slack.app import build_slack_app
-from bot.slack.client import make_web_client
+from bot.slack.app import build_slack_app, make_web_client
 from bot.slack.http_server import serving_http
 from bot.slack.port import slack_port
 from bot.slack.slack_bot import SlackBot

@@ -12,11 +12,10 @@ from urllib.parse import urlencode
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from bot.slack.app import build_slack_app
-from bot.slack.client import make_web_client
+from bot.slack.app import build_slack_app, make_web_client
 from bot.slack.port import SlackPort
-from bot.slack.seen import RecentlySeen
-from bot.slack.socket_mode import connected_socket_mode
+from bot.slack.runner import connected_socket_mode
+from bot.slack.slack_bot import RecentlySeen
 from storage import approvals, channels
 from storage.records import Approval, ApprovalMode, ApprovalStatus
 from tests.fake_models import FakeModels

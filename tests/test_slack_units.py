@@ -18,9 +18,9 @@ import yaml
 from bot.config import ConfigError
 from bot.platforms import run_platforms
 from bot.slack.action_targets import ActionFailed, target_of
+from bot.slack.app import make_web_client
 from bot.slack.approval_blocks import decision_blocks, feedback_modal, outcome_text, request_blocks
 from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
-from bot.slack.client import make_web_client
 from bot.slack.commands import SLASH_COMMANDS
 from bot.slack.inbound import inbound_from_event
 from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click, feedback_submission

@@ -7,16 +7,15 @@ import traceback
 from pathlib import Path
 
 from slack_bolt.response import BoltResponse
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
 from bot.config import SlackSection
 from bot.slack import approvals, commands, events
-from bot.slack.client import make_web_client
 from bot.slack.http_server import SignedBolt
-from bot.slack.slack_bot import SlackBot
-from bot.slack.users import UserNames
+from bot.slack.slack_bot import SlackBot, UserNames
 
 log = logging.getLogger(__name__)
 
@@ -63,3 +62,18 @@ async def on_error(error: Exception) -> BoltResponse | None:
 def _raised_in_bolt(error: Exception) -> bool:
     frames = traceback.extract_tb(error.__traceback__)
     return bool(frames) and "slack_bolt" in Path(frames[-1].filename).parts
+
+
+# -- the Web API client ------------------------------------------------------------------------------
+# The one Slack Web API client: the bot token, the configured base URL and the library's retry handlers.
+
+RATE_LIMIT_RETRIES = 3
+
+
+def make_web_client(token: str, api_base_url: str) -> AsyncWebClient:
+    """A client that retries connection errors and, honoring Retry-After, `ratelimited` answers."""
+    return AsyncWebClient(
+        token=token,
+        base_url=api_base_url if api_base_url.endswith("/") else api_base_url + "/",
+        retry_handlers=[*async_default_handlers(), AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)],
+    )

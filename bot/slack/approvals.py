@@ -21,8 +21,7 @@ from bot.service import Actor, CommandReply
 from bot.slack.approval_blocks import APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_MODAL, REJECT_ACTION, feedback_modal
 from bot.slack.approval_messages import request_location
 from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click, feedback_submission
-from bot.slack.private import tell_privately
-from bot.slack.slack_bot import SlackBot
+from bot.slack.slack_bot import SlackBot, tell_privately
 from storage import approvals as stored_approvals
 
 log = logging.getLogger(__name__)

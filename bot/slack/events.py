@@ -15,8 +15,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.inbound import Inbound
 from bot.slack.inbound import inbound_from_event, strip_mention
 from bot.slack.keys import channel_id_of, thread_ts_of
-from bot.slack.private import tell_privately
-from bot.slack.slack_bot import SlackBot
+from bot.slack.slack_bot import SlackBot, tell_privately
 from bot.slack.text import unescape_from_slack
 from storage import channels
 from storage.channels import FirstLine

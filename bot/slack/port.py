@@ -23,8 +23,8 @@ from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blo
 from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
 from bot.slack.inbound import message_of
 from bot.slack.keys import channel_id_of, thread_ts_of
+from bot.slack.slack_bot import UserNames
 from bot.slack.text import escape_clipped, slack_messages
-from bot.slack.users import UserNames
 from graph.actions import ActionCall
 from personas import Persona
 from storage.database import Database

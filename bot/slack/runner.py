@@ -7,13 +7,14 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+
 from bot.app import App
 from bot.config import Config, ConfigError
-from bot.slack.app import build_slack_app
-from bot.slack.client import make_web_client
+from bot.slack.app import build_slack_app, make_web_client
 from bot.slack.http_server import serving_http
 from bot.slack.port import SlackPort, slack_port
-from bot.slack.socket_mode import connected_socket_mode
 from storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -61,3 +62,22 @@ class SlackAdapter:
                     yield
         finally:
             await bot.close()
+
+
+# -- Socket Mode -------------------------------------------------------------------------------------
+# Socket Mode: bolt's aiohttp AsyncSocketModeHandler, used when SLACK_APP_TOKEN is set.
+
+
+@asynccontextmanager
+async def connected_socket_mode(bolt: AsyncApp, app_token: str) -> AsyncIterator[AsyncSocketModeHandler]:
+    """Connected (apps.connections.open, then the websocket) until the block ends.
+
+    The handler reaches apps.connections.open through bolt's client, so it uses the configured base URL;
+    it reconnects on its own when Slack drops the websocket.
+    """
+    handler = AsyncSocketModeHandler(bolt, app_token=app_token)
+    try:
+        await handler.connect_async()
+        yield handler
+    finally:
+        await handler.close_async()

@@ -6,14 +6,130 @@ and attach their listeners to `bot.bolt`.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
 from bot.config import SlackSection
-from bot.slack.background import BackgroundWork
 from bot.slack.http_server import SignedBolt
-from bot.slack.seen import RecentlySeen
-from bot.slack.users import UserNames
+from bot.slack.text import escape_for_slack
+
+# -- background work ---------------------------------------------------------------------------------
+# Work started after Slack has been acknowledged: tracked, so it can be awaited, and never fatal.
+
+log = logging.getLogger(__name__)
+
+
+class BackgroundWork:
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.create_task(self._guarded(work, name), name=name)
+        self._tasks.add(task)  # the event loop keeps only weak references to tasks
+        task.add_done_callback(self._tasks.discard)
+
+    async def wait_idle(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def close(self, grace_seconds: float = 5.0) -> None:
+        """Let running work finish (it is short: a name lookup and a database write), then cancel the rest."""
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=grace_seconds)
+        for task in self._tasks:
+            task.cancel()
+        await self.wait_idle()
+
+    @staticmethod
+    async def _guarded(work: Coroutine[Any, Any, None], name: str) -> None:
+        try:
+            await work
+        except Exception:
+            log.exception("Slack work %s failed", name)
+
+
+# -- recently seen messages --------------------------------------------------------------------------
+# A small in-memory record of recently seen Slack message ids.
+#
+# Storage's processed_events is the durable dedupe, but the service runs text commands before it
+# consults storage, so retries and message/app_mention twins are dropped here first as well.
+
+
+class RecentlySeen:
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def first_time(self, key: str) -> bool:
+        """True the first time key is offered (within the last `capacity` keys), False after that."""
+        if key in self._ids:
+            return False
+        self._ids[key] = None
+        if len(self._ids) > self.capacity:
+            self._ids.popitem(last=False)
+        return True
+
+    def forget(self, key: str) -> None:
+        """Offer key again as new: its event could not be taken, and Slack will deliver it again."""
+        self._ids.pop(key, None)
+
+
+# -- user names --------------------------------------------------------------------------------------
+# Slack user ids to the names personas see, looked up once through users.info.
+
+log = logging.getLogger(__name__)
+
+
+class UserNames:
+    def __init__(self, client: AsyncWebClient, capacity: int = 2000) -> None:
+        self.client = client
+        self.capacity = capacity
+        self._names: OrderedDict[str, str] = OrderedDict()
+
+    async def name_of(self, user_id: str) -> str:
+        """The display name, else the real name, else the user id (a failed lookup is not cached)."""
+        if user_id in self._names:
+            self._names.move_to_end(user_id)
+            return self._names[user_id]
+        try:
+            response = await self.client.users_info(user=user_id)
+        except SlackClientError as exc:
+            error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+            log.warning("users.info for %s failed: %s", user_id, error)
+            return user_id
+        user = response.get("user") or {}
+        profile = user.get("profile") or {}
+        name = profile.get("display_name") or profile.get("real_name") or user.get("real_name") or user.get("name")
+        self._names[user_id] = str(name or user_id)
+        if len(self._names) > self.capacity:
+            self._names.popitem(last=False)
+        return self._names[user_id]
+
+
+# -- private answers ---------------------------------------------------------------------------------
+# Answers only one person sees: chat.postEphemeral, logged (never raised) when Slack refuses.
+
+log = logging.getLogger(__name__)
+
+
+async def tell_privately(client: AsyncWebClient, channel: str, user: str, text: str, thread: str | None = None) -> None:
+    """`text` is plain: it is escaped here."""
+    try:
+        await client.chat_postEphemeral(channel=channel, user=user, text=escape_for_slack(text), thread_ts=thread)
+    except SlackClientError as exc:
+        error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+        log.warning("chat.postEphemeral in %s failed: %s", channel, error)
+
+
+# -- the bot ----------------------------------------------------------------------------------------
 
 
 @dataclass
