@@ -10,9 +10,7 @@ import discord
 from discord import app_commands
 
 from bot.commands import CommandError, parse_command
-from bot.discord_bot.approval_buttons import ApprovalButton
-from bot.discord_bot.approval_clicks import ApprovalDesk
-from bot.discord_bot.approval_commands import add_approval_commands
+from bot.discord_bot.approvals import ApprovalButton, ApprovalDesk, add_approval_commands
 from bot.discord_bot.inbound import to_inbound
 from bot.discord_bot.slash_commands import add_slash_commands
 from bot.service import ChannelService
@@ -40,7 +38,7 @@ class RoundtableClient(discord.Client):
         self.tree = app_commands.CommandTree(self)
         self.manager_role = manager_role
         self.service: ChannelService | None = None
-        self.approval_desk: ApprovalDesk | None = None  # approval_buttons.py finds it through interaction.client
+        self.approval_desk: ApprovalDesk | None = None  # the approval buttons find it through interaction.client
 
     def serve(self, service: ChannelService, personas: Mapping[str, Persona], desk: ApprovalDesk) -> None:
         """Hand events to the service. Separate from __init__ because the service's port needs this client."""

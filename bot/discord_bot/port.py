@@ -17,9 +17,8 @@ import aiohttp
 import discord
 
 from bot.avatars import TWEMOJI_BASE_URL
-from bot.discord_bot.approval_board import ApprovalBoard
-from bot.discord_bot.approval_buttons import approval_view
 from bot.discord_bot.approval_places import ApprovalPlaces
+from bot.discord_bot.approvals import ApprovalBoard, approval_view
 from bot.discord_bot.delivery import Delivery
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from graph.actions import ActionCall
@@ -37,7 +36,7 @@ class DiscordPort:
     """Channel keys are "discord:<channel or thread id>". The `thread` arguments are unused: a Discord
     thread is a channel with a key of its own.
 
-    Approval requests are posted with buttons (approval_buttons.py) through `board`, which remembers
+    Approval requests are posted with buttons (approvals.py) through `board`, which remembers
     each request so its outcome replaces the buttons. With `approvals_elsewhere` ([approvals] surface
     = "slack" and Slack in this process) requests are shown there instead, their outcome updates
     them there, and the Discord channel is told both.

@@ -13,9 +13,8 @@ import discord
 
 from bot.app import App, open_app
 from bot.config import Config, ConfigError
-from bot.discord_bot.approval_board import ApprovalBoard
-from bot.discord_bot.approval_clicks import ApprovalDesk
 from bot.discord_bot.approval_places import ApprovalPlaces
+from bot.discord_bot.approvals import ApprovalBoard, ApprovalDesk
 from bot.discord_bot.client import RoundtableClient
 from bot.discord_bot.endpoints import discord_endpoints
 from bot.discord_bot.port import DiscordPort
