@@ -16,21 +16,15 @@ def build_round_graph(round_nodes: RoundNodes, checkpointer: Checkpointer = None
     graph.add_node("start", round_nodes.start)
     graph.add_node("select", round_nodes.select)
     graph.add_node("moderator", round_nodes.moderator)
-    graph.add_node("persona", round_nodes.persona)
-    graph.add_node("review", round_nodes.review)
-    graph.add_node("deliver", round_nodes.deliver)
-    graph.add_node("skip", round_nodes.skip)
+    # A persona's turn (draft, review, deliver or skip) is one step: LangGraph's work per step is
+    # a large share of a turn that takes no model time.
+    graph.add_node("turn", round_nodes.turn)
     graph.add_node("advance", round_nodes.advance)
 
     graph.add_edge(START, "start")
     graph.add_conditional_edges("start", nodes.after_start, ["select", "moderator"])
-    graph.add_conditional_edges("select", nodes.after_pick, {"persona": "persona", "end": END})
-    graph.add_conditional_edges("moderator", nodes.after_pick, {"persona": "persona", "end": END})
-    graph.add_conditional_edges("persona", nodes.after_persona, ["review", "skip"])
-    graph.add_conditional_edges("review", nodes.after_review, ["persona", "deliver", "skip"])
-    for finished_turn in ("deliver", "skip"):
-        graph.add_conditional_edges(
-            finished_turn, nodes.after_turn, {"advance": "advance", "moderator": "moderator", "end": END}
-        )
-    graph.add_edge("advance", "persona")
+    graph.add_conditional_edges("select", nodes.after_pick, {"turn": "turn", "end": END})
+    graph.add_conditional_edges("moderator", nodes.after_pick, {"turn": "turn", "end": END})
+    graph.add_conditional_edges("turn", nodes.after_turn, {"advance": "advance", "moderator": "moderator", "end": END})
+    graph.add_edge("advance", "turn")
     return graph.compile(checkpointer=checkpointer)

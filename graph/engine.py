@@ -48,7 +48,7 @@ class RoundEngine:
         turns = max(MAX_TURNS_LIMIT, len(self.deps.personas))
         config: RunnableConfig = {
             "configurable": {"thread_id": channel_key},
-            # A turn is at most persona/review three times, then deliver or skip, advance, moderator.
+            # A turn is one step (its drafts, reviews and delivery), then advance or moderator.
             "recursion_limit": 20 + 10 * turns,
         }
         # Saved once, at the end: a round is never resumed midway (a new message starts a new one),

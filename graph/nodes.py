@@ -239,6 +239,28 @@ class RoundNodes:
         assert fallback is not None  # a choice the model is asked about has at least two options
         return fallback, routing.FALLBACK_PICK
 
+    async def turn(self, state: RoundState) -> Update:
+        """One persona turn in one graph step: draft, review (and ask again), then deliver or skip.
+        Each step is chosen by the pure functions in graph.routing."""
+        current: dict[str, Any] = dict(state)
+        update: Update = {}
+
+        async def run(step: Any) -> None:
+            changes = await step(current)
+            current.update(changes)
+            update.update(changes)
+
+        while True:
+            await run(self.persona)
+            step = routing.after_draft(turn_failed=current["turn_failed"])
+            if step == "review":
+                await run(self.review)
+                step = routing.after_review(review_note=current["review_note"], turn_failed=current["turn_failed"])
+            if step != "persona":
+                break
+        await run(self.deliver if step == "deliver" else self.skip)
+        return update
+
     async def persona(self, state: RoundState) -> Update:
         persona = self.deps.personas[state["speaker"] or ""]
         key = state["channel_key"]
@@ -353,17 +375,7 @@ async def after_start(state: RoundState) -> str:
 
 
 async def after_pick(state: RoundState) -> str:
-    return "persona" if state["speaker"] else "end"
-
-
-async def after_persona(state: RoundState) -> str:
-    return "skip" if state["turn_failed"] else "review"
-
-
-async def after_review(state: RoundState) -> str:
-    if state["review_note"]:
-        return "persona"
-    return "skip" if state["turn_failed"] else "deliver"
+    return "turn" if state["speaker"] else "end"
 
 
 async def after_turn(state: RoundState) -> str:

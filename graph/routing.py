@@ -202,3 +202,18 @@ def with_invitees(
     if options.forced or not invitees or team_size >= team_cap:
         return options
     return ModeratorOptions((*options.choices, *invitees))
+
+
+TurnStep = Literal["review", "persona", "deliver", "skip"]
+
+
+def after_draft(*, turn_failed: bool) -> TurnStep:
+    """Once the persona has answered (or its model failed): review the draft, or skip the turn."""
+    return "skip" if turn_failed else "review"
+
+
+def after_review(*, review_note: str, turn_failed: bool) -> TurnStep:
+    """Once the draft is reviewed: ask the persona again with the note, post it, or skip the turn."""
+    if review_note:
+        return "persona"
+    return "skip" if turn_failed else "deliver"

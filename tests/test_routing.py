@@ -11,6 +11,8 @@ from graph.routing import (
     ModeratorOptions,
     Speaker,
     addressed,
+    after_draft,
+    after_review,
     after_turn,
     check_moderator_pick,
     moderator_options,
@@ -190,3 +192,14 @@ def test_round_stops_when_more_than_half_of_its_turns_failed():
         )
         == "end"
     )
+
+
+def test_a_turn_reviews_a_draft_and_skips_a_failed_model_call():
+    assert after_draft(turn_failed=False) == "review"
+    assert after_draft(turn_failed=True) == "skip"
+
+
+def test_after_review_asks_again_posts_or_skips():
+    assert after_review(review_note="too short", turn_failed=False) == "persona"
+    assert after_review(review_note="", turn_failed=False) == "deliver"
+    assert after_review(review_note="", turn_failed=True) == "skip"
