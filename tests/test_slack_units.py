@@ -20,12 +20,11 @@ from bot.platforms import run_platforms
 from bot.slack.action_targets import ActionFailed, target_of
 from bot.slack.app import make_web_client
 from bot.slack.approval_blocks import decision_blocks, feedback_modal, outcome_text, request_blocks
-from bot.slack.approval_messages import ApprovalMessages, MessageRef, request_location
+from bot.slack.approvals import ButtonClick, FeedbackSubmission, button_click, feedback_submission
 from bot.slack.commands import SLASH_COMMANDS
 from bot.slack.inbound import inbound_from_event
-from bot.slack.interactions import ButtonClick, FeedbackSubmission, button_click, feedback_submission
 from bot.slack.keys import channel_id_of, channel_key, channel_key_of, thread_ts_of
-from bot.slack.port import SlackPort, persona_identity
+from bot.slack.port import ApprovalMessages, MessageRef, SlackPort, persona_identity, request_location
 from bot.slack.text import (
     CHUNK_CHARS,
     ZERO_WIDTH_SPACE,
