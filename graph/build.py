@@ -16,15 +16,14 @@ def build_round_graph(round_nodes: RoundNodes, checkpointer: Checkpointer = None
     graph.add_node("start", round_nodes.start)
     graph.add_node("select", round_nodes.select)
     graph.add_node("moderator", round_nodes.moderator)
-    # A persona's turn (draft, review, deliver or skip) is one step: LangGraph's work per step is
-    # a large share of a turn that takes no model time.
-    graph.add_node("turn", round_nodes.turn)
     graph.add_node("advance", round_nodes.advance)
 
     graph.add_edge(START, "start")
     graph.add_conditional_edges("start", nodes.after_start, ["select", "moderator"])
-    graph.add_conditional_edges("select", nodes.after_pick, {"turn": "turn", "end": END})
-    graph.add_conditional_edges("moderator", nodes.after_pick, {"turn": "turn", "end": END})
-    graph.add_conditional_edges("turn", nodes.after_turn, {"advance": "advance", "moderator": "moderator", "end": END})
-    graph.add_edge("advance", "turn")
+    # select, moderator and advance each pick a speaker and run its whole turn (draft, review,
+    # deliver or skip) in one step: LangGraph's work per step is a large share of a turn.
+    for picks_and_turns in ("select", "moderator", "advance"):
+        graph.add_conditional_edges(
+            picks_and_turns, nodes.after_turn, {"advance": "advance", "moderator": "moderator", "end": END}
+        )
     return graph.compile(checkpointer=checkpointer)

@@ -29,7 +29,9 @@ class RoundEngine:
         self.deps = deps
         self.runner = ActionRunner(deps.db, deps.port, deps.timers, deps.policy)
         self.nodes = RoundNodes(deps, self.runner)
-        self.graph = build_round_graph(self.nodes, checkpointer)
+        # No checkpointer for rounds: a round is never resumed midway (a new message starts a new
+        # one, and initial_state sets every key), so its saved state was written and never read.
+        self.graph = build_round_graph(self.nodes)
         self.approval_graph = build_approval_graph(
             ApprovalFlow(deps, self.runner, self.nodes.persona_prompt), checkpointer
         )
@@ -51,9 +53,7 @@ class RoundEngine:
             # A turn is one step (its drafts, reviews and delivery), then advance or moderator.
             "recursion_limit": 20 + 10 * turns,
         }
-        # Saved once, at the end: a round is never resumed midway (a new message starts a new one),
-        # and one write per round instead of one per step is most of what a turn costs besides the model.
-        final = await self.graph.ainvoke(state, config, durability="exit")
+        final = await self.graph.ainvoke(state, config)
         if final["decisions"]:
             await channels.set_last_decisions(self.deps.db, channel_key, final["decisions"])
         return final["new_batches"]

@@ -117,7 +117,25 @@ class RoundNodes:
         last = None if moderated else await history.last_persona_speaker(self.deps.db, state["channel_key"])
         return {"moderated": moderated, "moderated_now": moderated, "max_turns": max_turns, "last_speaker": last}
 
+    # A graph step picks the next speaker and runs its turn: LangGraph's work per step is a large
+    # share of a turn that takes no model time. Where the round goes next is routing's business.
+
     async def select(self, state: RoundState) -> Update:
+        return await self._then_turn(state, await self._select(state))
+
+    async def moderator(self, state: RoundState) -> Update:
+        return await self._then_turn(state, await self._moderate(state))
+
+    async def advance(self, state: RoundState) -> Update:
+        return await self._then_turn(state, {"speaker": state["queue"][0], "queue": state["queue"][1:]})
+
+    async def _then_turn(self, state: RoundState, picked: Update) -> Update:
+        if not picked.get("speaker"):
+            return picked
+        current: Any = {**state, **picked}
+        return {**picked, **await self.turn(current)}
+
+    async def _select(self, state: RoundState) -> Update:
         speakers = await self._speakers(state["channel_key"])
         order = routing.speakers_for_unmoderated_round(
             state["text"], state["mentions"], speakers, state["last_speaker"], self.deps.rng
@@ -127,7 +145,7 @@ class RoundNodes:
             return {"speaker": None, "queue": [], "planned_turns": 0}
         return {"speaker": order[0], "queue": order[1:], "planned_turns": len(order)}
 
-    async def moderator(self, state: RoundState) -> Update:
+    async def _moderate(self, state: RoundState) -> Update:
         key = state["channel_key"]
         speakers = await self._speakers(key)
         if not speakers:
@@ -362,9 +380,6 @@ class RoundNodes:
             update["skipped"] = [*state["skipped"], state["speaker"]]
         return update
 
-    async def advance(self, state: RoundState) -> Update:
-        return {"speaker": state["queue"][0], "queue": state["queue"][1:]}
-
 
 # -- edges: functions over the state ------------------------------------------------------------
 # async only because LangGraph runs a sync edge in its thread pool: a thread trip per edge.
@@ -374,11 +389,8 @@ async def after_start(state: RoundState) -> str:
     return "moderator" if state["moderated"] else "select"
 
 
-async def after_pick(state: RoundState) -> str:
-    return "turn" if state["speaker"] else "end"
-
-
 async def after_turn(state: RoundState) -> str:
+    """After a step that picked a speaker and ran its turn (or picked nobody)."""
     step = routing.after_turn(
         moderated=state["moderated"],
         still_moderated=state["moderated_now"],
@@ -389,4 +401,5 @@ async def after_turn(state: RoundState) -> str:
         planned_turns=state["planned_turns"],
         stopped=state["stopped"],
     )
+    step = routing.after_pick_and_turn(bool(state["speaker"]), step)
     return {"persona": "advance", "moderator": "moderator", "end": "end"}[step]

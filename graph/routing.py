@@ -217,3 +217,9 @@ def after_review(*, review_note: str, turn_failed: bool) -> TurnStep:
     if review_note:
         return "persona"
     return "skip" if turn_failed else "deliver"
+
+
+def after_pick_and_turn(picked: bool, next_after_turn: NextStep) -> NextStep:
+    """A graph step picks a speaker and runs its turn: with nobody picked the round is over,
+    otherwise it goes where after_turn says."""
+    return next_after_turn if picked else "end"

@@ -483,8 +483,10 @@ async def test_steering_commands_and_silent_reasons(fake: FakeDiscord, open_bot)
     async with open_bot() as bot:
         nope = await fake.send_slash_command("next", {"persona": "zorg"})
         [answer] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{nope}")
-        await fake.send_slash_command("moderate", {"mode": "reasons", "setting": "on"})
-        await fake.send_slash_command("moderate", {"mode": "on"})
+        reasons = await fake.send_slash_command("moderate", {"mode": "reasons", "setting": "on"})
+        moderate = await fake.send_slash_command("moderate", {"mode": "on"})
+        for command in (reasons, moderate):  # both are stored before the message arrives
+            await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{command}")
         await fake.send_message("Let's plan the launch.")
         reason, *_ = await fake.wait_for_calls(
             "POST", CHANNEL_MESSAGES, where=lambda c: "[moderator] next:" in c.json["content"]

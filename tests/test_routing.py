@@ -12,6 +12,7 @@ from graph.routing import (
     Speaker,
     addressed,
     after_draft,
+    after_pick_and_turn,
     after_review,
     after_turn,
     check_moderator_pick,
@@ -203,3 +204,9 @@ def test_after_review_asks_again_posts_or_skips():
     assert after_review(review_note="too short", turn_failed=False) == "persona"
     assert after_review(review_note="", turn_failed=False) == "deliver"
     assert after_review(review_note="", turn_failed=True) == "skip"
+
+
+def test_a_step_that_picked_nobody_ends_the_round():
+    assert after_pick_and_turn(False, "moderator") == "end"
+    assert after_pick_and_turn(True, "moderator") == "moderator"
+    assert after_pick_and_turn(True, "persona") == "persona"
