@@ -16,7 +16,7 @@ from graph.models.base import ChatRunnable
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import moderator_messages, parse_decision, reask_messages, shown_reason
 from graph.policy import is_sensitive
-from graph.prompt import assemble_prompt, lines_within, max_lines_within, system_text
+from graph.prompt import MessageCache, Rendered, max_lines_within, messages_within, prompt_from, system_text
 from graph.review import cut_impersonation, review_reply
 from graph.routing import FINISH, Speaker
 from graph.state import RoundState
@@ -40,6 +40,7 @@ class RoundNodes:
         self._failures_in_a_row: dict[str, int] = {}
         # (channel, persona) -> rows to read first for its next prompt: only a guess, never a result.
         self._page_hints: dict[tuple[str, str], int] = {}
+        self._messages = MessageCache()
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -74,21 +75,28 @@ class RoundNodes:
         budget = self.deps.settings.token_budget
         needs_approval = [a for a in persona.actions if is_sensitive(a, self.deps.policy.sensitive)]
         system = system_text(persona, others, channel.scene if channel else "", needs_approval)
-        newest_first = await self._lines_within_budget(channel_key, persona.id, system, budget)
-        return assemble_prompt(system, newest_first, persona.id, budget), speakers
+        newest_first = await self._messages_within_budget(channel_key, persona.id, system, budget)
+        return prompt_from(system, newest_first), speakers
 
-    async def _lines_within_budget(self, channel_key: str, persona_id: str, system: str, budget: int) -> list[Line]:
-        """The newest lines delivered to the persona that fit the budget, newest first, read in pages
-        until the budget is full: the same lines as reading max_lines_within(budget) rows at once."""
+    async def _messages_within_budget(
+        self, channel_key: str, persona_id: str, system: str, budget: int
+    ) -> list[BaseMessage]:
+        """The messages of the newest lines delivered to the persona that fit the budget, newest
+        first, read in pages until the budget is full: the same as assemble_prompt over
+        max_lines_within(budget) rows read at once."""
         limit = max_lines_within(budget)
         hint = (channel_key, persona_id)
         page = min(limit, self._page_hints.pop(hint, FIRST_PAGE))
         lines: list[Line] = []
+
+        def render(line: Line) -> Rendered:
+            return self._messages.rendered(line, persona_id)
+
         while True:
             before = lines[-1].id if lines else None
             rows = await history.recent_lines_for(self.deps.db, channel_key, persona_id, limit=page, before_id=before)
             lines += rows
-            kept, full = lines_within(system, lines, persona_id, budget)
+            kept, full = messages_within(system, lines, budget, render)
             if full or len(rows) < page or len(lines) >= limit:
                 break
             page = min(limit - len(lines), page * 2)
@@ -107,6 +115,13 @@ class RoundNodes:
     # -- nodes -------------------------------------------------------------------------------
 
     async def start(self, state: RoundState) -> Update:
+        """The round's settings, then its first pick and turn, in one step."""
+        begun = await self._begin(state)
+        current: Any = {**state, **begun}
+        first = self.moderator if routing.first_pick(moderated=begun["moderated"]) == "moderator" else self.select
+        return {**begun, **await first(current)}
+
+    async def _begin(self, state: RoundState) -> Update:
         channel = await channels.get_channel(self.deps.db, state["channel_key"])
         if channel and channel.stop_requested:  # a /stop that came between rounds stops nothing
             await channels.take_stop_request(self.deps.db, state["channel_key"])
@@ -383,10 +398,6 @@ class RoundNodes:
 
 # -- edges: functions over the state ------------------------------------------------------------
 # async only because LangGraph runs a sync edge in its thread pool: a thread trip per edge.
-
-
-async def after_start(state: RoundState) -> str:
-    return "moderator" if state["moderated"] else "select"
 
 
 async def after_turn(state: RoundState) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -85,26 +86,61 @@ def as_message(line: Line, persona_id: str) -> BaseMessage:
     return HumanMessage(content=content, id=message_id)
 
 
-def lines_within(system: str, newest_first: Iterable[Line], persona_id: str, budget: int) -> tuple[list[Line], bool]:
-    """The newest lines that fit the token budget beside the system message, newest first, and
-    whether the budget is full (a line did not fit)."""
+Rendered = tuple[BaseMessage, int]
+"""A line's message for one persona, and its estimated tokens."""
+
+
+def rendered(line: Line, persona_id: str) -> Rendered:
+    return as_message(line, persona_id), estimate_tokens(message_text(line, persona_id))
+
+
+class MessageCache:
+    """Lines' messages by line id and persona. A stored line never changes, so its message never
+    goes stale, after a restart or with other processes writing. Bounded: the least recently
+    used go first. Its messages are shared between prompts, as the lines they are made from."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[int, str], Rendered] = OrderedDict()
+
+    def rendered(self, line: Line, persona_id: str) -> Rendered:
+        key = (line.id, persona_id)
+        item = self._items.get(key)
+        if item is None:
+            item = self._items[key] = rendered(line, persona_id)
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+        else:
+            self._items.move_to_end(key)
+        return item
+
+
+def messages_within(
+    system: str, newest_first: Iterable[Line], budget: int, render: Callable[[Line], Rendered]
+) -> tuple[list[BaseMessage], bool]:
+    """The messages of the newest lines that fit the token budget beside the system message,
+    newest first, and whether the budget is full (a line did not fit)."""
     remaining = budget - estimate_tokens(system)
-    kept: list[Line] = []
+    kept: list[BaseMessage] = []
     for line in newest_first:
-        cost = estimate_tokens(message_text(line, persona_id))
+        message, cost = render(line)
         if cost > remaining:
             return kept, True
         remaining -= cost
-        kept.append(line)
+        kept.append(message)
     return kept, False
+
+
+def prompt_from(system: str, newest_first: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """System message, then the messages oldest first, with every tool call directly followed by its result."""
+    return [SystemMessage(content=system), *pair_tool_results(list(reversed(newest_first)))]
 
 
 def assemble_prompt(system: str, newest_first: Iterable[Line], persona_id: str, budget: int) -> list[BaseMessage]:
     """System message, then as many of the newest lines as fit the token budget, oldest first,
     with every tool call directly followed by its result."""
-    kept, _ = lines_within(system, newest_first, persona_id, budget)
-    messages = [as_message(line, persona_id) for line in reversed(kept)]
-    return [SystemMessage(content=system), *pair_tool_results(messages)]
+    kept, _ = messages_within(system, newest_first, budget, lambda line: rendered(line, persona_id))
+    return prompt_from(system, kept)
 
 
 def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

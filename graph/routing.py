@@ -223,3 +223,8 @@ def after_pick_and_turn(picked: bool, next_after_turn: NextStep) -> NextStep:
     """A graph step picks a speaker and runs its turn: with nobody picked the round is over,
     otherwise it goes where after_turn says."""
     return next_after_turn if picked else "end"
+
+
+def first_pick(*, moderated: bool) -> Literal["moderator", "select"]:
+    """Who picks a round's first speaker: the moderator, or the unmoderated order."""
+    return "moderator" if moderated else "select"

@@ -16,6 +16,7 @@ from graph.routing import (
     after_review,
     after_turn,
     check_moderator_pick,
+    first_pick,
     moderator_options,
     natural_pick,
     speakers_for_unmoderated_round,
@@ -210,3 +211,8 @@ def test_a_step_that_picked_nobody_ends_the_round():
     assert after_pick_and_turn(False, "moderator") == "end"
     assert after_pick_and_turn(True, "moderator") == "moderator"
     assert after_pick_and_turn(True, "persona") == "persona"
+
+
+def test_the_first_pick_is_the_moderators_in_a_moderated_round():
+    assert first_pick(moderated=True) == "moderator"
+    assert first_pick(moderated=False) == "select"
