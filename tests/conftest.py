@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -49,6 +50,20 @@ def write_config(directory: Path, sections: dict[str, dict[str, Any]] | None = N
     path = directory / "config.toml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def run_bot(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """`python -m bot ARGS` with no platform tokens and no input; the finished process."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("SLACK_BOT_TOKEN", "DISCORD_TOKEN")}
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
 
 
 def run_console(config: Path, script: str) -> str:

@@ -5,27 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, run_bot, write_config
 
 NOT_UTF8 = "# caf\xe9 in Latin-1\n".encode("latin-1")
-
-
-def run_bot(*args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k not in ("SLACK_BOT_TOKEN", "DISCORD_TOKEN")}
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, run_bot, write_config
 
 BROKEN = """\
 id = "Bad Id"
@@ -19,27 +16,14 @@ system_prompt = "You are brisk."
 """
 
 
-def roundtable(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k not in ("SLACK_BOT_TOKEN", "DISCORD_TOKEN")}
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
-
-
 def test_check_passes_the_repos_personas() -> None:
     files = sorted(str(path) for path in (REPO / "personas").glob("*.toml"))
-    result = roundtable("persona", "check", *files)
+    result = run_bot("persona", "check", *files)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines() == [
         f"{path}: ok ({Path(path).stem}, {Path(path).stem.title()})" for path in files
     ]
-    assert roundtable("persona", "check", str(REPO / "personas")).stdout == result.stdout  # a directory: its files
+    assert run_bot("persona", "check", str(REPO / "personas")).stdout == result.stdout  # a directory: its files
 
 
 def test_check_lists_every_problem_of_a_broken_file_one_line_each(tmp_path: Path) -> None:
@@ -48,7 +32,7 @@ def test_check_lists_every_problem_of_a_broken_file_one_line_each(tmp_path: Path
     twin = tmp_path / "twin.toml"
     twin.write_text((REPO / "personas" / "sage.toml").read_text(encoding="utf-8"), encoding="utf-8")
     nova = REPO / "personas" / "nova.toml"
-    result = roundtable("persona", "check", str(broken), str(REPO / "personas" / "sage.toml"), str(twin), str(nova))
+    result = run_bot("persona", "check", str(broken), str(REPO / "personas" / "sage.toml"), str(twin), str(nova))
 
     assert result.returncode == 2
     assert result.stderr == ""  # no traceback
@@ -66,7 +50,7 @@ def test_check_lists_every_problem_of_a_broken_file_one_line_each(tmp_path: Path
 
 def test_check_reports_unreadable_files_without_a_traceback(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text('id = "x"\nname =\n', encoding="utf-8")
-    result = roundtable("persona", "check", str(tmp_path / "bad.toml"), str(tmp_path / "gone.toml"))
+    result = run_bot("persona", "check", str(tmp_path / "bad.toml"), str(tmp_path / "gone.toml"))
     assert result.returncode == 2 and result.stderr == ""
     assert result.stdout.splitlines() == [
         f"{tmp_path / 'bad.toml'}: not valid TOML: Invalid value (at line 2, column 7)",
@@ -79,7 +63,7 @@ def test_the_bot_names_the_first_problem_and_points_to_check(tmp_path: Path) -> 
     cast.mkdir()
     (cast / "bolt.toml").write_text(BROKEN, encoding="utf-8")
     config = write_config(tmp_path, {"bot": {"personas_dir": str(cast), "participants": ["bolt"]}})
-    result = roundtable("console", "--config", str(config), "--script", "/dev/null")
+    result = run_bot("console", "--config", str(config), "--script", "/dev/null")
     assert result.returncode == 2
     assert result.stderr == (
         f"error: {cast / 'bolt.toml'}: id: String should match pattern '^[a-z][a-z0-9_-]{{0,31}}$' (got 'Bad Id') "
@@ -89,7 +73,7 @@ def test_the_bot_names_the_first_problem_and_points_to_check(tmp_path: Path) -> 
 
 def test_try_prints_the_prompt_then_one_reply_and_stores_nothing(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    result = roundtable("persona", "try", "nova", "Nova, what should we launch?", "--config", str(config))
+    result = run_bot("persona", "try", "nova", "Nova, what should we launch?", "--config", str(config))
 
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -108,11 +92,11 @@ def test_try_prints_the_prompt_then_one_reply_and_stores_nothing(tmp_path: Path)
 
 def test_try_prints_what_roundtable_prompt_prints_for_a_new_channel(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    tried = roundtable("persona", "try", "sage", "Sage, hello", "--config", str(config)).stdout
+    tried = run_bot("persona", "try", "sage", "Sage, hello", "--config", str(config)).stdout
     script = tmp_path / "script.txt"
     script.write_text("Sage, hello\n", encoding="utf-8")
-    roundtable("console", "--config", str(config), "--script", str(script))
-    shown = roundtable("prompt", "--config", str(config), "--channel", "general", "--persona", "sage").stdout
+    run_bot("console", "--config", str(config), "--script", str(script))
+    shown = run_bot("prompt", "--config", str(config), "--channel", "general", "--persona", "sage").stdout
     assert tried.split("--- reply from Sage")[0] == shown.split("--- ai ---")[0]
 
 
@@ -126,7 +110,7 @@ def test_try_a_file_that_is_not_added_yet(tmp_path: Path) -> None:
         .replace('colour = "teal"', 'avatar = "⚡"')
     )
     draft.write_text(fixed, encoding="utf-8")
-    result = roundtable("persona", "try", str(draft), "Bolt, are you there?", "--config", str(write_config(tmp_path)))
+    result = run_bot("persona", "try", str(draft), "Bolt, are you there?", "--config", str(write_config(tmp_path)))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(
         "--- system ---\nYou are Bolt, one participant in a group chat. Other participants: Nova, Sage, Rex."
@@ -136,11 +120,11 @@ def test_try_a_file_that_is_not_added_yet(tmp_path: Path) -> None:
 
 def test_try_an_unknown_persona_or_a_broken_file(tmp_path: Path) -> None:
     config = str(write_config(tmp_path))
-    unknown = roundtable("persona", "try", "zed", "hello", "--config", config)
+    unknown = run_bot("persona", "try", "zed", "hello", "--config", config)
     assert unknown.returncode == 2 and unknown.stdout == ""
     assert unknown.stderr == "error: no persona 'zed'; known: nova, pixel, rex, sage (or give a persona file)\n"
     (tmp_path / "bolt.toml").write_text(BROKEN, encoding="utf-8")
-    broken = roundtable("persona", "try", str(tmp_path / "bolt.toml"), "hello", "--config", config)
+    broken = run_bot("persona", "try", str(tmp_path / "bolt.toml"), "hello", "--config", config)
     assert broken.returncode == 2 and broken.stdout == ""
     assert broken.stderr.startswith(f"error: {tmp_path / 'bolt.toml'}: id: String should match pattern")
     assert broken.stderr.endswith(f"(and 4 more: roundtable persona check {tmp_path / 'bolt.toml'})\n")
