@@ -114,6 +114,9 @@ class TimingPort:
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         pass
 
+    async def show_plan(self, channel_key: str, text: str, thread: str | None, shown_as: str | None) -> str | None:
+        raise AssertionError("the benchmark runs no tasks")
+
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         raise AssertionError("the benchmark asks for no actions")
 

@@ -48,6 +48,11 @@ class ConsolePort:
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         self.write(text)
 
+    async def show_plan(self, channel_key: str, text: str, thread: str | None, shown_as: str | None) -> str | None:
+        """A terminal cannot edit what it printed, so an edit reprints the whole block, marked as updated."""
+        self.write(f"[plan{' updated' if shown_as else ''}]\n{text}")
+        return shown_as or f"{channel_key}:plan"
+
     @asynccontextmanager
     async def answering(self, channel_key: str, event_id: str | None) -> AsyncIterator[None]:
         """Nothing to mark: the typing indicator shows each persona at work."""

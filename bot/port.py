@@ -39,6 +39,9 @@ class PlatformPorts:
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         await self.port_for(channel_key).show_reason(channel_key, text, thread)
 
+    async def show_plan(self, channel_key: str, text: str, thread: str | None, shown_as: str | None) -> str | None:
+        return await self.port_for(channel_key).show_plan(channel_key, text, thread, shown_as)
+
     def typing(self, channel_key: str, persona: Persona) -> AbstractAsyncContextManager[None]:
         return self.port_for(channel_key).typing(channel_key, persona)
 

@@ -29,6 +29,10 @@ class OutboundPort(Protocol):
     def answering(self, channel_key: str, event_id: str | None) -> AbstractAsyncContextManager[None]:
         """Marks the platform's message `event_id` as being answered while its round runs. Never raises."""
 
+    async def show_plan(self, channel_key: str, text: str, thread: str | None, shown_as: str | None) -> str | None:
+        """Show the task plan as one message: post it when `shown_as` is None, else edit that message in place.
+        Returns the message's platform id for later edits (None if it could not be shown)."""
+
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         """Show a pending approval to the approvers (buttons, or a console line)."""
 

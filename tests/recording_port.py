@@ -18,6 +18,7 @@ class RecordingPort:
     approvals_shown: list[Approval] = field(default_factory=list)
     decisions: list[Approval] = field(default_factory=list)
     executed: list[tuple[str, str, dict]] = field(default_factory=list)
+    plans: dict[str, str] = field(default_factory=dict)  # message id: the plan text it shows now
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
         self.posts.append((channel_key, persona.id, text, thread))
@@ -36,6 +37,12 @@ class RecordingPort:
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         self.events.append(("reason", channel_key, text))
+
+    async def show_plan(self, channel_key: str, text: str, thread: str | None, shown_as: str | None) -> str | None:
+        message_id = shown_as or f"plan-{len(self.plans) + 1}"
+        self.plans[message_id] = text
+        self.events.append(("plan edited" if shown_as else "plan", channel_key, text))
+        return message_id
 
     async def trace(self, channel_key: str, text: str) -> None:
         self.events.append(("trace", channel_key, text))

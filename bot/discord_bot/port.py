@@ -19,8 +19,9 @@ import discord
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.discord_bot.approval_places import ApprovalPlaces
 from bot.discord_bot.approvals import ApprovalBoard, approval_view
-from bot.discord_bot.delivery import Delivery
+from bot.discord_bot.delivery import MESSAGE_LIMIT, NO_MENTIONS, Delivery
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
+from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from graph.actions import ActionCall
 from graph.approval_flow import outcome_text
 from graph.port import OutboundPort
@@ -96,6 +97,34 @@ class DiscordPort:
             await self._delivery.as_bot(await self._delivery.destination(channel_key), f"-# {text}", silent=True)
         except _DELIVERY_ERRORS as exc:
             log.warning("a moderator reason in %s was not delivered: %s", channel_key, _describe(exc))
+
+    async def show_plan(self, channel_key: str, text: str, thread: str | None, shown_as: str | None) -> str | None:
+        """An edit of the bot's plan message `shown_as`; a new message when there is none yet or it is gone
+        (deleted, or not the bot's to edit). An edit that fails otherwise keeps the message: the next edit
+        brings it current."""
+        shown = fit_plan(text, MESSAGE_LIMIT)
+        if place := plan_message_place(shown_as):
+            try:
+                channel = self._client.get_partial_messageable(int(place[0]))
+                await channel.get_partial_message(int(place[1])).edit(content=shown, allowed_mentions=NO_MENTIONS)
+                return shown_as
+            except ValueError:
+                log.warning("not a Discord plan message id in %s; posting the plan anew", channel_key)
+            except (discord.NotFound, discord.Forbidden) as exc:
+                log.warning("the plan message in %s is gone (%s); posting it anew", channel_key, _describe(exc))
+            except _DELIVERY_ERRORS as exc:
+                log.warning("the plan in %s was not updated: %s", channel_key, _describe(exc))
+                return shown_as
+        try:
+            channel_id = channel_id_of(channel_key)
+            sent = await self._client.get_partial_messageable(channel_id).send(shown, allowed_mentions=NO_MENTIONS)
+        except ValueError:
+            log.warning("not a Discord channel key, plan not shown: %s", channel_key)
+            return None
+        except _DELIVERY_ERRORS as exc:
+            log.warning("the plan in %s was not delivered: %s", channel_key, _describe(exc))
+            return None
+        return plan_message_id(channel_id, sent.id)
 
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         await self.notice(channel_key, f"For the approvers: {text}", None)

@@ -18,12 +18,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.avatars import slack_icon_emoji
 from bot.config import Config, slack_approver
+from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
 from bot.slack.inbound import message_of
 from bot.slack.keys import channel_id_of, thread_ts_of
 from bot.slack.slack_bot import UserNames
-from bot.slack.text import escape_clipped, slack_messages
+from bot.slack.text import escape_clipped, escape_for_slack, slack_messages
 from graph.actions import ActionCall
 from personas import Persona
 from storage import approvals
@@ -88,6 +89,8 @@ NOTICE_NAME = "Roundtable"
 
 _DELIVERY_ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError)
 _NO_DECIDER = (ApprovalStatus.PENDING, ApprovalStatus.EXPIRED)
+PLAN_CHARS = 4_000  # Slack asks for message text under 4,000 characters
+_PLAN_MESSAGE_GONE = {"message_not_found", "cant_update_message", "edit_window_closed"}
 
 ApproversFor = Callable[[str], set[str]]
 
@@ -184,6 +187,26 @@ class SlackPort:
         await self._post_message(
             channel_key, channel, thread or thread_ts_of(channel_key), {"text": shown, "blocks": [context]}
         )
+
+    async def show_plan(self, channel_key: str, text: str, thread: str | None, shown_as: str | None) -> str | None:
+        """chat.update of the plan message `shown_as`; a new message (under the bot's name) when there is none
+        yet or it is gone. An update that fails otherwise keeps the message: the next update brings it current."""
+        channel = channel_id_of(channel_key)
+        if channel is None:
+            log.warning("not a Slack channel key, plan not shown: %s", channel_key)
+            return None
+        shown = fit_plan(text, PLAN_CHARS, escape_for_slack)
+        if place := plan_message_place(shown_as):
+            try:
+                await self.client.chat_update(channel=place[0], ts=place[1], text=shown)
+                return shown_as
+            except _DELIVERY_ERRORS as exc:
+                gone = isinstance(exc, SlackApiError) and exc.response.get("error") in _PLAN_MESSAGE_GONE
+                log.warning("chat.update of the plan in %s failed: %s", channel_key, _describe(exc))
+                if not gone:
+                    return shown_as
+        ref = await self._post_message(channel_key, channel, thread or thread_ts_of(channel_key), {"text": shown})
+        return plan_message_id(ref.channel, ref.ts) if ref is not None and ref.ts else None
 
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         """Mentions only the configured approvers' user ids; the text itself is escaped, so it cannot ping."""
