@@ -4,7 +4,7 @@ Give the SDK `base_url=fake.api_url`. Every call is recorded as a SlackCall (met
 merged query, form or JSON arguments). Calls answer ok:true with plausible payloads unless an
 answer was scripted with `rate_limit_next` or `fail_next` (chat.postMessage hands out increasing
 ts values and remembers each message in `messages`, which conversations.replies answers from;
-chat.update echoes the message, views.open the view). Posts to `fake.response_url(name)`
+chat.update echoes the message and edits a remembered one, views.open the view). Posts to `fake.response_url(name)`
 are recorded as method "response_url". `apps.connections.open` hands out `ws_url`, whose endpoint
 says `hello`, records what the client sends back and can push envelopes with `send_envelope`.
 """
@@ -168,6 +168,8 @@ class FakeSlackApi(LoopbackServer):
                 else {"ok": False, "error": "thread_not_found"}
             )
         if method == "chat.update":
+            if known := self.messages.get((str(args.get("channel")), str(args.get("ts")))):
+                known.update({k: args[k] for k in ("text", "blocks") if k in args})  # edited in place
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts"), "text": args.get("text")}
         if method == "views.open":
             view = args.get("view")
