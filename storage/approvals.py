@@ -31,6 +31,7 @@ def _approval(row: Row) -> Approval:
         result=row["result"],
         revises=row["revises"],
         runner=row["runner"],
+        original_args=json.loads(row["original_args"]) if row["original_args"] is not None else None,
     )
 
 
@@ -172,6 +173,32 @@ async def decide(
         actor=actor,
         detail=("incident: " if incident else "") + comment,
     )
+
+
+async def approve_edited(db: Database, approval_id: int, args: dict[str, Any], *, actor: str) -> Approval | None:
+    """Approve a pending approval with arguments an approver edited: the edited arguments are the
+    ones that run, the requested ones are kept (original_args), and the audit entry names both.
+    One transaction, like any decision; None when it was no longer pending."""
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
+            "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, comment = '', "
+            "original_args = args, args = ? WHERE id = ? AND status = 'pending' RETURNING *",
+            (actor, time.time(), json.dumps(args), approval_id),
+        )
+        if row is None:
+            return None
+        approval = _approval(row)
+        await _audit(
+            tx,
+            approval,
+            channel_key=approval.channel_key,
+            persona_id=approval.persona_id,
+            action=approval.action,
+            event="approved",
+            actor=actor,
+            detail=f"arguments edited from {json.dumps(approval.original_args)} to {json.dumps(args)}",
+        )
+    return approval
 
 
 async def claim_run(db: Database, approval_id: int, runner: str) -> Approval | None:

@@ -170,6 +170,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE inbox ADD COLUMN event_id TEXT;
     """,
+    # 10: the arguments an approval was requested with, kept when an approver edited them (Revise)
+    """
+    ALTER TABLE approvals ADD COLUMN original_args TEXT;  -- JSON; NULL unless an approver edited args
+    """,
 )
 
 _APPROVAL_STATUSES = "'pending', 'approved', 'rejected', 'expired', 'executed', 'failed', 'running', 'unknown'"

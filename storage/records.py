@@ -88,6 +88,7 @@ class Approval:
     result: str | None
     revises: int | None = None  # the rejected approval this one is a revised proposal of
     runner: str | None = None  # the process that claimed the run
+    original_args: dict[str, Any] | None = None  # as the persona asked, when an approver edited `args`
 
 
 @dataclass(frozen=True, slots=True)
