@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from bot.config import MODERATOR_PROMPT_LIMIT
 from bot.numbers import record_id, whole_number
+from bot.revisions import read_arguments
 
 Surface = Literal["console", "slack", "discord"]
 SLASH: tuple[Surface, ...] = ("slack", "discord")
@@ -45,6 +46,12 @@ COMMANDS: dict[str, HelpRow] = {
     "approve": HelpRow("/approve N", "approve action request N", slash=()),
     "reject": HelpRow(
         "/reject N [incident] [feedback]", "reject action request N, with feedback for the persona", slash=()
+    ),
+    "view": HelpRow("/view N", "show action request N's full arguments (approvers only)", slash=()),
+    "revise": HelpRow(
+        "/revise N {json}",
+        "approve request N with edited arguments: the whole JSON object, as /view N shows it",
+        slash=(),
     ),
     "trust": HelpRow("/trust", "show how far each persona is trusted"),
     "help": HelpRow("/help", "list these commands", slash=()),
@@ -263,6 +270,37 @@ def parse_decision(name: str, rest: str) -> Decide:
 
 
 @dataclass(frozen=True)
+class ViewArguments:
+    approval_id: int
+
+
+@dataclass(frozen=True)
+class Revise:
+    """Approve a request with arguments an approver edited (checked by the service, against the action)."""
+
+    approval_id: int
+    args: dict[str, Any]
+
+
+def parse_view(rest: str) -> ViewArguments:
+    approval_id = record_id(rest.strip())
+    if approval_id is None:
+        raise _usage("view")
+    return ViewArguments(approval_id)
+
+
+def parse_revise(rest: str) -> Revise:
+    number, _, text = rest.strip().partition(" ")
+    approval_id = record_id(number)
+    if approval_id is None or not text.strip():
+        raise _usage("revise")
+    args = read_arguments(text)
+    if isinstance(args, str):
+        raise CommandError(f"Approval #{approval_id} is unchanged: {args}.")
+    return Revise(approval_id, args)
+
+
+@dataclass(frozen=True)
 class ShowHelp:
     pass
 
@@ -277,6 +315,8 @@ Command = (
     | SetApprovalMode
     | SettleUnknown
     | Decide
+    | ViewArguments
+    | Revise
     | ShowTrust
     | StopRound
     | NameNextSpeaker
@@ -294,6 +334,8 @@ PARSERS: dict[str, Callable[[str], Command]] = {
     "approvals": lambda rest: parse_approvals(rest.split()),
     "approve": lambda rest: parse_decision("approve", rest),
     "reject": lambda rest: parse_decision("reject", rest),
+    "view": parse_view,
+    "revise": parse_revise,
     "trust": lambda rest: ShowTrust(),
     "help": lambda rest: ShowHelp(),
 }

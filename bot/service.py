@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.approvals import (
     NOTHING_PENDING,
@@ -37,6 +38,7 @@ from bot.commands import (
     Moderate,
     NameNextSpeaker,
     PauseReplies,
+    Revise,
     SetApprovalMode,
     SetModeratorPrompt,
     SetScene,
@@ -46,11 +48,13 @@ from bot.commands import (
     ShowTrust,
     StopRound,
     Surface,
+    ViewArguments,
     help_text,
     parse_command,
 )
 from bot.flood import FloodGate
 from bot.inbound import Inbound
+from bot.revisions import edited_arguments, full_arguments
 from graph.actions import ActionCall
 from graph.engine import RoundEngine
 from graph.port import OutboundPort
@@ -357,6 +361,10 @@ class ChannelService:
                 return await self.decide(approval_id, actor or Actor("", "unknown"), approve, comment, incident)
             case ListApprovals():
                 return CommandReply(await self._approval_list(key))
+            case ViewArguments(approval_id=approval_id):
+                return await self.show_arguments(approval_id, actor or Actor("", "unknown"), decided_in=key)
+            case Revise(approval_id=approval_id, args=args):
+                return await self.revise(approval_id, actor or Actor("", "unknown"), args, decided_in=key)
             case SettleUnknown(approval_id=approval_id, retry=retry):
                 return await self.settle_unknown(approval_id, actor or Actor("", "unknown"), retry)
             case SetApprovalMode(mode=mode):
@@ -497,12 +505,46 @@ class ChannelService:
             self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident
         )
         if decided is None:  # someone else decided between the check and the update: the first wins
-            current = await approvals.get(self.db, approval_id)
-            return CommandReply(
-                already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False
-            )
+            return await self._decided_first(approval_id)
         await self._resume_if_complete(decided)
         return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
+
+    async def _decided_first(self, approval_id: int) -> CommandReply:
+        current = await approvals.get(self.db, approval_id)
+        return CommandReply(already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False)
+
+    async def revise(
+        self, approval_id: int, actor: Actor, args: dict[str, Any], *, decided_in: str | None = None
+    ) -> CommandReply:
+        """An approver's edited arguments, approved with them in one transaction (so the edit and the
+        work it releases are stored together). Arguments the action's spec refuses change nothing."""
+        approval = await approvals.get(self.db, approval_id)
+        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
+        if (refused := refusal(approval, approval_id, may_decide=may)) is not None or approval is None:
+            return CommandReply(refused or "", ok=False)
+        persona = self.personas.get(approval.persona_id)
+        checked = edited_arguments(approval, persona, args) if persona else f"no persona {approval.persona_id!r}"
+        if isinstance(checked, str):
+            return CommandReply(f"Approval #{approval_id} is unchanged: {checked}.", ok=False)
+        if checked == approval.args:  # nothing edited: a plain approval
+            decided = await approvals.decide(self.db, approval_id, ApprovalStatus.APPROVED, actor=actor.name)
+        else:
+            decided = await approvals.approve_edited(self.db, approval_id, checked, actor=actor.name)
+        if decided is None:
+            return await self._decided_first(approval_id)
+        await self._resume_if_complete(decided)
+        edited = "with the edited arguments" if decided.original_args is not None else "(the arguments were unchanged)"
+        return CommandReply(f"Approved #{approval_id} {edited}.")
+
+    async def show_arguments(self, approval_id: int, actor: Actor, *, decided_in: str | None = None) -> CommandReply:
+        """A request's full arguments, for an approver of it, whatever its state. Only approvers: a
+        request can carry what a persona means to send one person (send_message)."""
+        approval = await approvals.get(self.db, approval_id)
+        if approval is None:
+            return CommandReply(f"There is no approval #{approval_id}.", ok=False)
+        if not self.may_decide(self.decided_where(approval, decided_in), actor):
+            return CommandReply(f"Only approvers can see the full arguments of #{approval_id}.", ok=False)
+        return CommandReply(full_arguments(approval, self._persona_name(approval.persona_id)))
 
     async def settle_unknown(self, approval_id: int, actor: Actor, retry: bool) -> CommandReply:
         """An approver runs an action whose outcome is unknown once more, or closes it."""

@@ -6,6 +6,7 @@ the channel. Everything before `interrupt()` runs again on resume, so it is idem
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypedDict
 
@@ -93,6 +94,8 @@ class ApprovalFlow:
                 continue  # not decided, or another process is running it right now
             await self.deps.port.show_decision(approval, persona)
             outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
+            if approval.original_args is not None:  # the persona learns what really ran
+                outcome += f" ({approval.decided_by} edited the arguments before approving: {json.dumps(call.args)})"
             outcomes.append(outcome)
             # Run again after a crash, this adds a second result for the call; the prompt keeps one.
             await history.append_tool_result(

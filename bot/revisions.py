@@ -1,0 +1,64 @@
+"""[View] and Revise on approval requests, the words shared by every surface: the full arguments
+as an approver sees them, and edited arguments read from what an approver typed and checked
+against the action's own spec. Pure: no I/O. The channel service applies them
+(ChannelService.show_arguments and .revise); Slack, Discord and the console only carry the text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from graph.actions import check_call
+from personas import Persona
+from storage.records import Approval
+
+FORM_HINT = "Edit the JSON; approving runs exactly these arguments."
+
+
+def arguments_json(args: dict[str, Any]) -> str:
+    """The arguments as an approver reads and edits them: indented JSON, non-ASCII kept as typed."""
+    return json.dumps(args, indent=2, ensure_ascii=False)
+
+
+def full_arguments(approval: Approval, persona_name: str) -> str:
+    """Everything a request asks for, untruncated: the heading, then the arguments as JSON (and, once
+    an approver edited them, the arguments as they were asked for)."""
+    lines = [f"Approval #{approval.id}: {persona_name} wants to run {approval.action} ({approval.status})"]
+    if approval.original_args is not None:
+        lines += [f"Arguments, as edited by {approval.decided_by}:", arguments_json(approval.args)]
+        lines += ["As requested:", arguments_json(approval.original_args)]
+    else:
+        lines += ["Arguments:", arguments_json(approval.args)]
+    return "\n".join(lines)
+
+
+def read_arguments(text: str) -> dict[str, Any] | str:
+    """A JSON object typed by an approver, or why it is not one (one line)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"the arguments are not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+    if not isinstance(value, dict):
+        return 'the arguments must be a JSON object, like {"channel": "news", "text": "..."}'
+    return value
+
+
+def edited_arguments(approval: Approval, persona: Persona, args: dict[str, Any]) -> dict[str, Any] | str:
+    """The edited arguments checked by the action's spec, as they will run (normalised, e.g. "#news"
+    becomes "news"); or why they cannot run, in one line."""
+    checked = check_call(persona, approval.call_id, approval.action, args)
+    if isinstance(checked, str):
+        return checked.removeprefix("error: ")
+    return checked.args
+
+
+def pieces(text: str, limit: int) -> list[str]:
+    """`text` in consecutive pieces of at most `limit` characters that join back to exactly `text`,
+    cut after a line break where there is one: a message limit never silently cuts the arguments."""
+    parts: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        cut = rest.rfind("\n", 0, limit) + 1 or limit
+        parts.append(rest[:cut])
+        rest = rest[cut:]
+    return [*parts, rest] if rest else parts
