@@ -54,6 +54,7 @@ from bot.commands import (
 )
 from bot.flood import FloodGate
 from bot.inbound import Inbound
+from bot.pacing import RoundStarts
 from bot.revisions import edited_arguments, full_arguments
 from graph.actions import ActionCall
 from graph.engine import RoundEngine
@@ -162,6 +163,7 @@ class ChannelService:
         self._known_channels: set[str] = set()
         self._arrivals: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # lock, [holders and waiters]
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
+        self._starts = RoundStarts()  # a burst of rounds must not stall the loop (and the acks) at once
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
         """Take one inbound message: run it as a command, or record it and queue its round. The reply, if
@@ -260,6 +262,7 @@ class ChannelService:
         try:
             while not queue.empty() and not self._draining:
                 item = queue.get_nowait()
+                await self._starts.turn()
                 try:
                     async with self.db.exclusive(channel_lock(key)):
                         await self._work(item)

@@ -5,11 +5,16 @@ Statements run on the event loop's own thread. In WAL mode with `synchronous = N
 only appends to the WAL file (no fsync), so a statement takes microseconds; a trip to a worker
 thread per statement (aiosqlite) cost far more than the statement, and under load every trip also
 waited its turn on the busy loop. A transaction now runs without yielding to the loop unless its
-caller awaits something else inside it."""
+caller awaits something else inside it.
+
+SQLite's automatic checkpoint runs inside whichever COMMIT crosses its threshold and syncs the
+files, which stalled the loop for 10-50 ms a few times per busy second; so the writer does not
+checkpoint, and a connection of its own does it in a worker thread every CHECKPOINT_EVERY commits."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -17,6 +22,10 @@ from pathlib import Path
 
 from storage.database import Params, Row
 from storage.migrations import MIGRATIONS, migration_sql
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_EVERY = 200  # commits; SQLite's own default is 1,000 WAL pages, a few hundred of our commits
 
 
 class SqliteTx:
@@ -51,9 +60,17 @@ class SqliteDatabase:
 
     dialect = "sqlite"
 
-    def __init__(self, writer: sqlite3.Connection, reader: sqlite3.Connection | None) -> None:
+    def __init__(
+        self,
+        writer: sqlite3.Connection,
+        reader: sqlite3.Connection | None,
+        checkpointer: sqlite3.Connection | None = None,
+    ) -> None:
         self._conn = writer
         self._reader = reader
+        self._checkpointer = checkpointer
+        self._commits = 0  # since the last checkpoint
+        self._checkpointing: asyncio.Task[None] | None = None
         self._reads = SqliteTx(reader or writer)
         self._write_lock = asyncio.Lock()
         self._urgent_waiting = 0
@@ -69,15 +86,37 @@ class SqliteDatabase:
         writer.execute("PRAGMA journal_mode = WAL")
         writer.execute("PRAGMA synchronous = NORMAL")
         writer.execute("PRAGMA foreign_keys = ON")
-        # An in-memory database is private to its connection: there, reads wait for the write lock.
-        db = cls(writer, None if in_memory else _connect(path, query_only=True))
+        if in_memory:  # private to its connection: there, reads wait for the write lock
+            db = cls(writer, None)
+        else:
+            writer.execute("PRAGMA wal_autocheckpoint = 0")
+            db = cls(writer, _connect(path, query_only=True), _connect(path))
         await db._migrate()
         return db
 
     async def close(self) -> None:
+        if self._checkpointing is not None:
+            await self._checkpointing
         if self._reader is not None:
             self._reader.close()
         self._conn.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()  # the last connection out checkpoints what is left
+
+    def _committed(self) -> None:
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY and self._checkpointer is not None and self._checkpointing is None:
+            self._commits = 0
+            self._checkpointing = asyncio.create_task(self._checkpoint(self._checkpointer))
+
+    async def _checkpoint(self, connection: sqlite3.Connection) -> None:
+        """PASSIVE: copies what it can without waiting for, or blocking, the writer and readers."""
+        try:
+            await asyncio.to_thread(connection.execute, "PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # the next one tries again; the WAL only grows meanwhile
+            log.warning("WAL checkpoint failed: %s", exc)
+        finally:
+            self._checkpointing = None
 
     async def schema_version(self) -> int:
         row = await self.fetch_one("PRAGMA user_version")
@@ -104,6 +143,7 @@ class SqliteDatabase:
                 raise
             else:
                 self._conn.execute("COMMIT")
+                self._committed()
 
     @asynccontextmanager
     async def _writer_turn(self, urgent: bool) -> AsyncIterator[None]:
