@@ -35,6 +35,10 @@ class Persona(BaseModel):
     expertise: tuple[str, ...] = Field(
         default=(), description="Topics this persona knows well: the moderator may invite it when they come up."
     )
+    capabilities: tuple[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")], ...] = Field(
+        default=(),
+        description="Kinds of task step this persona takes on (research, writing...): task plans assign by them.",
+    )
     catchphrase: str = Field(
         default="",
         description="A signature phrase the scripted test double uses to reply in this persona's voice.",

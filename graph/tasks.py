@@ -1,0 +1,249 @@
+"""Task plans and their rules, as pure functions: validation, who takes a step, what runs next,
+when a task stops, how a revised plan keeps the finished work, and how a plan reads in the channel.
+
+A step's status is pending, in_progress, completed, blocked (a step it depends on failed or was
+blocked, so it can never run) or failed (its persona's turn failed). The supervisor in
+graph/task_flow.py runs the plan step by step with these rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from personas import Persona
+
+StepStatus = Literal["pending", "in_progress", "completed", "blocked", "failed"]
+TaskStatus = Literal["planning", "running", "completed", "failed", "stopped"]
+FINISHED_STEP: frozenset[str] = frozenset({"completed", "blocked", "failed"})
+SUMMARY_CHARS = 100
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: int = Field(ge=1)
+    title: Text
+    instruction: Text
+    capability: Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1)]
+    depends_on: list[int] = Field(default_factory=list)
+    status: StepStatus = "pending"
+    result_summary: str = ""
+    assignee: str | None = None  # a persona id, set by assign()
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Text
+    steps: list[Step]
+
+
+def parse_plan(text: str) -> Plan | str:
+    """The plan in a planner's JSON reply, every step pending and unassigned; else what is wrong, one line."""
+    try:
+        plan = Plan.model_validate_json(_json_part(text))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "json_invalid":
+            return "the reply is not a JSON object"
+        return f"{where}: {error['msg']}" if where else str(error["msg"])
+    fresh = [
+        step.model_copy(update={"status": "pending", "result_summary": "", "assignee": None}) for step in plan.steps
+    ]
+    return plan.model_copy(update={"steps": fresh})
+
+
+def _json_part(text: str) -> str:
+    """The JSON object in a reply, without a Markdown fence around it."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if 0 <= start < end else text
+
+
+def plan_problem(plan: Plan, capabilities: Collection[str], max_steps: int) -> str | None:
+    """What makes the plan unusable, as one line for the planner to fix; None when it is fine."""
+    if not plan.steps:
+        return "the plan has no steps"
+    if len(plan.steps) > max_steps:
+        return f"the plan has {len(plan.steps)} steps; the most is {max_steps}"
+    ids = [step.id for step in plan.steps]
+    if duplicate := next((i for i in ids if ids.count(i) > 1), None):
+        return f"step id {duplicate} is used twice"
+    known = ", ".join(sorted(capabilities)) or "none"
+    for step in plan.steps:
+        if step.capability not in capabilities:
+            return f"step {step.id} needs capability {step.capability!r}, which nobody here has (known: {known})"
+        if missing := next((d for d in step.depends_on if d not in ids), None):
+            return f"step {step.id} depends on step {missing}, which is not in the plan"
+    if cycle := dependency_cycle(plan):
+        return "steps " + " -> ".join(str(i) for i in cycle) + " depend on each other in a cycle"
+    return None
+
+
+def dependency_cycle(plan: Plan) -> list[int] | None:
+    """A cycle of step ids (first id repeated at the end), or None."""
+    needs = {step.id: step.depends_on for step in plan.steps}
+    done: set[int] = set()
+
+    def visit(step_id: int, path: list[int]) -> list[int] | None:
+        if step_id in path:
+            return path[path.index(step_id) :] + [step_id]
+        if step_id in done or step_id not in needs:
+            return None
+        for dependency in needs[step_id]:
+            if cycle := visit(dependency, [*path, step_id]):
+                return cycle
+        done.add(step_id)
+        return None
+
+    for step_id in needs:
+        if cycle := visit(step_id, []):
+            return cycle
+    return None
+
+
+def capabilities_of(personas: Sequence[Persona]) -> dict[str, list[str]]:
+    """Each capability of the personas present, with the display names of those who have it."""
+    found: dict[str, list[str]] = {}
+    for persona in personas:
+        for capability in persona.capabilities:
+            found.setdefault(capability, []).append(persona.display_name)
+    return found
+
+
+def assign(step: Step, personas: Sequence[Persona]) -> Persona | None:
+    """Who takes a step: the first persona present (in channel order) with the step's capability."""
+    return next((p for p in personas if step.capability in p.capabilities), None)
+
+
+def assign_all(plan: Plan, personas: Sequence[Persona]) -> Plan:
+    """Unfinished steps go to whoever may take them now; a finished step keeps its assignee."""
+    steps = []
+    for step in plan.steps:
+        if step.status not in FINISHED_STEP:
+            taker = assign(step, personas)
+            step = step.model_copy(update={"assignee": taker.id if taker else None})
+        steps.append(step)
+    return plan.model_copy(update={"steps": steps})
+
+
+def next_runnable(plan: Plan) -> Step | None:
+    """The first pending step whose dependencies are all completed."""
+    completed = {step.id for step in plan.steps if step.status == "completed"}
+    return next(
+        (s for s in plan.steps if s.status == "pending" and all(d in completed for d in s.depends_on)),
+        None,
+    )
+
+
+def with_step(plan: Plan, step_id: int, status: StepStatus, result_summary: str | None = None) -> Plan:
+    """The plan with one step's status (and summary) changed, then every step that can no longer run blocked."""
+    steps = [
+        s.model_copy(
+            update={"status": status, "result_summary": s.result_summary if result_summary is None else result_summary}
+        )
+        if s.id == step_id
+        else s
+        for s in plan.steps
+    ]
+    return block_unreachable(plan.model_copy(update={"steps": steps}))
+
+
+def block_unreachable(plan: Plan) -> Plan:
+    """Pending steps that depend on a failed or blocked step become blocked."""
+    steps = list(plan.steps)
+    changed = True
+    while changed:
+        changed = False
+        dead = {s.id for s in steps if s.status in ("failed", "blocked")}
+        for index, step in enumerate(steps):
+            if step.status == "pending" and (lost := [d for d in step.depends_on if d in dead]):
+                steps[index] = step.model_copy(
+                    update={"status": "blocked", "result_summary": f"step {lost[0]} did not finish"}
+                )
+                changed = True
+    return plan.model_copy(update={"steps": steps})
+
+
+def too_many_failed(plan: Plan) -> bool:
+    """More than half of the steps failed, or were blocked by a failure: the task stops."""
+    lost = sum(1 for step in plan.steps if step.status in ("failed", "blocked"))
+    return lost * 2 > len(plan.steps)
+
+
+def all_completed(plan: Plan) -> bool:
+    return all(step.status == "completed" for step in plan.steps)
+
+
+def merge_replan(old: Plan, revised: Plan) -> Plan:
+    """The completed steps of the old plan, then the revised remaining steps, numbered after them.
+
+    A revised step's dependency on another revised step follows that step's new number; a
+    dependency on a completed step stays as it is (and on anything else, for plan_problem to name).
+    """
+    kept = [step for step in old.steps if step.status == "completed"]
+    first_new = max((step.id for step in kept), default=0) + 1
+    renumbered = {step.id: first_new + index for index, step in enumerate(revised.steps)}
+    new_steps = [
+        step.model_copy(
+            update={
+                "id": renumbered[step.id],
+                "depends_on": [renumbered.get(d, d) for d in step.depends_on],
+                "status": "pending",
+                "result_summary": "",
+            }
+        )
+        for step in revised.steps
+    ]
+    return Plan(title=revised.title, steps=[*kept, *new_steps])
+
+
+def summary_of(reply: str, limit: int = SUMMARY_CHARS) -> str:
+    """A persona's reply shortened to one line for the plan."""
+    text = " ".join(reply.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+MARKS: Mapping[str, str] = {
+    "pending": "[ ]",
+    "in_progress": "[>]",
+    "completed": "[x]",
+    "blocked": "[-]",
+    "failed": "[!]",
+}
+
+
+def render_plan(task_id: int, plan: Plan | None, status: TaskStatus, names: Mapping[str, str], note: str = "") -> str:
+    """The plan as the channel sees it: a title line, one line per step (mark, number, title,
+    assignee, short result), and how the task ended when it did."""
+    if plan is None:
+        head = f"Task #{task_id} ({status})"
+        return f"{head}\n{note}" if note else head
+    lines = [f"Task #{task_id}: {plan.title} ({status})"]
+    for step in plan.steps:
+        who = names.get(step.assignee or "", step.assignee or "nobody")
+        after = f" (after {', '.join(str(d) for d in step.depends_on)})" if step.depends_on else ""
+        result = f": {step.result_summary}" if step.result_summary else ""
+        lines.append(f"{MARKS[step.status]} {step.id}. {step.title} — {who}{after}{result}")
+    if note:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def outcome_note(plan: Plan) -> str:
+    """How a finished task ended, in one line."""
+    total = len(plan.steps)
+    done = sum(1 for s in plan.steps if s.status == "completed")
+    failed = sum(1 for s in plan.steps if s.status == "failed")
+    blocked = sum(1 for s in plan.steps if s.status == "blocked")
+    if done == total:
+        return f"Done: all {total} steps completed."
+    parts = [f"{done} of {total} steps completed", f"{failed} failed"]
+    if blocked:
+        parts.append(f"{blocked} blocked")
+    return ", ".join(parts) + "."

@@ -1,0 +1,163 @@
+"""The task rules in graph/tasks.py: parsing and validating a plan, assignment by capability, what
+runs next, when a task stops, and a revised plan that keeps the finished steps."""
+
+from __future__ import annotations
+
+import json
+
+from graph.tasks import (
+    Plan,
+    Step,
+    all_completed,
+    assign,
+    assign_all,
+    merge_replan,
+    next_runnable,
+    outcome_note,
+    parse_plan,
+    plan_problem,
+    render_plan,
+    summary_of,
+    too_many_failed,
+    with_step,
+)
+from personas import load_personas
+
+PERSONAS = load_personas()
+TEAM = [PERSONAS["nova"], PERSONAS["sage"], PERSONAS["rex"]]
+CAPABILITIES = {c for p in TEAM for c in p.capabilities}
+
+
+def step(id: int, capability: str = "research", depends_on: list[int] | None = None, **changes: object) -> Step:
+    return Step(
+        id=id, title=f"step {id}", instruction=f"do {id}", capability=capability, depends_on=depends_on or [], **changes
+    )
+
+
+def plan(*steps: Step) -> Plan:
+    return Plan(title="Launch", steps=list(steps))
+
+
+def test_a_json_reply_becomes_a_plan_with_every_step_pending() -> None:
+    reply = {
+        "title": "Launch",
+        "steps": [
+            {"id": 1, "title": "Find facts", "instruction": "Research", "capability": "Research", "depends_on": []},
+            {
+                "id": 2,
+                "title": "Write",
+                "instruction": "Write it",
+                "capability": "writing",
+                "depends_on": [1],
+                "status": "completed",
+                "result_summary": "made up",
+            },
+        ],
+    }
+    parsed = parse_plan("```json\n" + json.dumps(reply) + "\n```")
+    assert isinstance(parsed, Plan)
+    assert [(s.capability, s.status, s.result_summary) for s in parsed.steps] == [
+        ("research", "pending", ""),
+        ("writing", "pending", ""),
+    ]
+
+
+def test_a_reply_that_is_no_plan_says_what_is_wrong() -> None:
+    assert parse_plan("I would start with research.") == "the reply is not a JSON object"
+    problem = parse_plan('{"title": "x", "steps": [{"id": 1, "title": "a"}]}')
+    assert isinstance(problem, str) and problem.startswith("steps.0.instruction")
+
+
+def test_validation_names_an_unknown_capability_dependency_or_cycle() -> None:
+    assert plan_problem(plan(step(1), step(2, "writing", [1])), CAPABILITIES, 8) is None
+    assert plan_problem(plan(step(1, "juggling")), CAPABILITIES, 8) == (
+        "step 1 needs capability 'juggling', which nobody here has (known: analysis, announcements, research,"
+        " review, risk, writing)"
+    )
+    assert plan_problem(plan(step(1), step(2, depends_on=[7])), CAPABILITIES, 8) == (
+        "step 2 depends on step 7, which is not in the plan"
+    )
+    assert plan_problem(
+        plan(step(1, depends_on=[3]), step(2, depends_on=[1]), step(3, depends_on=[2])), CAPABILITIES, 8
+    ) == ("steps 1 -> 3 -> 2 -> 1 depend on each other in a cycle")
+    assert (
+        plan_problem(plan(step(1, depends_on=[1])), CAPABILITIES, 8) == "steps 1 -> 1 depend on each other in a cycle"
+    )
+    assert plan_problem(plan(step(1), step(1)), CAPABILITIES, 8) == "step id 1 is used twice"
+    assert plan_problem(plan(step(1), step(2), step(3)), CAPABILITIES, 2) == "the plan has 3 steps; the most is 2"
+    assert plan_problem(plan(), CAPABILITIES, 2) == "the plan has no steps"
+
+
+def test_a_step_goes_to_the_first_persona_present_with_its_capability() -> None:
+    assert assign(step(1, "research"), TEAM) == PERSONAS["sage"]
+    assert assign(step(1, "writing"), TEAM) == PERSONAS["nova"]
+    assert assign(step(1, "review"), [PERSONAS["pixel"], *TEAM]) == PERSONAS["rex"]
+    assert assign(step(1, "design"), TEAM) is None
+    twin = PERSONAS["sage"].model_copy(update={"id": "sage2", "display_name": "Sage II"})
+    assert assign(step(1, "research"), [twin, *TEAM]) == twin  # channel order decides a tie
+
+    assigned = assign_all(plan(step(1, "research", status="completed", assignee="old"), step(2, "review")), TEAM)
+    assert [s.assignee for s in assigned.steps] == ["old", "rex"]
+
+
+def test_the_next_step_is_the_first_pending_one_whose_dependencies_are_completed() -> None:
+    work = plan(step(1), step(2, depends_on=[1]), step(3))
+    assert next_runnable(work) == work.steps[0]
+    work = with_step(work, 1, "in_progress")
+    assert next_runnable(work) == work.steps[2]  # 2 waits for 1
+    work = with_step(work, 1, "completed", "found it")
+    assert next_runnable(work) == work.steps[1] and work.steps[0].result_summary == "found it"
+
+
+def test_a_failed_step_blocks_what_depends_on_it_and_more_than_half_lost_stops_the_task() -> None:
+    work = plan(step(1), step(2, depends_on=[1]), step(3, depends_on=[2]), step(4))
+    work = with_step(work, 1, "failed", "model error")
+    assert [s.status for s in work.steps] == ["failed", "blocked", "blocked", "pending"]
+    assert work.steps[2].result_summary == "step 2 did not finish"
+    assert too_many_failed(work) and next_runnable(work) == work.steps[3]
+
+    half = with_step(plan(step(1), step(2), step(3), step(4)), 1, "failed")
+    half = with_step(half, 2, "failed")
+    assert not too_many_failed(half)  # exactly half is not more than half
+    assert too_many_failed(with_step(half, 3, "failed"))
+
+
+def test_a_replan_keeps_the_completed_steps_and_numbers_the_new_ones_after_them() -> None:
+    old = plan(step(1, status="completed", result_summary="facts"), step(2, "writing", [1], status="failed"), step(3))
+    revised = Plan(
+        title="Launch, shorter",
+        steps=[step(1, "writing", [1]), step(2, "review", [1])],  # 1 is both a kept and a revised id: revised wins
+    )
+    merged = merge_replan(old, revised)
+    assert merged.title == "Launch, shorter"
+    assert [(s.id, s.status, s.depends_on) for s in merged.steps] == [
+        (1, "completed", []),
+        (2, "pending", [2]),
+        (3, "pending", [2]),
+    ]
+    assert merged.steps[0].result_summary == "facts"
+    keeps_old_dependency = merge_replan(old, Plan(title="t", steps=[step(5, "review", [1, 9])]))
+    assert [(s.id, s.depends_on) for s in keeps_old_dependency.steps] == [(1, []), (2, [1, 9])]
+    assert plan_problem(keeps_old_dependency, CAPABILITIES, 8) == "step 2 depends on step 9, which is not in the plan"
+
+
+def test_the_plan_message_shows_each_step_with_its_mark_assignee_and_result() -> None:
+    work = assign_all(plan(step(1), step(2, "writing", [1]), step(3, "review", [2])), TEAM)
+    work = with_step(work, 1, "completed", summary_of("Three  competitors\nlaunched this spring. " + "x" * 200))
+    work = with_step(work, 2, "in_progress")
+    text = render_plan(4, work, "running", {p.id: p.display_name for p in TEAM})
+    lines = text.splitlines()
+    assert lines[0] == "Task #4: Launch (running)"
+    assert lines[1].startswith("[x] 1. step 1 — Sage: Three competitors launched this spring. xx")
+    assert lines[1].endswith("…") and len(lines[1].split(": ", 1)[1]) == 100
+    assert lines[2] == "[>] 2. step 2 — Nova (after 1)"
+    assert lines[3] == "[ ] 3. step 3 — Rex (after 2)"
+    assert render_plan(5, None, "planning", {}) == "Task #5 (planning)"
+
+
+def test_the_outcome_note_counts_completed_failed_and_blocked_steps() -> None:
+    done = with_step(plan(step(1)), 1, "completed")
+    assert all_completed(done) and outcome_note(done) == "Done: all 1 steps completed."
+    lost = with_step(plan(step(1), step(2, depends_on=[1]), step(3)), 1, "failed")
+    lost = with_step(lost, 3, "completed")
+    assert outcome_note(lost) == "1 of 3 steps completed, 1 failed, 1 blocked."
