@@ -62,3 +62,10 @@ def pieces(text: str, limit: int) -> list[str]:
         parts.append(rest[:cut])
         rest = rest[cut:]
     return [*parts, rest] if rest else parts
+
+
+def code_blocks(text: str, limit: int) -> list[str]:
+    """`text` as code blocks of at most `limit` characters each, for platforms with a message limit.
+    A "```" inside is kept from ending its block by zero-width spaces (it looks the same)."""
+    safe = text.replace("```", "`\u200b`\u200b`")
+    return [f"```\n{piece}```" for piece in pieces(safe, limit - len("```\n```"))]

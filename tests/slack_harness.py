@@ -139,6 +139,27 @@ class SlackHarness:
         }
         return await self.interact(payload)
 
+    async def submit_view(self, view: dict[str, Any], typed: str, user: str = APPROVER) -> tuple[int, str]:
+        """Submit a one-input modal that views.open showed, with `typed` in its input: the HTTP status
+        and the body of the ack (a modal answered with errors stays open)."""
+        [block] = view["blocks"]
+        values = {block["block_id"]: {block["element"]["action_id"]: {"type": "plain_text_input", "value": typed}}}
+        payload = {
+            "type": "view_submission",
+            "team": {"id": TEAM_ID, "domain": "fake"},
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
+            "token": "legacy-verification-token",
+            "trigger_id": "trigger.submit",
+            "view": {**view, "id": "V0SUBMITTED", "team_id": TEAM_ID, "state": {"values": values}},
+            "response_urls": [],
+        }
+        answer = await self.post_signed(
+            urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
+        )
+        await self.bot.wait_idle()
+        return answer
+
     def posts(self) -> list[dict[str, Any]]:
         return self.fake.delivered_posts()
 

@@ -132,6 +132,8 @@ async def test_a_tool_call_waits_for_approval_and_its_result_goes_back_paired(
             "approval_approve",
             "approval_reject",
             "approval_feedback",
+            "approval_view",
+            "approval_revise",
         }
         assert [p["text"] for p in slack.posts() if p.get("username") == "Nova"] == [
             "Let me put that out for approval."

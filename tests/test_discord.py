@@ -245,7 +245,9 @@ async def test_an_approval_request_has_buttons_and_only_an_approver_decides_it_o
         await fake.send_message(PUBLISH)
         message_id, approval_id = await approval_request(fake)
         original = copy.deepcopy(fake.messages[message_id])
-        assert button_ids(original) == [f"approval:{approval_id}:{verb}" for verb in ("approve", "reject", "feedback")]
+        assert button_ids(original) == [
+            f"approval:{approval_id}:{verb}" for verb in ("approve", "reject", "feedback", "view", "revise")
+        ]
         [posted] = fake.find_calls("POST", CHANNEL_MESSAGES, lambda c: bool(c.json.get("components")))
         assert posted.json["allowed_mentions"]["parse"] == []
         pending = await approvals.get(bot.app.db, approval_id)

@@ -262,6 +262,8 @@ async def test_an_action_request_posts_approval_buttons_in_its_thread(slack: Sla
         ("approval_approve", "primary", str(pending.id)),
         ("approval_reject", "danger", str(pending.id)),
         ("approval_feedback", None, str(pending.id)),
+        ("approval_view", None, str(pending.id)),
+        ("approval_revise", None, str(pending.id)),
     }
     shown = json.dumps(request["blocks"])
     assert request["blocks"][0] == {

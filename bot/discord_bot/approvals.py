@@ -1,6 +1,7 @@
 """Approvals on Discord, one feature in one file: the request text, the request messages edited as
-approvals are decided, who may click and what a click decides, the persistent buttons and the
-feedback modal, and the /approvals and /trust commands. The rules and words are bot/approvals.py's."""
+approvals are decided, who may click and what a click decides, the persistent buttons, the feedback
+and Revise forms, [View], and the /approvals and /trust commands. The rules and words are
+bot/approvals.py's and bot/revisions.py's."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from bot.discord_bot.delivery import MESSAGE_LIMIT
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.discord_bot.slash_commands import reply_now, run_service_command, send_privately
 from bot.numbers import ID_DIGITS
-from bot.service import Actor, ChannelService
+from bot.revisions import FORM_HINT, arguments_json, code_blocks, read_arguments
+from bot.service import Actor, ChannelService, CommandReply
 from graph.actions import ActionCall
 from personas import Persona
 from storage import approvals
@@ -159,13 +161,26 @@ class ApprovalDesk:
         return refusal(approval, approval_id, may_decide=may)
 
     async def decide(
-        self, interaction: discord.Interaction, approval_id: int, approve: bool, comment: str = ""
+        self,
+        interaction: discord.Interaction,
+        approval_id: int,
+        approve: bool,
+        comment: str = "",
+        *,
+        edited: str | None = None,
     ) -> None:
+        """`edited`: the JSON typed into the Revise form; the approval then runs those arguments."""
         await interaction.response.defer()  # acknowledges the click; the message is edited below
         if interaction.message is not None and await self.board.places.place(approval_id) is None:
             await self.board.places.remember(approval_id, Place(interaction.message.channel.id, interaction.message.id))
         user = interaction.user
-        reply = await self.service.decide(approval_id, Actor(str(user.id), user.display_name), approve, comment)
+        actor = Actor(str(user.id), user.display_name)
+        if edited is None:
+            reply = await self.service.decide(approval_id, actor, approve, comment)
+        elif isinstance(args := read_arguments(edited), str):
+            reply = CommandReply(f"Approval #{approval_id} is unchanged: {args}.", ok=False)
+        else:
+            reply = await self.service.revise(approval_id, actor, args)
         if not reply.ok:
             await interaction.followup.send(reply.reply, ephemeral=True, allowed_mentions=NO_MENTIONS)
             return
@@ -180,6 +195,27 @@ class ApprovalDesk:
                 await self.board.show(decided, persona)
             except (discord.HTTPException, OSError, TimeoutError) as exc:
                 log.warning("approval #%s's request could not be updated: %s", approval_id, type(exc).__name__)
+
+    async def show_arguments(self, interaction: discord.Interaction, approval_id: int) -> None:
+        """The full arguments, to the clicker alone: as many ephemeral messages as they need, never cut."""
+        reply = await self.service.show_arguments(
+            approval_id, Actor(str(interaction.user.id), interaction.user.display_name)
+        )
+        for text in code_blocks(reply.reply, MESSAGE_LIMIT) if reply.ok else [reply.reply]:
+            await tell(interaction, text)
+
+    async def revision_form(self, approval_id: int, opened_by: int) -> discord.ui.Modal | str:
+        """The Revise form with the arguments as JSON, or why there is none (too long for a form)."""
+        approval = await approvals.get(self.service.db, approval_id)
+        if approval is None:
+            return f"There is no approval #{approval_id}."
+        text = arguments_json(approval.args)
+        if len(text) > REVISE_MAX_CHARS:
+            return (
+                f"The arguments of #{approval_id} are too long for a Discord form ({len(text)} characters, the most "
+                f"is {REVISE_MAX_CHARS}): approve or reject them as they are."
+            )
+        return RevisionForm(approval_id, opened_by, approval.action, text)
 
 
 async def tell(interaction: discord.Interaction, text: str) -> None:
@@ -202,15 +238,20 @@ async def tell(interaction: discord.Interaction, text: str) -> None:
 
 log = logging.getLogger(__name__)
 
-Verb = Literal["approve", "reject", "feedback"]
-TEMPLATE = rf"approval:(?P<id>[0-9]{{1,{ID_DIGITS}}}):(?P<verb>approve|reject|feedback)"  # ASCII digits only
+Verb = Literal["approve", "reject", "feedback", "view", "revise"]
+TEMPLATE = rf"approval:(?P<id>[0-9]{{1,{ID_DIGITS}}}):(?P<verb>approve|reject|feedback|view|revise)"  # ASCII digits
 FEEDBACK_FORM = "approval-feedback:{approval_id}:{opened_by}"  # one form per opening
 FEEDBACK_FIELD = "feedback"
+REVISE_FORM = "approval-revise:{approval_id}:{opened_by}"
+REVISE_FIELD = "arguments"
+REVISE_MAX_CHARS = 4000  # Discord's most for a text input
 FEEDBACK_FORM_MINUTES = 60  # an unsubmitted form is forgotten after this; a late submit then fails
 _STYLE: dict[Verb, tuple[str, discord.ButtonStyle]] = {
     "approve": ("Approve", discord.ButtonStyle.success),
     "reject": ("Reject", discord.ButtonStyle.danger),
     "feedback": ("Reject with feedback", discord.ButtonStyle.secondary),
+    "view": ("View", discord.ButtonStyle.secondary),
+    "revise": ("Revise", discord.ButtonStyle.primary),
 }
 STARTING = "Roundtable is still starting; try again in a moment."
 
@@ -220,7 +261,7 @@ def custom_id(approval_id: int, verb: Verb) -> str:
 
 
 def approval_view(approval_id: int) -> discord.ui.View:
-    """The three buttons, on a view without a timeout: they keep working until the request is decided."""
+    """The buttons, on a view without a timeout: they keep working until the request is decided."""
     view = discord.ui.View(timeout=None)
     for verb in _STYLE:
         view.add_item(ApprovalButton(approval_id, verb))
@@ -246,8 +287,9 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
         return cls(int(match["id"]), match["verb"])  # type: ignore[arg-type]
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        """Only approvers get past this, and only while the approval is pending; others are told why, privately."""
-        return await _may_decide(interaction, self.approval_id)
+        """Only approvers get past this, and only while the approval is pending; others are told why, privately.
+        View is answered by the service itself, which shows approvers the arguments in any state."""
+        return self.verb == "view" or await _may_decide(interaction, self.approval_id)
 
     async def callback(self, interaction: discord.Interaction) -> None:
         desk = desk_of(interaction)
@@ -256,6 +298,11 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
                 await tell(interaction, STARTING)
             elif self.verb == "feedback":
                 await interaction.response.send_modal(FeedbackForm(self.approval_id, interaction.id))
+            elif self.verb == "view":
+                await desk.show_arguments(interaction, self.approval_id)
+            elif self.verb == "revise":
+                form = await desk.revision_form(self.approval_id, interaction.id)
+                await (tell(interaction, form) if isinstance(form, str) else interaction.response.send_modal(form))
             else:
                 await desk.decide(interaction, self.approval_id, approve=self.verb == "approve")
         except Exception:
@@ -285,6 +332,38 @@ class FeedbackForm(discord.ui.Modal):
 
     async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:  # type: ignore[override]
         log.error("the feedback form of approval #%s failed", self.approval_id, exc_info=error)
+        await tell(interaction, SOMETHING_WENT_WRONG)
+
+
+class RevisionForm(discord.ui.Modal):
+    """The arguments as JSON, to edit; submitting approves the edited arguments."""
+
+    def __init__(self, approval_id: int, opened_by: int, action: str, arguments: str) -> None:
+        form_id = REVISE_FORM.format(approval_id=approval_id, opened_by=opened_by)
+        super().__init__(title=f"Revise approval #{approval_id}", custom_id=form_id, timeout=FEEDBACK_FORM_MINUTES * 60)
+        self.approval_id = approval_id
+        self.arguments: discord.ui.TextInput[Self] = discord.ui.TextInput(
+            custom_id=REVISE_FIELD,
+            style=discord.TextStyle.paragraph,
+            default=arguments,
+            max_length=REVISE_MAX_CHARS,
+            required=True,
+        )
+        label = discord.ui.Label(text=f"Arguments of {action}"[:45], description=FORM_HINT, component=self.arguments)
+        self.add_item(label)
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        return await _may_decide(interaction, self.approval_id)
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        desk = desk_of(interaction)
+        if desk is None:
+            await tell(interaction, STARTING)
+            return
+        await desk.decide(interaction, self.approval_id, approve=True, edited=self.arguments.value)
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:  # type: ignore[override]
+        log.error("the revise form of approval #%s failed", self.approval_id, exc_info=error)
         await tell(interaction, SOMETHING_WENT_WRONG)
 
 

@@ -1,5 +1,6 @@
 """Block Kit for approvals: the request with its buttons, the same message once decided, and the
-feedback modal. Pure: no I/O. Everything a persona or model wrote is escaped and clipped."""
+feedback and Revise modals. Pure: no I/O. Everything a persona or model wrote is escaped and clipped
+(the Revise modal's JSON is plain text, and whole)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from bot.approvals import outcome
+from bot.revisions import FORM_HINT, arguments_json
 from bot.slack.keys import channel_id_of
 from bot.slack.text import escape_clipped, escape_for_slack
 from personas import Persona
@@ -19,6 +21,12 @@ FEEDBACK_MODAL = "approval_feedback_modal"
 FEEDBACK_BLOCK = "feedback"
 FEEDBACK_INPUT = "feedback_text"
 FEEDBACK_MAX_CHARS = 1000
+VIEW_ACTION = "approval_view"
+REVISE_ACTION = "approval_revise"
+REVISE_MODAL = "approval_revise_modal"
+REVISE_BLOCK = "arguments"
+REVISE_INPUT = "arguments_json"
+REVISE_MAX_CHARS = 3000  # Slack's most for a plain_text_input: longer arguments are revised with /revise
 
 SECTION_LIMIT = 3000  # Slack's limit for a section's text
 ARGUMENTS_BUDGET = 2800
@@ -52,6 +60,8 @@ def request_blocks(approval: Approval, persona: Persona, *, name_the_channel: bo
                 _button("Approve", APPROVE_ACTION, approval.id, style="primary"),
                 _button("Reject", REJECT_ACTION, approval.id, style="danger"),
                 _button("Reject with feedback", FEEDBACK_ACTION, approval.id),
+                _button("View", VIEW_ACTION, approval.id),
+                _button("Revise", REVISE_ACTION, approval.id),
             ],
         },
     ]
@@ -89,6 +99,32 @@ def feedback_modal(approval_id: int) -> dict[str, Any]:
                     "action_id": FEEDBACK_INPUT,
                     "multiline": True,
                     "max_length": FEEDBACK_MAX_CHARS,
+                },
+            }
+        ],
+    }
+
+
+def revise_modal(approval: Approval) -> dict[str, Any]:
+    """The arguments as JSON, ready to edit; submitting approves the edited arguments."""
+    return {
+        "type": "modal",
+        "callback_id": REVISE_MODAL,
+        "private_metadata": str(approval.id),
+        "title": {"type": "plain_text", "text": f"Revise #{approval.id}"[:24]},
+        "submit": {"type": "plain_text", "text": "Approve"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": REVISE_BLOCK,
+                "label": {"type": "plain_text", "text": f"{approval.action}: {FORM_HINT}"[:2000]},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REVISE_INPUT,
+                    "multiline": True,
+                    "max_length": REVISE_MAX_CHARS,
+                    "initial_value": arguments_json(approval.args),
                 },
             }
         ],
