@@ -178,3 +178,24 @@ async def test_revising_with_the_same_arguments_is_a_plain_approval(app, port) -
     assert reply.reply == f"Approved #{pending.id} (the arguments were unchanged)."
     assert done is not None and done.original_args is None and port.executed == [("nova", "publish_post", ASKED)]
     assert [e.detail for e in await approvals.audit_events(app.db) if e.event == "approved"] == [""]
+
+
+async def test_a_discord_born_request_shown_on_slack_is_viewed_and_revised_by_slacks_approvers(
+    open_test_app, port
+) -> None:
+    """[approvals] surface = "slack": the Slack approvals channel's approvers decide, so they View and Revise."""
+    sections = {"approvals": {"surface": "slack", "approvers": {"slack": ["UAPPROVER"]}}}
+    shown_in = "slack:T0FAKE:CAPPROVALS"
+    bea = Actor("UAPPROVER", "Bea", "T0FAKE")
+    async with open_test_app(sections) as app:
+        await app.service.handle(Inbound("discord:42", "u1", "Ana", REQUEST))
+        await app.service.wait_idle()
+        [pending] = await approvals.pending(app.db)
+        from_discord = await app.service.show_arguments(pending.id, bea)  # Discord's approvers: nobody here
+        shown = await app.service.show_arguments(pending.id, bea, decided_in=shown_in)
+        revised = await app.service.revise(pending.id, bea, EDITED, decided_in=shown_in)
+        await app.service.wait_idle()
+
+    assert not from_discord.ok and shown.ok and '"text": "We launched!"' in shown.reply
+    assert revised.reply == f"Approved #{pending.id} with the edited arguments."
+    assert port.executed == [("nova", "publish_post", EDITED)]
