@@ -9,7 +9,7 @@ from collections.abc import Callable
 from graph.actions import ActionCall
 from storage.records import Approval, ApprovalStatus
 
-PENDING_HEADING = "Pending approvals (/approve N, /reject N [feedback]):"
+PENDING_HEADING = "Pending approvals (/approve N, /reject N [feedback], /view N, /revise N {json}):"
 NOTHING_PENDING = "No approvals are pending here."
 
 

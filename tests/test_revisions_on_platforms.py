@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from bot.revisions import arguments_json, full_arguments
 from bot.slack.text import unescape_from_slack
@@ -13,6 +14,7 @@ from storage.records import ApprovalStatus
 from tests.discord_harness import settle
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord, RecordedCall
+from tests.fakes.slack_api import TEAM_ID
 from tests.fakes.slack_payloads import CHANNEL, HUMAN, buttons_of
 from tests.slack_harness import APPROVER, SlackHarness, StartSlack
 
@@ -119,6 +121,44 @@ async def test_slack_arguments_too_long_for_a_form_are_answered_privately(start_
     assert told["user"] == APPROVER and told["text"].startswith(
         f"The arguments of #{approval_id} are too long for a Slack form (3137 characters, the most is 3000)"
     )
+
+
+async def test_slack_unreadable_view_and_revise_payloads_change_nothing(slack: SlackHarness) -> None:
+    request, approval_id = await slack_request(slack)
+    user = {"id": APPROVER, "username": "bea", "team_id": TEAM_ID}
+    team = {"id": TEAM_ID, "domain": "fake"}
+    modal = {"type": "modal", "callback_id": "approval_revise_modal"}
+    unreadable = [
+        {
+            "type": "block_actions",
+            "user": user,
+            "team": team,
+            "actions": [{"action_id": "approval_view", "value": "?"}],
+        },
+        {
+            "type": "block_actions",
+            "team": team,
+            "actions": [{"action_id": "approval_revise", "value": str(approval_id)}],
+        },
+        {"type": "view_submission", "user": user, "team": team, "view": modal},
+        {
+            "type": "view_submission",
+            "user": user,
+            "team": team,
+            "view": {**modal, "private_metadata": str(approval_id)},
+        },
+    ]
+    answers = [
+        await slack.post_signed(urlencode({"payload": json.dumps(u)}), "application/x-www-form-urlencoded")
+        for u in unreadable
+    ]
+    await slack.bot.wait_idle()
+
+    assert [status for status, _ in answers] == [200] * 4
+    assert json.loads(answers[-1][1])["errors"]["arguments"].startswith("The arguments are not valid JSON")  # no input
+    assert slack.ephemerals() == [] and slack.fake.calls_to("views.open") == [] and slack.updates() == []
+    still = await approvals.get(slack.bot.roundtable.db, approval_id)
+    assert still is not None and still.status is ApprovalStatus.PENDING and still.args == ASKED
 
 
 # -- Discord -----------------------------------------------------------------------------------------

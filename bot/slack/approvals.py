@@ -217,7 +217,11 @@ async def _revision_problem(bot: SlackBot, submission: FeedbackSubmission) -> st
     args = read_arguments(submission.comment)
     if isinstance(args, str):
         return args[0].upper() + args[1:] + "."
-    approval = await stored_approvals.get(bot.roundtable.db, submission.approval_id)
+    try:
+        approval = await stored_approvals.get(bot.roundtable.db, submission.approval_id)
+    except Exception:  # the modal closes; the service answers once the database does
+        log.exception("could not read approval %s to check its edited arguments", submission.approval_id)
+        return None
     persona = bot.roundtable.service.personas.get(approval.persona_id) if approval else None
     checked = edited_arguments(approval, persona, args) if approval and persona else None
     return checked[0].upper() + checked[1:] + "." if isinstance(checked, str) else None
