@@ -168,10 +168,10 @@ class ChannelService:
     async def handle(self, inbound: Inbound) -> CommandReply | None:
         """Take one inbound message: run it as a command, or record it and queue its round. The reply, if
         any, goes to the message's author alone: a command's answer, or a flood limit's notice."""
-        await self._ensure_channel(inbound.channel_key)
         try:
             command = parse_command(inbound.text)
         except CommandError as exc:
+            await self._ensure_channel(inbound.channel_key)
             return CommandReply(str(exc), ok=False)
         actor = Actor(inbound.author_id, inbound.author_name, inbound.author_team)
         if command is not None:
@@ -190,11 +190,13 @@ class ChannelService:
             mentions=inbound.mentions,
             thread=inbound.thread,
             queue=admission.starts_round,
+            new_channel=self._new_channel(inbound.channel_key),  # one commit on the way to the ack
         )
         if line is None:
             self.flood.withdraw(admission)
             log.info("duplicate event %s ignored", inbound.event_id)
             return None
+        self._known_channels.add(inbound.channel_key)
         if admission.starts_round:
             self._enqueue(AnswerInbox(inbound.channel_key))
         return CommandReply(admission.notice, ok=False) if admission.notice else None
@@ -250,6 +252,10 @@ class ChannelService:
             self.db, key, participants=self.defaults.participants, moderated=self.defaults.moderated
         )
         self._known_channels.add(key)
+
+    def _new_channel(self, key: str) -> inbox.NewChannel | None:
+        """How a channel this process has not seen yet starts, should it not be stored either."""
+        return None if key in self._known_channels else (self.defaults.participants, self.defaults.moderated)
 
     def _enqueue(self, item: WorkItem) -> None:
         key = item.channel_key

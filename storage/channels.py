@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Sequence
 
-from storage.database import Database, Row
+from storage.database import Database, Row, Tx
 from storage.history import insert_line
 from storage.records import ApprovalMode, Channel, LineKind
 
@@ -44,22 +44,31 @@ async def ensure_channel(
     existing = await get_channel(db, key)
     if existing:
         return existing
-    now = time.time()
     async with db.transaction(urgent=True) as tx:  # on the way to acknowledging a message
-        created = await tx.execute(
-            "INSERT INTO channels (key, moderated, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
-            (key, int(moderated), now),
-        )
-        if created:
-            await tx.execute_many(
-                "INSERT INTO participants (channel_key, persona_id, position, joined_at) VALUES (?, ?, ?, ?)",
-                [(key, persona_id, position, now) for position, persona_id in enumerate(participants)],
-            )
-            if first_line is not None:
-                await insert_line(tx, key, *first_line)
+        await create_in(tx, key, participants=participants, moderated=moderated, first_line=first_line)
     channel = await get_channel(db, key)
     assert channel is not None
     return channel
+
+
+async def create_in(
+    tx: Tx, key: str, *, participants: Sequence[str], moderated: bool, first_line: FirstLine | None = None
+) -> bool:
+    """Within tx: the channel with its participants (and first line) unless it exists; True when created."""
+    now = time.time()
+    created = await tx.execute(
+        "INSERT INTO channels (key, moderated, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+        (key, int(moderated), now),
+    )
+    if not created:
+        return False
+    await tx.execute_many(
+        "INSERT INTO participants (channel_key, persona_id, position, joined_at) VALUES (?, ?, ?, ?)",
+        [(key, persona_id, position, now) for position, persona_id in enumerate(participants)],
+    )
+    if first_line is not None:
+        await insert_line(tx, key, *first_line)
+    return True
 
 
 async def participants(db: Database, key: str) -> list[str]:

@@ -10,11 +10,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storage.channels import create_in
 from storage.database import Database, Row
 from storage.events import claim_in
 from storage.history import insert_line
 from storage.locks import inbox_lock
 from storage.records import Line, LineKind
+
+NewChannel = tuple[Sequence[str], bool]
+"""participants, moderated: how a channel starts"""
 
 
 @dataclass(frozen=True)
@@ -41,12 +45,17 @@ async def accept(
     mentions: Sequence[str] = (),
     thread: str | None = None,
     queue: bool = True,
+    new_channel: NewChannel | None = None,
 ) -> Line | None:
     """Record a human line and, with `queue`, its round, unless its platform event was seen before (then None).
-    Without `queue` the line is only delivered to the personas present: they see it in later rounds."""
+    Without `queue` the line is only delivered to the personas present: they see it in later rounds.
+    With `new_channel`, a channel not stored yet is created in the same transaction."""
     async with db.transaction(urgent=True) as tx:  # the platform waits for this to acknowledge it
         if event_id is not None and not await claim_in(tx, event_id):
             return None
+        if new_channel is not None:
+            participants, moderated = new_channel
+            await create_in(tx, channel_key, participants=participants, moderated=moderated)
         # Line ids must commit in order within a channel, or a reader could see a later line first.
         await tx.serialize(inbox_lock(channel_key))
         line = await insert_line(tx, channel_key, LineKind.HUMAN, author_id, author_name, text)
