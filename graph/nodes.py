@@ -22,7 +22,8 @@ from graph.routing import FINISH, Speaker
 from graph.state import RoundState
 from personas import Persona
 from storage import channels, history
-from storage.records import Channel, Line, LineKind, ToolCall
+from storage.database import Row
+from storage.records import Channel, LineKind, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -87,14 +88,16 @@ class RoundNodes:
         limit = max_lines_within(budget)
         hint = (channel_key, persona_id)
         page = min(limit, self._page_hints.pop(hint, FIRST_PAGE))
-        lines: list[Line] = []
+        lines: list[Row] = []
 
-        def render(line: Line) -> Rendered:
-            return self._messages.rendered(line, persona_id)
+        def render(row: Row) -> Rendered:  # most rows were rendered for an earlier prompt: they need no Line
+            return self._messages.rendered(row["id"], persona_id, lambda: history.line_of(row))
 
         while True:
-            before = lines[-1].id if lines else None
-            rows = await history.recent_lines_for(self.deps.db, channel_key, persona_id, limit=page, before_id=before)
+            before = lines[-1]["id"] if lines else None
+            rows = await history.recent_line_rows_for(
+                self.deps.db, channel_key, persona_id, limit=page, before_id=before
+            )
             lines += rows
             kept, full = messages_within(system, lines, budget, render)
             if full or len(rows) < page or len(lines) >= limit:

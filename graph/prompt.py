@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -14,6 +15,8 @@ from storage.records import Line, LineKind
 # What a call that has no result yet (its approval is pending) is answered with, so that no
 # provider ever sees a call without its result.
 NO_RESULT_YET = "not run yet: it waits for a person to approve or reject it"
+
+T = TypeVar("T")
 
 MESSAGE_OVERHEAD_TOKENS = 4
 
@@ -103,11 +106,12 @@ class MessageCache:
         self._size = size
         self._items: OrderedDict[tuple[int, str], Rendered] = OrderedDict()
 
-    def rendered(self, line: Line, persona_id: str) -> Rendered:
-        key = (line.id, persona_id)
+    def rendered(self, line_id: int, persona_id: str, line: Callable[[], Line]) -> Rendered:
+        """Line `line_id`'s message for the persona; `line()` is called only when it is not cached yet."""
+        key = (line_id, persona_id)
         item = self._items.get(key)
         if item is None:
-            item = self._items[key] = rendered(line, persona_id)
+            item = self._items[key] = rendered(line(), persona_id)
             if len(self._items) > self._size:
                 self._items.popitem(last=False)
         else:
@@ -116,7 +120,7 @@ class MessageCache:
 
 
 def messages_within(
-    system: str, newest_first: Iterable[Line], budget: int, render: Callable[[Line], Rendered]
+    system: str, newest_first: Iterable[T], budget: int, render: Callable[[T], Rendered]
 ) -> tuple[list[BaseMessage], bool]:
     """The messages of the newest lines that fit the token budget beside the system message,
     newest first, and whether the budget is full (a line did not fit)."""
@@ -152,6 +156,8 @@ def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """
     results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
     calls_shown = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    if not results and not calls_shown:
+        return list(messages)  # most prompts: nothing to pair
     paired: list[BaseMessage] = []
     for message in messages:
         if isinstance(message, ToolMessage):

@@ -9,19 +9,22 @@ from collections.abc import Sequence
 from storage.database import Database, Row, Tx
 from storage.records import Line, LineKind, ToolCall
 
+_KINDS = {kind.value: kind for kind in LineKind}  # a dict lookup: LineKind(value) costs several times more
 
-def _line(row: Row) -> Line:
-    calls = json.loads(row["tool_calls"]) if row["tool_calls"] else []
+
+def line_of(row: Row) -> Line:
+    """A `lines` row as a Line."""
+    calls = row["tool_calls"]
     return Line(
-        id=row["id"],
-        channel_key=row["channel_key"],
-        kind=LineKind(row["kind"]),
-        author_id=row["author_id"],
-        author_name=row["author_name"],
-        text=row["text"],
-        created_at=row["created_at"],
-        tool_calls=tuple(ToolCall(c["id"], c["name"], c["args"]) for c in calls),
-        call_id=row["call_id"],
+        row["id"],
+        row["channel_key"],
+        _KINDS[row["kind"]],
+        row["author_id"],
+        row["author_name"],
+        row["text"],
+        row["created_at"],
+        tuple(ToolCall(c["id"], c["name"], c["args"]) for c in json.loads(calls)) if calls else (),
+        row["call_id"],
     )
 
 
@@ -126,14 +129,23 @@ async def recent_lines_for(
     Messages still waiting in the inbox are left out until their own round: each round sees the
     conversation as it stood when its message came up, whatever arrived behind it.
     """
-    rows = await db.fetch_all(
+    return [
+        line_of(row)
+        for row in await recent_line_rows_for(db, channel_key, persona_id, limit=limit, before_id=before_id)
+    ]
+
+
+async def recent_line_rows_for(
+    db: Database, channel_key: str, persona_id: str, *, limit: int, before_id: int | None = None
+) -> list[Row]:
+    """recent_lines_for's rows, for a caller that needs only some of them as Lines (line_of)."""
+    return await db.fetch_all(
         "SELECT l.* FROM deliveries d JOIN lines l ON l.id = d.line_id "
         "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id < ? "
         "AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = d.line_id) "
         "ORDER BY d.line_id DESC LIMIT ?",
         (channel_key, persona_id, before_id if before_id is not None else 2**62, limit),
     )
-    return [_line(row) for row in rows]
 
 
 async def recent_channel_lines(db: Database, channel_key: str, *, limit: int) -> list[Line]:
@@ -144,7 +156,7 @@ async def recent_channel_lines(db: Database, channel_key: str, *, limit: int) ->
         "ORDER BY id DESC LIMIT ?",
         (channel_key, limit),
     )
-    return [_line(row) for row in reversed(rows)]
+    return [line_of(row) for row in reversed(rows)]
 
 
 async def last_persona_speaker(db: Database, channel_key: str) -> str | None:
