@@ -22,7 +22,6 @@ from graph.routing import FINISH, Speaker
 from graph.state import RoundState
 from personas import Persona
 from storage import channels, history
-from storage.database import Row
 from storage.records import Channel, LineKind, ToolCall
 
 log = logging.getLogger(__name__)
@@ -88,21 +87,25 @@ class RoundNodes:
         limit = max_lines_within(budget)
         hint = (channel_key, persona_id)
         page = min(limit, self._page_hints.pop(hint, FIRST_PAGE))
-        lines: list[Row] = []
-
-        def render(row: Row) -> Rendered:  # most rows were rendered for an earlier prompt: they need no Line
-            return self._messages.rendered(row["id"], persona_id, lambda: history.line_of(row))
-
+        ids: list[int] = []
+        known: dict[int, Rendered] = {}
+        before = None
         while True:
-            before = lines[-1]["id"] if lines else None
-            rows = await history.recent_line_rows_for(
+            # Ids first: most lines were rendered for an earlier prompt, and only the others are read.
+            page_ids = await history.recent_line_ids_for(
                 self.deps.db, channel_key, persona_id, limit=page, before_id=before
             )
-            lines += rows
-            kept, full = messages_within(system, lines, budget, render)
-            if full or len(rows) < page or len(lines) >= limit:
+            for line_id in page_ids:
+                if (item := self._messages.get(line_id, persona_id)) is not None:
+                    known[line_id] = item
+            for line in await history.lines_by_id(self.deps.db, [i for i in page_ids if i not in known]):
+                known[line.id] = self._messages.add(line, persona_id)
+            ids += page_ids
+            kept, full = messages_within(system, ids, budget, known.__getitem__)
+            if full or len(page_ids) < page or len(ids) >= limit:
                 break
-            page = min(limit - len(lines), page * 2)
+            before = page_ids[-1]
+            page = min(limit - len(ids), page * 2)
         # Next time, one page should do: a prompt's length changes little from one turn to the next.
         self._page_hints[hint] = len(kept) + PAGE_MARGIN
         if len(self._page_hints) > MAX_PAGE_HINTS:

@@ -106,16 +106,17 @@ class MessageCache:
         self._size = size
         self._items: OrderedDict[tuple[int, str], Rendered] = OrderedDict()
 
-    def rendered(self, line_id: int, persona_id: str, line: Callable[[], Line]) -> Rendered:
-        """Line `line_id`'s message for the persona; `line()` is called only when it is not cached yet."""
+    def get(self, line_id: int, persona_id: str) -> Rendered | None:
         key = (line_id, persona_id)
         item = self._items.get(key)
-        if item is None:
-            item = self._items[key] = rendered(line(), persona_id)
-            if len(self._items) > self._size:
-                self._items.popitem(last=False)
-        else:
+        if item is not None:
             self._items.move_to_end(key)
+        return item
+
+    def add(self, line: Line, persona_id: str) -> Rendered:
+        item = self._items[(line.id, persona_id)] = rendered(line, persona_id)
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
         return item
 
 

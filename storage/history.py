@@ -129,23 +129,36 @@ async def recent_lines_for(
     Messages still waiting in the inbox are left out until their own round: each round sees the
     conversation as it stood when its message came up, whatever arrived behind it.
     """
-    return [
-        line_of(row)
-        for row in await recent_line_rows_for(db, channel_key, persona_id, limit=limit, before_id=before_id)
-    ]
-
-
-async def recent_line_rows_for(
-    db: Database, channel_key: str, persona_id: str, *, limit: int, before_id: int | None = None
-) -> list[Row]:
-    """recent_lines_for's rows, for a caller that needs only some of them as Lines (line_of)."""
-    return await db.fetch_all(
+    rows = await db.fetch_all(
         "SELECT l.* FROM deliveries d JOIN lines l ON l.id = d.line_id "
         "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id < ? "
         "AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = d.line_id) "
         "ORDER BY d.line_id DESC LIMIT ?",
         (channel_key, persona_id, before_id if before_id is not None else 2**62, limit),
     )
+    return [line_of(row) for row in rows]
+
+
+async def recent_line_ids_for(
+    db: Database, channel_key: str, persona_id: str, *, limit: int, before_id: int | None = None
+) -> list[int]:
+    """The ids of recent_lines_for's lines, without reading the lines: the deliveries index alone."""
+    rows = await db.fetch_all(
+        "SELECT d.line_id FROM deliveries d "
+        "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id < ? "
+        "AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = d.line_id) "
+        "ORDER BY d.line_id DESC LIMIT ?",
+        (channel_key, persona_id, before_id if before_id is not None else 2**62, limit),
+    )
+    return [int(row[0]) for row in rows]
+
+
+async def lines_by_id(db: Database, ids: Sequence[int]) -> list[Line]:
+    """The stored lines with these ids, in no particular order."""
+    if not ids:
+        return []
+    rows = await db.fetch_all(f"SELECT * FROM lines WHERE id IN ({', '.join('?' * len(ids))})", tuple(ids))
+    return [line_of(row) for row in rows]
 
 
 async def recent_channel_lines(db: Database, channel_key: str, *, limit: int) -> list[Line]:
