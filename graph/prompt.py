@@ -155,10 +155,10 @@ def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     A call with no result yet gets NO_RESULT_YET; a result whose call fell outside the window
     becomes a plain note. No provider ever sees an orphan call or an orphan result.
     """
+    if all(m.type == "human" or (m.type == "ai" and not getattr(m, "tool_calls", None)) for m in messages):
+        return list(messages)  # most prompts: nothing to pair (and isinstance on a message class is slow)
     results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
     calls_shown = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
-    if not results and not calls_shown:
-        return list(messages)  # most prompts: nothing to pair
     paired: list[BaseMessage] = []
     for message in messages:
         if isinstance(message, ToolMessage):
