@@ -1,6 +1,6 @@
 """How well the embedded Gemma proposes actions: precision, recall and exact arguments on the
 labelled lines in tests/data/action_lines.jsonl, through the production path (the local provider's
-persona model for Nova, addressed, then `check_call`). Prints a table and rewrites the README block.
+persona model for the persona the line addresses (Nova unless the line names another), then `check_call`). Prints a table and rewrites the README block.
 
 Run from the repository root: python bench/actions.py
 """
@@ -12,6 +12,7 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +32,7 @@ from personas import load_personas  # noqa: E402
 LINES = ROOT / "tests" / "data" / "action_lines.jsonl"
 NOW = "2026-11-22T09:00:00+00:00"  # the labels' "today" and "tomorrow" are relative to this
 FALSE_POSITIVE_TARGET = 0.05
+TEAM = ("nova", "sage", "rex")
 
 
 @dataclass(frozen=True)
@@ -64,26 +66,37 @@ def _same_args(got: dict[str, Any], expected: dict[str, Any]) -> bool:
 
 async def measure(cache_dir: Path) -> tuple[list[Outcome], float]:
     personas = load_personas()
-    nova = personas["nova"]
     models = build_models(ProviderConfig(provider="local", local_cache_dir=cache_dir), {})
-    system = system_text(nova, ["Sage", "Rex"], "", needs_approval=nova.actions)
     outcomes: list[Outcome] = []
     started = time.perf_counter()
     for raw in LINES.read_text(encoding="utf-8").splitlines():
         row = json.loads(raw)
+        persona = personas[row.get("persona", "nova")]  # the line addresses it; Nova, Sage and Rex are present
+        team = [personas[i].display_name for i in TEAM if i != persona.id]
+        system = system_text(persona, team, "", needs_approval=persona.actions)
         messages: list[BaseMessage] = [
             SystemMessage(content=system),
             HumanMessage(content=f"{row['author']}: {row['text']}"),
         ]
-        model = models.persona_model(nova, ["Sage", "Rex", row["author"]], addressed=True).bind(now=NOW)
+        model = models.persona_model(persona, [*team, row["author"]], addressed=True).bind(now=NOW)
         reply = await model.ainvoke(messages)
         proposed = None
         for call in getattr(reply, "tool_calls", []):
-            checked = check_call(nova, call["id"], call["name"], call["args"])
+            checked = check_call(persona, call["id"], call["name"], call["args"])
             if isinstance(checked, ActionCall):
                 proposed = checked
         outcomes.append(Outcome(row["expect"], proposed))
     return outcomes, time.perf_counter() - started
+
+
+def by_action(outcomes: list[Outcome]) -> str:
+    """Per action: the requests for it that became that proposal, and how many of those were exact."""
+    parts = []
+    for name in dict.fromkeys(o.expected["action"] for o in outcomes if o.wanted):
+        asked = [o for o in outcomes if o.expected["action"] == name]
+        hit = [o for o in asked if o.proposed is not None and o.proposed.name == name]
+        parts.append(f"{name} {len(hit)}/{len(asked)} proposed, {sum(o.exact for o in hit)} exact")
+    return "By action: " + "; ".join(parts) + "."
 
 
 def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
@@ -119,6 +132,12 @@ def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
         ),
         ("time per line (action step, and a reply when none)", f"{seconds / len(outcomes):.2f} s", ""),
     ]
+    made = [o.proposed for o in outcomes if o.proposed is not None]
+    stated = [call.confidence for call in made if call.confidence is not None]
+    rows.insert(
+        4,
+        ("confidence stated (of all proposals)", f"{len(stated)}/{len(made)}", "every proposal (the schema asks)"),
+    )
     return "\n".join(
         [
             f"Machine: {machine(load)}. {len(outcomes)} labelled lines ({len(wanted)} requests, {len(chat)} chit-chat), "
@@ -127,8 +146,21 @@ def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
             "| metric | measured | target |",
             "| --- | --- | --- |",
             *(f"| {a} | {b} | {c} |" for a, b, c in rows),
+            "",
+            by_action(outcomes),
+            "",
+            f"Stated confidence, proposals asked for: {_spread(true_positives)}; "
+            f"proposals on chit-chat: {_spread(false_positives)}.",
         ]
     )
+
+
+def _spread(outcomes: list[Outcome]) -> str:
+    """How often each confidence was stated, e.g. "0.9 ×20, 0.8 ×4"; "none" for no proposals."""
+    counts = Counter(o.proposed.confidence for o in outcomes if o.proposed is not None)
+    if not counts:
+        return "none"
+    return ", ".join(f"{'not stated' if value is None else f'{value:g}'} ×{n}" for value, n in counts.most_common())
 
 
 def main() -> None:

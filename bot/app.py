@@ -69,13 +69,19 @@ def engine_settings(config: Config) -> EngineSettings:
         moderator_prompt=config.moderator_prompt(),
         recruit=s.moderation.recruit,
         team_cap=s.moderation.team_cap,
+        failures_before_pause=s.approvals.failures_before_pause,
     )
 
 
 def policy_settings(config: Config) -> PolicySettings:
     a = config.settings.approvals
     return PolicySettings(
-        sensitive=tuple(a.sensitive), max_actions_per_turn=a.max_actions_per_turn, auto_relax=a.auto_relax
+        sensitive=tuple(a.sensitive),
+        max_actions_per_turn=a.max_actions_per_turn,
+        auto_relax=a.auto_relax,
+        max_cost=a.max_cost,
+        min_confidence=a.min_confidence,
+        action_costs=dict(a.action_costs),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tempfile
 import tomllib
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.slack.keys import channel_key_of
+from graph.actions import ACTIONS
 
 MODERATOR_PROMPT_LIMIT = 2000  # characters, as for /moderate prompt
 
@@ -130,6 +132,18 @@ class ApprovalsSection(_Section):
     )
     channel_approvers: dict[str, list[str]] = Field(default_factory=dict)
     surface: Literal["same", "slack"] = "same"
+    max_cost: Annotated[float, Field(ge=0)] = math.inf
+    action_costs: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
+    min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.0
+    failures_before_pause: Annotated[int, Field(ge=0, le=100)] = 5
+
+    @field_validator("action_costs")
+    @classmethod
+    def _known_actions(cls, costs: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(costs) - set(ACTIONS))
+        if unknown:
+            raise ValueError(f"action names ({', '.join(ACTIONS)})")
+        return costs
 
     def approvers_for(self, channel_key: str) -> set[str]:
         """Channel-specific approvers when configured (a Slack thread has its channel's), else the platform's."""

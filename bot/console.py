@@ -77,8 +77,9 @@ class ConsolePort:
         call = ActionCall(approval.call_id, approval.action, approval.args)
         expires = datetime.fromtimestamp(approval.expires_at).strftime("%H:%M")
         revises = f" (revises #{approval.revises})" if approval.revises else ""
+        waits = f" - waits: {approval.reason}" if approval.reason else ""
         self.write(
-            f"[approval {approval.id}] {persona.display_name} wants {call.describe()}{revises} (expires {expires})"
+            f"[approval {approval.id}] {persona.display_name} wants {call.describe()}{revises} (expires {expires}){waits}"
         )
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:

@@ -390,6 +390,11 @@ class ChannelService:
             case Moderate(mode="status"):
                 return CommandReply(await self._moderation_status(key, with_decisions=True))
             case PauseReplies(pause=pause):
+                if not pause and not await self._may_resume(key, actor):
+                    return CommandReply(
+                        "Replies were paused after model failures in a row: only an approver can resume them.",
+                        ok=False,
+                    )
                 await channels.set_setting(self.db, key, "paused", pause)
                 if pause:
                     announce = "Replies are paused: messages are kept, and no persona answers until /moderate resume."
@@ -437,6 +442,12 @@ class ChannelService:
                 return CommandReply(announce, announced=True)
         raise AssertionError(f"unhandled command {command!r}")
 
+    async def _may_resume(self, key: str, actor: Actor | None) -> bool:
+        """Anyone may resume a /moderate pause; a pause after model failures waits for an approver."""
+        channel = await channels.get_channel(self.db, key)
+        paused_by_failures = channel is not None and channel.paused_after_failures
+        return not paused_by_failures or (actor is not None and self.may_decide(key, actor))
+
     async def _mark(self, key: str, marker: str, thread: str | None, *, announce: str) -> None:
         await history.append_line(self.db, key, LineKind.MARKER, "system", "system", marker)
         await self._notice(key, announce, thread)
@@ -449,7 +460,9 @@ class ChannelService:
         else:
             turns = channel.max_turns or self.engine.deps.settings.max_turns
             status = f"Moderation is on: the moderator picks who speaks next, up to {turns} turns a round."
-        if channel.paused:
+        if channel.paused_after_failures:
+            status += " Replies are paused after model failures in a row (an approver resumes: /moderate resume)."
+        elif channel.paused:
             status += " Replies are paused (/moderate resume)."
         if with_decisions and channel.last_decisions:
             status += "\nThe last round's decisions:\n" + "\n".join(f"- {d}" for d in channel.last_decisions)

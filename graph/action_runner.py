@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph.actions import ActionCall, check_call
+from graph.actions import ActionCall, check_call, cost_of
 from graph.policy import PolicySettings, Trust, Verdict, revision_of, verdict
 from graph.port import OutboundPort, Timers
 from graph.trust import trust_record
@@ -66,16 +66,24 @@ class ActionRunner:
         channel = await channels.get_channel(self.db, channel_key)
         mode = channel.approval_mode if channel else ApprovalMode.IN_THE_LOOP
         trust = await self._trust(persona) if self.policy.auto_relax else Trust.NOVICE
-        waiting: list[ActionCall] = []
+        waiting: list[tuple[ActionCall, str]] = []  # with why it waits
         for action in checked:
-            decision = verdict(action.name, mode=mode, actions_in_turn=len(checked), trust=trust, settings=self.policy)
-            if decision is Verdict.WAIT:
-                waiting.append(action)
+            decision = verdict(
+                action.name,
+                mode=mode,
+                actions_in_turn=len(checked),
+                trust=trust,
+                settings=self.policy,
+                cost=cost_of(action.name, self.policy.action_costs),
+                confidence=action.confidence,
+            )
+            if decision.verdict is Verdict.WAIT:
+                waiting.append((action, decision.reason))
                 continue
             outcome = await self.run(channel_key, persona, action)
             made = ToolCall(action.call_id, action.name, action.args)
             await history.append_tool_result(self.db, channel_key, persona.id, made, outcome)
-            if decision is Verdict.ANNOUNCE:
+            if decision.verdict is Verdict.ANNOUNCE:
                 await self.port.notice(
                     channel_key, f"{persona.display_name} ran {action.describe()}: {outcome}", thread
                 )
@@ -87,8 +95,15 @@ class ActionRunner:
             "thread": thread,
             "persona_id": persona.id,
             "calls": [
-                {"call_id": c.call_id, "name": c.name, "args": c.args, "revises": revision_of(c.name, rejected)}
-                for c in waiting
+                {
+                    "call_id": c.call_id,
+                    "name": c.name,
+                    "args": c.args,
+                    "revises": revision_of(c.name, rejected),
+                    "reason": reason,
+                    "confidence": c.confidence,
+                }
+                for c, reason in waiting
             ],
         }
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -17,6 +17,10 @@ class _Args(BaseModel):
     """The arguments of an action. The class docstring is the tool description the model reads."""
 
     model_config = ConfigDict(extra="forbid")
+
+    # Cost points: what one call is estimated to cost, on a scale by reach (1 is one direct
+    # message). A deployment may set its own figures, in its own unit, with [approvals] action_costs.
+    estimated_cost: ClassVar[float] = 1.0
 
     @field_validator("channel", mode="before", check_fields=False)
     @classmethod
@@ -32,6 +36,8 @@ _TEXT = Field(min_length=1, max_length=8000, description="the exact text to post
 class PublishPost(_Args):
     """Publish a post in a channel, under your own name and avatar. Use it only when someone asks
     you to post, publish or announce something in a channel."""
+
+    estimated_cost: ClassVar[float] = 2.0  # everyone in the channel sees it
 
     channel: str = _CHANNEL
     text: str = _TEXT
@@ -49,6 +55,8 @@ class SchedulePost(_Args):
     """Schedule a post in a channel for a later time. Use it only when someone asks you to post
     something at a given time."""
 
+    estimated_cost: ClassVar[float] = 3.0  # a channel post that goes out later, with nobody watching
+
     at: datetime = Field(description="when to post: ISO 8601 date and time, with a timezone")
     channel: str = _CHANNEL
     text: str = _TEXT
@@ -59,6 +67,20 @@ ACTIONS: dict[str, type[_Args]] = {
     "send_message": SendMessage,
     "schedule_post": SchedulePost,
 }
+
+
+CONFIDENCE = "confidence"
+_CONFIDENCE_SCHEMA = {
+    "type": "number",
+    "minimum": 0,
+    "maximum": 1,
+    "description": "how sure you are, from 0 to 1, that this is the action and the arguments the person asked for",
+}
+
+
+def cost_of(name: str, overrides: Mapping[str, float]) -> float:
+    """An action's estimated cost: the deployment's figure when it set one, else the action's own."""
+    return overrides.get(name, ACTIONS[name].estimated_cost)
 
 
 def action_description(name: str) -> str:
@@ -83,11 +105,14 @@ def tool_definitions(names: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def _parameters(spec: type[_Args]) -> dict[str, Any]:
+    """The arguments' schema, plus the optional `confidence` every call may state: it is read by the
+    approval policy ([approvals] min_confidence) and never reaches the action itself."""
     schema = spec.model_json_schema()
     for annotation in ("title", "description", "additionalProperties"):  # Gemini's schema has no additionalProperties
         schema.pop(annotation, None)
     for field_schema in schema.get("properties", {}).values():
         field_schema.pop("title", None)
+    schema["properties"][CONFIDENCE] = dict(_CONFIDENCE_SCHEMA)
     return schema
 
 
@@ -98,6 +123,7 @@ class ActionCall:
     call_id: str
     name: str
     args: dict[str, Any]
+    confidence: float | None = None  # as the model stated it; not an argument of the action
 
     def describe(self) -> str:
         shown = ", ".join(f"{key}={_short(value)!r}" for key, value in self.args.items())
@@ -117,13 +143,29 @@ def check_call(persona: Persona, call_id: str, name: str, args: Any) -> ActionCa
     spec = ACTIONS.get(name)
     if spec is None:
         return f"error: {name} is not a known action"
+    arguments = dict(args) if isinstance(args, dict) else {}
+    stated = arguments.pop(CONFIDENCE, None)
+    confidence = _confidence(stated)
+    if stated is not None and confidence is None:
+        return f"error: bad arguments for {name}: {CONFIDENCE}: a number from 0 to 1, got {_short(stated, 20)!r}"
     try:
-        parsed = spec.model_validate(args if isinstance(args, dict) else {})
+        parsed = spec.model_validate(arguments)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "arguments"
         return f"error: bad arguments for {name}: {where}: {first['msg']}"
-    return ActionCall(call_id=call_id, name=name, args=parsed.model_dump(mode="json"))
+    return ActionCall(call_id=call_id, name=name, args=parsed.model_dump(mode="json"), confidence=confidence)
+
+
+def _confidence(value: Any) -> float | None:
+    """A stated confidence as a number from 0 to 1 (some models send "0.8" as a string); else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if 0 <= number <= 1 else None
 
 
 def tool_calls_of(reply: Any) -> list[dict[str, Any]]:

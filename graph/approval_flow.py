@@ -32,7 +32,7 @@ class ApprovalState(TypedDict):
     channel_key: str
     thread: str | None
     persona_id: str
-    calls: list[dict[str, Any]]  # call_id, name, args, revises
+    calls: list[dict[str, Any]]  # call_id, name, args, revises, reason, confidence
     outcomes: list[str]
     new_batches: list[dict[str, Any]]
 
@@ -70,6 +70,8 @@ class ApprovalFlow:
                 args=call["args"],
                 timeout_seconds=self.deps.settings.approval_timeout_seconds,
                 revises=call.get("revises"),
+                reason=call.get("reason", ""),
+                confidence=call.get("confidence"),
             )
             ids.append(approval.id)
             if created:

@@ -369,9 +369,26 @@ class RoundNodes:
             await self.deps.port.notice(key, "Round stopped: more than half of its turns failed.", state["thread"])
         in_a_row = self._failures_in_a_row.get(key, 0) + 1
         self._failures_in_a_row[key] = in_a_row
-        if in_a_row == self.deps.settings.failures_before_alert:
+        if in_a_row == self.deps.settings.failures_before_pause:
+            update["stopped"] = True
+            await self._pause_after_failures(key, in_a_row, state["thread"])
+        elif in_a_row == self.deps.settings.failures_before_alert:
             await self.deps.port.notify_approvers(key, f"The model failed {in_a_row} times in a row in this channel.")
         return update
+
+    async def _pause_after_failures(self, key: str, in_a_row: int, thread: str | None) -> None:
+        """Stop answering until an approver resumes: the same stored pause as /moderate pause."""
+        self._failures_in_a_row[key] = 0
+        if not await channels.pause_after_failures(self.deps.db, key):
+            return  # paused already, by a person
+        await history.append_line(self.deps.db, key, LineKind.MARKER, "system", "system", "replies paused")
+        why = f"after {in_a_row} model failure{'s' if in_a_row > 1 else ''} in a row"
+        await self.deps.port.notice(
+            key, f"Replies are paused {why}. Messages are kept; an approver resumes with /moderate resume.", thread
+        )
+        await self.deps.port.notify_approvers(
+            key, f"Replies in this channel are paused {why}. Resume with /moderate resume."
+        )
 
     async def _turn_over(self, state: RoundState, spoke: str | None) -> Update:
         channel = await channels.get_channel(self.deps.db, state["channel_key"])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from storage.records import Approval, ApprovalMode
@@ -29,6 +30,19 @@ class PolicySettings:
     sensitive: Collection[str] = DEFAULT_SENSITIVE
     max_actions_per_turn: int = 3
     auto_relax: bool = False
+    max_cost: float = math.inf  # an action estimated to cost more always waits
+    min_confidence: float = 0.0  # a call stated less sure than this (or not saying) always waits; 0 is off
+    action_costs: Mapping[str, float] = field(default_factory=dict)  # the deployment's own estimates
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reasons: tuple[str, ...] = ()  # why it waits, for the approval request; empty unless it waits
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
 
 
 def is_sensitive(action: str, sensitive: Collection[str]) -> bool:
@@ -36,20 +50,47 @@ def is_sensitive(action: str, sensitive: Collection[str]) -> bool:
     return action in sensitive or action.split("_", 1)[0] in sensitive
 
 
+def always_wait_reasons(
+    *, actions_in_turn: int, cost: float, confidence: float | None, settings: PolicySettings
+) -> list[str]:
+    """The triggers that send an action to a person whatever the channel's mode."""
+    reasons = []
+    if actions_in_turn > settings.max_actions_per_turn:  # an unusual burst always gets a person's eyes
+        reasons.append(f"{actions_in_turn} actions in one turn > max_actions_per_turn {settings.max_actions_per_turn}")
+    if cost > settings.max_cost:
+        reasons.append(f"estimated cost {cost:g} > max_cost {settings.max_cost:g}")
+    if settings.min_confidence > 0:
+        # A call that states no confidence has not shown it is sure enough: it waits too.
+        if confidence is None:
+            reasons.append(f"no confidence stated (min_confidence {settings.min_confidence:g})")
+        elif confidence < settings.min_confidence:
+            reasons.append(f"confidence {confidence:g} < min_confidence {settings.min_confidence:g}")
+    return reasons
+
+
 def verdict(
-    action: str, *, mode: ApprovalMode, actions_in_turn: int, trust: Trust, settings: PolicySettings
-) -> Verdict:
-    if actions_in_turn > settings.max_actions_per_turn:
-        return Verdict.WAIT  # an unusual burst always gets a person's eyes
+    action: str,
+    *,
+    mode: ApprovalMode,
+    actions_in_turn: int,
+    trust: Trust,
+    settings: PolicySettings,
+    cost: float = 0.0,
+    confidence: float | None = None,
+) -> Decision:
+    """Whether `action` waits, runs, or runs and is announced; and, when it waits, why."""
+    reasons = always_wait_reasons(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
+    if reasons:
+        return Decision(Verdict.WAIT, tuple(reasons))
     if mode is ApprovalMode.IN_COMMAND:
-        return Verdict.WAIT
+        return Decision(Verdict.WAIT, ("the channel is in-command",))
     if mode is ApprovalMode.ON_THE_LOOP:
-        return Verdict.ANNOUNCE
+        return Decision(Verdict.ANNOUNCE)
     if not is_sensitive(action, settings.sensitive):
-        return Verdict.RUN
+        return Decision(Verdict.RUN)
     if settings.auto_relax and trust is Trust.EXPERT:
-        return Verdict.ANNOUNCE
-    return Verdict.WAIT
+        return Decision(Verdict.ANNOUNCE)
+    return Decision(Verdict.WAIT, (f"{action} is sensitive",))
 
 
 def revision_of(action: str, rejected: Sequence[Approval]) -> int | None:

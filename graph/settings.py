@@ -16,6 +16,7 @@ class EngineSettings:
     backoff_seconds: float = 1.0
     approval_timeout_seconds: float = 30 * 60
     failures_before_alert: int = 3
+    failures_before_pause: int = 5  # model failures in a row that pause a channel's replies; 0 never
     show_reasons: bool = False  # a channel may say otherwise with /moderate reasons on|off
     moderator_prompt: str = ""  # "" is the built-in prompt; a channel may set its own
     recruit: bool = False  # whether the moderator may invite personas; a channel may say otherwise

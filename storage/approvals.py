@@ -31,6 +31,8 @@ def _approval(row: Row) -> Approval:
         result=row["result"],
         revises=row["revises"],
         runner=row["runner"],
+        reason=row["reason"],
+        confidence=row["confidence"],
         original_args=json.loads(row["original_args"]) if row["original_args"] is not None else None,
     )
 
@@ -65,14 +67,18 @@ async def request(
     args: dict[str, Any],
     timeout_seconds: float,
     revises: int | None = None,
+    reason: str = "",
+    confidence: float | None = None,
 ) -> tuple[Approval, bool]:
-    """The approval for (batch, call_id), created and audited only the first time: (approval, created)."""
+    """The approval for (batch, call_id), created and audited only the first time: (approval, created).
+    `reason` says why it waits; `confidence` is what the model stated with the call."""
     now = time.time()
     async with db.transaction() as tx:
         created = (
             await tx.execute(
                 "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, "
-                "requested_at, expires_at, revises) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch, call_id) DO NOTHING",
+                "requested_at, expires_at, revises, reason, confidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (batch, call_id) DO NOTHING",
                 (
                     batch,
                     call_id,
@@ -84,6 +90,8 @@ async def request(
                     now,
                     now + timeout_seconds,
                     revises,
+                    reason,
+                    confidence,
                 ),
             )
             == 1

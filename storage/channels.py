@@ -10,6 +10,8 @@ from storage.database import Database, Row, Tx
 from storage.history import insert_line
 from storage.records import ApprovalMode, Channel, LineKind
 
+PAUSED_AFTER_FAILURES = 2  # `paused`: 0 no, 1 by /moderate pause, 2 after model failures in a row
+
 FirstLine = tuple[LineKind, str, str, str]
 """kind, author id, author name, text"""
 
@@ -22,6 +24,7 @@ def _channel(row: Row) -> Channel:
         scene=row["scene"],
         approval_mode=ApprovalMode(row["approval_mode"]),
         paused=bool(row["paused"]),
+        paused_after_failures=row["paused"] == PAUSED_AFTER_FAILURES,
         show_reasons=None if row["show_reasons"] is None else bool(row["show_reasons"]),
         recruit=None if row["recruit"] is None else bool(row["recruit"]),
         moderator_prompt=row["moderator_prompt"],
@@ -107,6 +110,17 @@ async def set_setting(db: Database, key: str, column: str, value: bool | str | N
     stored = int(value) if isinstance(value, bool) else value
     async with db.transaction() as tx:
         await tx.execute(f"UPDATE channels SET {column} = ? WHERE key = ?", (stored, key))
+
+
+async def pause_after_failures(db: Database, key: str) -> bool:
+    """Pause the channel's replies after model failures in a row; False when it was paused already."""
+    async with db.transaction() as tx:
+        return (
+            await tx.execute(
+                "UPDATE channels SET paused = ? WHERE key = ? AND paused = 0", (PAUSED_AFTER_FAILURES, key)
+            )
+            == 1
+        )
 
 
 async def take_stop_request(db: Database, key: str) -> bool:

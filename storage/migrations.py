@@ -174,6 +174,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE approvals ADD COLUMN original_args TEXT;  -- JSON; NULL unless an approver edited args
     """,
+    # 11: why an action waits (the approval policy's reasons) and the confidence its model stated
+    """
+    ALTER TABLE approvals ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+    ALTER TABLE approvals ADD COLUMN confidence {real};
+    """,
 )
 
 _APPROVAL_STATUSES = "'pending', 'approved', 'rejected', 'expired', 'executed', 'failed', 'running', 'unknown'"

@@ -38,6 +38,7 @@ class Channel:
     scene: str
     approval_mode: ApprovalMode = ApprovalMode.IN_THE_LOOP
     paused: bool = False
+    paused_after_failures: bool = False  # paused by [approvals] failures_before_pause: an approver resumes
     show_reasons: bool | None = None  # None: the configured default
     recruit: bool | None = None  # None: the configured default
     moderator_prompt: str = ""  # "" means the default prompt
@@ -88,6 +89,8 @@ class Approval:
     result: str | None
     revises: int | None = None  # the rejected approval this one is a revised proposal of
     runner: str | None = None  # the process that claimed the run
+    reason: str = ""  # why it waits for a person, as the approval policy said
+    confidence: float | None = None  # how sure the model said it was, when it said
     original_args: dict[str, Any] | None = None  # as the persona asked, when an approver edited `args`
 
 

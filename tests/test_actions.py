@@ -22,7 +22,9 @@ def test_tool_definitions_come_from_the_argument_models() -> None:
     assert function["name"] == "publish_post"
     assert function["description"].startswith("Publish a post in a channel")
     assert function["parameters"]["required"] == ["channel", "text"]
-    assert set(function["parameters"]["properties"]) == set(ACTIONS["publish_post"].model_fields)
+    # The arguments, and the confidence every call may state for the approval policy.
+    assert set(function["parameters"]["properties"]) == {*ACTIONS["publish_post"].model_fields, "confidence"}
+    assert "confidence" not in function["parameters"]["required"]
     assert tool_definitions([]) == [] and tool_definitions(["launch_rocket"]) == []
 
 
@@ -90,7 +92,10 @@ def test_the_decision_schema_allows_none_or_one_of_the_personas_actions() -> Non
     actions = [option["properties"]["action"]["const"] for option in schema["anyOf"]]
     assert actions == ["none", "publish_post", "send_message"]
     publish = schema["anyOf"][1]
-    assert publish["required"] == ["action", "channel", "text"] and publish["additionalProperties"] is False
+    assert (
+        publish["required"] == ["action", "channel", "text", "confidence"] and publish["additionalProperties"] is False
+    )
+    assert publish["properties"]["confidence"] == {"enum": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]}
 
 
 LINE = "Ana: Nova, post 'Doors open at 9!' in #news"

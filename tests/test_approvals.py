@@ -157,11 +157,15 @@ async def test_injection_cannot_skip_approval(open_test_app, port):
 async def test_more_actions_than_allowed_in_one_turn_always_wait():
     settings = PolicySettings(sensitive=(), max_actions_per_turn=2)
     assert (
-        verdict("send_message", mode=ApprovalMode.ON_THE_LOOP, actions_in_turn=2, trust=Trust.EXPERT, settings=settings)
+        verdict(
+            "send_message", mode=ApprovalMode.ON_THE_LOOP, actions_in_turn=2, trust=Trust.EXPERT, settings=settings
+        ).verdict
         is Verdict.ANNOUNCE
     )
     assert (
-        verdict("send_message", mode=ApprovalMode.ON_THE_LOOP, actions_in_turn=3, trust=Trust.EXPERT, settings=settings)
+        verdict(
+            "send_message", mode=ApprovalMode.ON_THE_LOOP, actions_in_turn=3, trust=Trust.EXPERT, settings=settings
+        ).verdict
         is Verdict.WAIT
     )
 
@@ -169,13 +173,15 @@ async def test_more_actions_than_allowed_in_one_turn_always_wait():
 async def test_auto_relax_lets_only_experts_skip_the_wait():
     relaxed = PolicySettings(auto_relax=True)
     assert (
-        verdict("publish_post", mode=ApprovalMode.IN_THE_LOOP, actions_in_turn=1, trust=Trust.EXPERT, settings=relaxed)
+        verdict(
+            "publish_post", mode=ApprovalMode.IN_THE_LOOP, actions_in_turn=1, trust=Trust.EXPERT, settings=relaxed
+        ).verdict
         is Verdict.ANNOUNCE
     )
     assert (
         verdict(
             "publish_post", mode=ApprovalMode.IN_THE_LOOP, actions_in_turn=1, trust=Trust.PROFICIENT, settings=relaxed
-        )
+        ).verdict
         is Verdict.WAIT
     )
     assert (
@@ -185,7 +191,7 @@ async def test_auto_relax_lets_only_experts_skip_the_wait():
             actions_in_turn=1,
             trust=Trust.EXPERT,
             settings=PolicySettings(),
-        )
+        ).verdict
         is Verdict.WAIT
     )
 

@@ -54,6 +54,8 @@ def approval_text(approval: Approval, persona: Persona, *, decider_id: int | Non
     head = f"**Approval #{approval.id}**: {_safe(persona.display_name, 80)} wants to run `{action}`"
     if approval.revises:
         head += f" (revises #{approval.revises})"
+    if approval.reason:
+        head += f"\nWaits: {_safe(approval.reason, 200)}"
     last = status_line(approval, decider_id)
     budget = MESSAGE_LIMIT - len(head) - len(last) - 2
     shown = [f"> {_safe(str(key), 40)}: {_safe(str(value), VALUE_LIMIT)}" for key, value in approval.args.items()]

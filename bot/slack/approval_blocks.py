@@ -45,14 +45,16 @@ def request_text(approval: Approval, persona: Persona) -> str:
     """The message's plain text (notifications, clients without blocks)."""
     name = escape_for_slack(persona.display_name)
     revises = f" (revises #{approval.revises})" if approval.revises else ""
-    return f"Approval #{approval.id}: {name} wants to run {escape_for_slack(approval.action)}{revises}"
+    return (
+        f"Approval #{approval.id}: {name} wants to run {escape_for_slack(approval.action)}{revises}{_waits(approval)}"
+    )
 
 
 def request_blocks(approval: Approval, persona: Persona, *, name_the_channel: bool) -> list[Block]:
     expires = slack_time(approval.expires_at, "{date_short_pretty} at {time}")
     return [
         *_description(approval, persona, name_the_channel),
-        _context(f"Approval #{approval.id}{_revises(approval)} · expires {expires}"),
+        _context(f"Approval #{approval.id}{_revises(approval)} · expires {expires}{_waits(approval)}"),
         {
             "type": "actions",
             "block_id": f"approval_{approval.id}",
@@ -141,6 +143,11 @@ def _description(approval: Approval, persona: Persona, name_the_channel: bool) -
         {"type": "context", "elements": [*_icon(persona), {"type": "mrkdwn", "text": headline}]},
         {"type": "section", "text": {"type": "mrkdwn", "text": _arguments(approval.args)}},
     ]
+
+
+def _waits(approval: Approval) -> str:
+    """Why the policy asks a person (`estimated cost 3 > max_cost 2`), when it said."""
+    return f" · waits: {escape_clipped(approval.reason, CONTEXT_LIMIT)}" if approval.reason else ""
 
 
 def _revises(approval: Approval) -> str:

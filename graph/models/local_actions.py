@@ -1,5 +1,6 @@
 """The embedded model's action step: a base model has no native tool calls, so it decides
-`{"action": "none"}` or `{"action": NAME, ...args}` under a JSON schema that llama.cpp enforces.
+`{"action": "none"}` or `{"action": NAME, ...args, "confidence": 0.9}` under a JSON schema that
+llama.cpp enforces.
 
 It runs only for a persona that has actions and was addressed by the human line. The schema, the
 prompt and the few-shot lines are built here from the pydantic argument models in graph/actions.py;
@@ -18,7 +19,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from graph.actions import ACTIONS
+from graph.actions import ACTIONS, CONFIDENCE
 
 NO_ACTION = "none"
 DECISION_CUE = "Action (JSON):"
@@ -28,34 +29,45 @@ DECISION_CUE = "Action (JSON):"
 _EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "Mia: {name}, post 'Tickets are sold out' in #tickets",
-        {"action": "publish_post", "channel": "tickets", "text": "Tickets are sold out"},
+        {"action": "publish_post", "channel": "tickets", "text": "Tickets are sold out", "confidence": 0.9},
     ),
     ("Mia: {name}, did you read the post in #updates?", {"action": NO_ACTION}),
     (
         "Leo: {name}, DM Zoe that the server is back",
-        {"action": "send_message", "to": "Zoe", "text": "The server is back"},
+        {"action": "send_message", "to": "Zoe", "text": "The server is back", "confidence": 0.8},
     ),
     ("Leo: {name}, I messaged Zoe already, thanks.", {"action": NO_ACTION}),
     (
         "Mia: {name}, schedule 'Quiz night starts' in #fun for 2026-03-05T19:00:00+00:00",
-        {"action": "schedule_post", "at": "2026-03-05T19:00:00+00:00", "channel": "fun", "text": "Quiz night starts"},
+        {
+            "action": "schedule_post",
+            "at": "2026-03-05T19:00:00+00:00",
+            "channel": "fun",
+            "text": "Quiz night starts",
+            "confidence": 0.9,
+        },
     ),
     ("Leo: {name}, how are you today?", {"action": NO_ACTION}),
     (
-        "Mia: {name}, send Max a message: 'Call me back'",
-        {"action": "send_message", "to": "Max", "text": "Call me back"},
+        "Mia: {name}, maybe send Max a message: 'Call me back'",
+        {"action": "send_message", "to": "Max", "text": "Call me back", "confidence": 0.5},
     ),
     ("Mia: {name}, should we post something about the outage?", {"action": NO_ACTION}),
     (
         "Leo: {name}, publish 'New blog post is up' in #blog",
-        {"action": "publish_post", "channel": "blog", "text": "New blog post is up"},
+        {"action": "publish_post", "channel": "blog", "text": "New blog post is up", "confidence": 1.0},
     ),
     ("Leo: {name}, what a nice day.", {"action": NO_ACTION}),
 )
 
+# How sure the model is that the person asked for this call, in tenths: a 270M model writes a
+# listed value far more reliably than it respects a numeric range.
+CONFIDENCE_STEPS = tuple(round(step / 10, 1) for step in range(11))
+
 
 def decision_schema(actions: Sequence[str]) -> dict[str, Any]:
-    """One object per allowed action, told apart by a constant `action`, plus `{"action": "none"}`."""
+    """One object per allowed action, told apart by a constant `action` and ending with the
+    model's `confidence`, plus `{"action": "none"}`."""
     options: list[dict[str, Any]] = [
         {"type": "object", "properties": {"action": {"const": NO_ACTION}}, "required": ["action"]}
     ]
@@ -63,9 +75,11 @@ def decision_schema(actions: Sequence[str]) -> dict[str, Any]:
         if name not in ACTIONS:
             continue
         args = ACTIONS[name].model_json_schema()
-        properties = {"action": {"const": name}}
+        properties: dict[str, dict[str, Any]] = {"action": {"const": name}}
         properties.update({key: _plain(value) for key, value in args["properties"].items()})
-        options.append({"type": "object", "properties": properties, "required": ["action", *args.get("required", [])]})
+        properties[CONFIDENCE] = {"enum": list(CONFIDENCE_STEPS)}  # last: stated once the call is written
+        required = ["action", *args.get("required", []), CONFIDENCE]
+        options.append({"type": "object", "properties": properties, "required": required})
     return {"anyOf": options}
 
 
@@ -96,6 +110,7 @@ def decision_prompt(line: str, speaker: str, actions: Sequence[str], now: dateti
         f"{speaker} can take these actions:\n{described}\n"
         f"For each message, decide whether it asks {speaker} to take one of these actions now. "
         'If it does not clearly ask for one, the answer is {"action":"none"}. '
+        "An action ends with its confidence: how sure you are, from 0 to 1, that the message asks for it. "
         f"Now is {now.isoformat(timespec='minutes')}.\n\n" + "\n\n".join(examples) + f"\n\n{line}\n{DECISION_CUE}"
     )
 
