@@ -47,6 +47,8 @@ def outcome(approval: Approval, decider: str, at: str = "", clean: Callable[[str
     """How an approval stands, for people. `decider` is a mention or a name, `at` a time if shown;
     `clean` makes the action's result and the approver's feedback safe for the platform's markup."""
     when = f" at {at}" if at else ""
+    if approval.original_args is not None:  # the request now shows what ran; say it is not what was asked
+        when += " with edited arguments"
     result = clean(approval.result or "")
     match approval.status:
         case ApprovalStatus.EXECUTED:

@@ -95,6 +95,8 @@ async def test_slack_revise_opens_a_modal_and_its_submission_runs_the_edit_once(
     assert (published["username"], published["text"]) == ("Nova", "We launched today, at 9!")
     [update] = slack.updates()
     assert update["text"].startswith(f"Approval #{approval_id}: Approved by <@{APPROVER}> at <!date^")
+    assert update["text"].endswith("with edited arguments, executed: posted in #news")
+    assert "We launched today, at 9!" in json.dumps(update["blocks"]) and LONG not in json.dumps(update["blocks"])
     assert buttons_of(update) == []
     assert [e["text"] for e in slack.ephemerals()] == [
         f"Only approvers can decide; #{approval_id} stays pending.",
@@ -261,5 +263,6 @@ async def test_discord_revise_opens_a_form_and_its_submission_runs_the_edit(fake
         ASKED,
     )
     assert fake.messages[message_id]["content"].splitlines()[-1] == (
-        f"\N{WHITE HEAVY CHECK MARK} Approved by <@{p.HUMAN_USER_ID}>, executed: posted in #news"
+        f"\N{WHITE HEAVY CHECK MARK} Approved by <@{p.HUMAN_USER_ID}> with edited arguments, executed: posted in #news"
     )
+    assert "We launched today, at 9!" in fake.messages[message_id]["content"]  # the request shows what ran
