@@ -38,7 +38,8 @@ class PolicySettings:
 @dataclass(frozen=True)
 class Decision:
     verdict: Verdict
-    reasons: tuple[str, ...] = ()  # why it waits, for the approval request; empty unless it waits
+    # Why it waits whatever the mode, for the approval request; empty when the mode alone says so.
+    reasons: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
@@ -78,19 +79,20 @@ def verdict(
     cost: float = 0.0,
     confidence: float | None = None,
 ) -> Decision:
-    """Whether `action` waits, runs, or runs and is announced; and, when it waits, why."""
+    """Whether `action` waits, runs, or runs and is announced; and, when a trigger beyond the
+    channel's mode makes it wait, why (requests waiting for the mode's own reason say nothing more)."""
     reasons = always_wait_reasons(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
     if reasons:
         return Decision(Verdict.WAIT, tuple(reasons))
     if mode is ApprovalMode.IN_COMMAND:
-        return Decision(Verdict.WAIT, ("the channel is in-command",))
+        return Decision(Verdict.WAIT)
     if mode is ApprovalMode.ON_THE_LOOP:
         return Decision(Verdict.ANNOUNCE)
     if not is_sensitive(action, settings.sensitive):
         return Decision(Verdict.RUN)
     if settings.auto_relax and trust is Trust.EXPERT:
         return Decision(Verdict.ANNOUNCE)
-    return Decision(Verdict.WAIT, (f"{action} is sensitive",))
+    return Decision(Verdict.WAIT)
 
 
 def revision_of(action: str, rejected: Sequence[Approval]) -> int | None:
