@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TypeVar
 
@@ -99,24 +98,21 @@ def rendered(line: Line, persona_id: str) -> Rendered:
 
 class MessageCache:
     """Lines' messages by line id and persona. A stored line never changes, so its message never
-    goes stale, after a restart or with other processes writing. Bounded: the least recently
-    used go first. Its messages are shared between prompts, as the lines they are made from."""
+    goes stale, after a restart or with other processes writing. Bounded: the oldest entries go
+    first (a plain dict: a lookup is on every line of every prompt). Its messages are shared
+    between prompts, as the lines they are made from."""
 
     def __init__(self, size: int = 20_000) -> None:
         self._size = size
-        self._items: OrderedDict[tuple[int, str], Rendered] = OrderedDict()
+        self._items: dict[tuple[int, str], Rendered] = {}
 
     def get(self, line_id: int, persona_id: str) -> Rendered | None:
-        key = (line_id, persona_id)
-        item = self._items.get(key)
-        if item is not None:
-            self._items.move_to_end(key)
-        return item
+        return self._items.get((line_id, persona_id))
 
     def add(self, line: Line, persona_id: str) -> Rendered:
         item = self._items[(line.id, persona_id)] = rendered(line, persona_id)
         if len(self._items) > self._size:
-            self._items.popitem(last=False)
+            del self._items[next(iter(self._items))]
         return item
 
 

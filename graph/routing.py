@@ -6,6 +6,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 FINISH = "FINISH"
@@ -18,6 +19,11 @@ class Speaker:
     talkativeness: float
 
 
+@lru_cache(maxsize=1024)
+def _whole_word(label: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(label)}(?!\w)", flags=re.IGNORECASE)
+
+
 def addressed(text: str, mentions: Sequence[str], participants: Sequence[Speaker]) -> list[str]:
     """Participants addressed by @mention or by name (whole word, any case), in the order mentioned.
 
@@ -27,11 +33,7 @@ def addressed(text: str, mentions: Sequence[str], participants: Sequence[Speaker
     ordered = [m for m in mentions if m in by_id]
     found: list[tuple[int, str]] = []
     for p in participants:
-        positions = [
-            match.start()
-            for label in {p.name, p.id}
-            for match in re.finditer(rf"(?<!\w){re.escape(label)}(?!\w)", text, flags=re.IGNORECASE)
-        ]
+        positions = [match.start() for label in {p.name, p.id} for match in _whole_word(label).finditer(text)]
         if positions:
             found.append((min(positions), p.id))
     for _, persona_id in sorted(found):
