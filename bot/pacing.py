@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-STARTS_PER_ITERATION = 4
+STARTS_PER_ITERATION = 2
 
 
 class RoundStarts:
