@@ -71,6 +71,7 @@ def engine_settings(config: Config) -> EngineSettings:
         moderator_prompt=config.moderator_prompt(),
         recruit=s.moderation.recruit,
         team_cap=s.moderation.team_cap,
+        max_task_steps=s.tasks.max_steps,
         failures_before_pause=s.approvals.failures_before_pause,
     )
 
@@ -139,6 +140,7 @@ async def open_app(
             is_approver=config.settings.approvals.is_approver,
             approvals_surface=config.settings.approvals.surface,
             flood=FloodGate(limits.user_messages_per_minute, limits.channel_rounds_per_minute),
+            auto_detect_tasks=config.settings.tasks.auto_detect,
         )
         await stored.timers.start(service)
         try:

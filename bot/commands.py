@@ -54,6 +54,11 @@ COMMANDS: dict[str, HelpRow] = {
         slash=(),
     ),
     "trust": HelpRow("/trust", "show how far each persona is trusted"),
+    "task": HelpRow(
+        "/task TEXT | status | stop | replan TEXT",
+        "give the team a task (planned, then done step by step), show its plan, stop it, or change what is left",
+        slash=(),
+    ),
     "help": HelpRow("/help", "list these commands", slash=()),
     "roundtable": HelpRow("/roundtable help", "list these commands", typed=False),
 }
@@ -301,6 +306,34 @@ def parse_revise(rest: str) -> Revise:
 
 
 @dataclass(frozen=True)
+class TaskCommand:
+    verb: Literal["start", "status", "stop", "replan"]
+    text: str = ""  # the task, or the replan's instruction
+
+
+TASK_TEXT_LIMIT = 2000  # characters
+
+
+def parse_task(rest: str) -> TaskCommand:
+    text = rest.strip()
+    verb, _, more = text.partition(" ")
+    if not text or (verb.lower() == "replan" and not more.strip()):
+        raise _usage("task")
+    if len(text) > TASK_TEXT_LIMIT:
+        raise CommandError(f"the task is {len(text)} characters; the most is {TASK_TEXT_LIMIT}")
+    if verb.lower() in ("status", "stop") and not more.strip():
+        return TaskCommand(verb.lower())  # type: ignore[arg-type]
+    if verb.lower() == "replan":
+        return TaskCommand("replan", more.strip())
+    return TaskCommand("start", text)
+
+
+@dataclass(frozen=True)
+class ShowMailbox:
+    pass
+
+
+@dataclass(frozen=True)
 class ShowHelp:
     pass
 
@@ -320,6 +353,7 @@ Command = (
     | ShowTrust
     | StopRound
     | NameNextSpeaker
+    | TaskCommand
     | ShowHelp
 )
 
@@ -337,6 +371,7 @@ PARSERS: dict[str, Callable[[str], Command]] = {
     "view": parse_view,
     "revise": parse_revise,
     "trust": lambda rest: ShowTrust(),
+    "task": parse_task,
     "help": lambda rest: ShowHelp(),
 }
 """What parse_command takes: the commands of COMMANDS that are typed."""

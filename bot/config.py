@@ -171,6 +171,11 @@ def slack_approver(entry: str, channel_team: str) -> tuple[str, str]:
     return team or channel_team, user
 
 
+class TasksSection(_Section):
+    auto_detect: bool = False
+    max_steps: Annotated[int, Field(ge=1, le=20)] = 8
+
+
 class Settings(_Section):
     bot: BotSection = BotSection()
     moderation: ModerationSection = ModerationSection()
@@ -182,6 +187,7 @@ class Settings(_Section):
     slack: SlackSection = SlackSection()
     discord: DiscordSection = DiscordSection()
     approvals: ApprovalsSection = ApprovalsSection()
+    tasks: TasksSection = TasksSection()
 
 
 @dataclass(frozen=True)

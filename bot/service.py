@@ -48,6 +48,7 @@ from bot.commands import (
     ShowTrust,
     StopRound,
     Surface,
+    TaskCommand,
     ViewArguments,
     help_text,
     parse_command,
@@ -56,6 +57,7 @@ from bot.flood import FloodGate
 from bot.inbound import Inbound
 from bot.pacing import RoundStarts
 from bot.revisions import edited_arguments, full_arguments
+from bot.tasks import RunTask, TaskDesk
 from graph.actions import ActionCall
 from graph.engine import RoundEngine
 from graph.port import OutboundPort
@@ -118,7 +120,7 @@ class RunApproved:
     approval_id: int
 
 
-WorkItem = AnswerInbox | ResumeApprovals | RunApproved
+WorkItem = AnswerInbox | ResumeApprovals | RunApproved | RunTask
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,7 @@ class ChannelService:
         is_approver: IsApprover = _nobody,
         approvals_surface: str = "same",
         flood: FloodGate,
+        auto_detect_tasks: bool = False,
     ) -> None:
         self.db = db
         self.engine = engine
@@ -163,6 +166,7 @@ class ChannelService:
         self._known_channels: set[str] = set()
         self._arrivals: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # lock, [holders and waiters]
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
+        self.tasks = TaskDesk(db, engine, self._enqueue, auto_detect=auto_detect_tasks)
         self._starts = RoundStarts()  # a burst of rounds must not stall the loop (and the acks) at once
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
@@ -236,6 +240,7 @@ class ChannelService:
         for batch, key in batches.items():
             if not any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(self.db, batch)):
                 self._enqueue(ResumeApprovals(key, batch))  # a finished flow resumes as a no-op
+        await self.tasks.resume_all()  # before the channels' waiting messages, as they came first
         for key in await inbox.channels_waiting(self.db):
             self._enqueue(AnswerInbox(key))
 
@@ -288,6 +293,9 @@ class ChannelService:
         if isinstance(item, RunApproved):
             await self.engine.run_approved(item.approval_id)
             return
+        if isinstance(item, RunTask):
+            await self.engine.tasks.run(item.task_id)
+            return
         while (message := await inbox.oldest(self.db, item.channel_key)) is not None:
             channel = await channels.get_channel(self.db, item.channel_key)
             if channel is not None and channel.paused:
@@ -321,6 +329,8 @@ class ChannelService:
         return replace(newest, text="\n".join(texts), mentions=tuple(mentions))
 
     async def _answer(self, message: inbox.Waiting) -> None:
+        if await self.tasks.start_if_task(message.channel_key, message.thread, message.text, message.author_name):
+            return
         async with self.port.answering(message.channel_key, message.event_id):
             waiting = await self.engine.run_round(
                 message.channel_key,
@@ -387,6 +397,10 @@ class ChannelService:
                 return CommandReply(await self._trust_table(key))
             case ShowHelp():
                 return CommandReply(help_text(surface_of(key)))
+            case TaskCommand():
+                who = actor or Actor("", "unknown")
+                reply, ok = await self.tasks.command(key, command, thread, who.id, who.name)
+                return CommandReply(reply, ok=ok)
             case Moderate(mode="status"):
                 return CommandReply(await self._moderation_status(key, with_decisions=True))
             case PauseReplies(pause=pause):

@@ -15,6 +15,7 @@ from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
 from graph.state import initial_state
+from graph.task_flow import TaskRunner
 from storage import approvals, channels, history
 from storage.records import Approval, ToolCall
 
@@ -35,6 +36,7 @@ class RoundEngine:
         self.approval_graph = build_approval_graph(
             ApprovalFlow(deps, self.runner, self.nodes.persona_prompt), checkpointer
         )
+        self.tasks = TaskRunner(deps, self.nodes, checkpointer, self.start_approvals)
 
     async def run_round(
         self,

@@ -21,3 +21,4 @@ class EngineSettings:
     moderator_prompt: str = ""  # "" is the built-in prompt; a channel may set its own
     recruit: bool = False  # whether the moderator may invite personas; a channel may say otherwise
     team_cap: int = 10  # the most personas a channel may hold through recruitment
+    max_task_steps: int = 8  # the most steps in a task's plan

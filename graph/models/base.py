@@ -1,9 +1,10 @@
-"""What the graph needs from a model provider: a model per persona and one for the moderator."""
+"""What the graph needs from a model provider: a model per persona, and ones for the
+moderator, the planner and the coordinator."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import BaseMessage
@@ -26,3 +27,10 @@ class Models(Protocol):
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         """A model whose reply text is a JSON decision, constrained where supported to the choices:
         persona names, and FINISH when the round may end."""
+
+    def planner_model(self, capabilities: Sequence[str], max_steps: int) -> ChatRunnable:
+        """A model whose reply text is a task plan as JSON (graph/planner.py's schema, for steps
+        needing these capabilities), constrained to it where supported."""
+
+    def coordinator_model(self, schema: dict[str, Any]) -> ChatRunnable:
+        """The moderator's (cheaper) model, answering JSON under schema: is a human line a task?"""

@@ -11,11 +11,18 @@ from langchain_core.rate_limiters import InMemoryRateLimiter
 from graph.actions import tool_definitions
 from graph.models.base import ChatRunnable
 from graph.moderator import decision_schema
+from graph.planner import plan_schema
 from personas import Persona
 
 MakeChatModel = Callable[[str, InMemoryRateLimiter | None], BaseChatModel]
 BindPersona = Callable[[BaseChatModel, Persona, Sequence[str], bool], ChatRunnable]
 BindModerator = Callable[[BaseChatModel, dict[str, Any]], ChatRunnable]
+BindJson = Callable[[BaseChatModel, dict[str, Any], int], ChatRunnable]
+"""A model bound to answer JSON under a schema, in at most that many tokens where a budget matters."""
+PlanSchema = Callable[[Sequence[str], int], dict[str, Any]]
+
+PLAN_MAX_TOKENS = 640  # a whole plan from the embedded model
+COORDINATOR_MAX_TOKENS = 16
 
 
 def rate_limiter(requests_per_minute: float) -> InMemoryRateLimiter:
@@ -49,6 +56,8 @@ class ChatModels:
         requests_per_minute: Callable[[str], float] | None,
         bind_moderator: BindModerator,
         bind_persona: BindPersona = bind_actions_as_tools,
+        bind_json: BindJson | None = None,
+        plan_schema: PlanSchema = plan_schema,
     ) -> None:
         self.description = description
         self._make = make
@@ -57,6 +66,8 @@ class ChatModels:
         self._rpm = requests_per_minute
         self._bind_moderator = bind_moderator
         self._bind_persona = bind_persona
+        self._bind_json: BindJson = bind_json or (lambda model, schema, max_tokens: bind_moderator(model, schema))
+        self._plan_schema = plan_schema
         self._models: dict[str, BaseChatModel] = {}
 
     def _model(self, name: str) -> BaseChatModel:
@@ -75,3 +86,10 @@ class ChatModels:
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         return self._bind_moderator(self._model(self._moderator_model_name), decision_schema(choices))
+
+    def planner_model(self, capabilities: Sequence[str], max_steps: int) -> ChatRunnable:
+        schema = self._plan_schema(capabilities, max_steps)
+        return self._bind_json(self._model(self._persona_model_name), schema, PLAN_MAX_TOKENS)
+
+    def coordinator_model(self, schema: dict[str, Any]) -> ChatRunnable:
+        return self._bind_json(self._model(self._moderator_model_name), schema, COORDINATOR_MAX_TOKENS)

@@ -96,8 +96,8 @@ def _gemini(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
     )
 
 
-def _openai_response_format(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": "moderator_decision", "schema": schema, "strict": True}}
+def _openai_response_format(schema: dict[str, Any], name: str = "moderator_decision") -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
 def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
@@ -120,6 +120,9 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
     def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
         return model.bind(response_format=_openai_response_format(schema))
 
+    def bind_json(model: BaseChatModel, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
+        return model.bind(response_format=_openai_response_format(schema, "json_reply"))
+
     return ChatModels(
         description=f"OpenAI-compatible ({config.model} at {config.base_url or 'api.openai.com'})",
         make=make,
@@ -127,6 +130,7 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         moderator_model_name=config.moderator_model,
         requests_per_minute=config.rpm_for,
         bind_moderator=bind_moderator,
+        bind_json=bind_json,
     )
 
 
@@ -134,6 +138,7 @@ def _local(config: ProviderConfig) -> Models:
     from graph.models.gguf import ensure_gguf
     from graph.models.local import LocalLlamaChatModel
     from graph.moderator import fixed_reason_schema
+    from graph.planner import numbered_plan_schema
 
     model_path = ensure_gguf(config.local_cache_dir)
     shared = LocalLlamaChatModel(
@@ -160,6 +165,10 @@ def _local(config: ProviderConfig) -> Models:
         # A 270M model's free text is no reason anyone can read: it picks one from a fixed set.
         return model.bind(response_format=_openai_response_format(fixed_reason_schema(schema)))
 
+    def bind_json(model: BaseChatModel, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
+        # Constrained decoding under the caller's schema; a plan needs more tokens than a decision.
+        return model.bind(response_format=_openai_response_format(schema, "json_reply"), max_tokens=max_tokens)
+
     return ChatModels(
         description=f"embedded Gemma 3 270M via llama.cpp ({model_path.name})",
         make=make,
@@ -168,4 +177,6 @@ def _local(config: ProviderConfig) -> Models:
         requests_per_minute=None,
         bind_moderator=bind_moderator,
         bind_persona=bind_persona,
+        bind_json=bind_json,
+        plan_schema=numbered_plan_schema,
     )

@@ -7,6 +7,11 @@
 - A human line containing `!!act NAME {json}` makes the next persona turn call tool NAME with those
   arguments; `!!fail N` makes the next N model calls raise ScriptedFailure; `!!slow N` makes the
   next model call take N seconds (in a worker thread, as a real model's would).
+- The planner answers the `!!plan {json}` of the newest human line it is given (the second one
+  when it is asked again after an invalid plan). Without one, each part of that line between
+  semicolons becomes a step, depending on the step before it; a step's capability is the first
+  capability named in its text, else the next one in turn.
+- The coordinator calls a human line a task when it contains `!!task`.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ _FAIL = re.compile(r"!!fail\s+(\d+)")
 _SLOW = re.compile(r"!!slow\s+(\d+(?:\.\d+)?)")
 _ACT = re.compile(r"!!act\s+([A-Za-z_][\w]*)\s+(\{.*\})", re.DOTALL)
 _SPEAKER_TAG = re.compile(r"^(?:\[[^\]]+\]|[^:\n]{1,80}:)\s*")
+_PLAN = re.compile(r"!!plan\s+(\{.*?\})(?=\s*(?:!!|$))", re.DOTALL)
+_DIRECTIVE = re.compile(
+    r"!!\w+(?:\s+\d+(?:\.\d+)?|\s+\w+\s+\{.*?\}(?=\s*(?:!!|$))|\s+\{.*?\}(?=\s*(?:!!|$)))?", re.DOTALL
+)
 
 
 class ScriptedFailure(RuntimeError):
@@ -156,6 +165,51 @@ class ScriptedModeratorModel(_ScriptedModel):
         return AIMessage(content=json.dumps(decision))
 
 
+def _newest_human_text(messages: Sequence[BaseMessage]) -> str:
+    newest = next((m for m in reversed(messages) if m.type == "human" and not m.text.startswith("[")), None)
+    return _SPEAKER_TAG.sub("", newest.text, count=1) if newest is not None else ""
+
+
+class ScriptedPlannerModel(_ScriptedModel):
+    capabilities: list[str]
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-planner"
+
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        request = _newest_human_text(messages)
+        scripted = _PLAN.findall(request)
+        if scripted:
+            asked_before = sum(1 for m in messages if m.type == "ai")
+            return AIMessage(content=scripted[min(asked_before, len(scripted) - 1)])
+        parts = [p.strip(" .") for p in _DIRECTIVE.sub("", request).split(";")]
+        parts = [p for p in parts if p] or ["Answer the request"]
+        steps = []
+        for index, part in enumerate(parts):
+            named = next((c for c in self.capabilities if c in part.casefold()), None)
+            capability = named or (self.capabilities[index % len(self.capabilities)] if self.capabilities else "")
+            steps.append(
+                {
+                    "id": index + 1,
+                    "title": part[:60],
+                    "instruction": part,
+                    "capability": capability,
+                    "depends_on": [index] if index else [],
+                }
+            )
+        return AIMessage(content=json.dumps({"title": parts[0][:60], "steps": steps}))
+
+
+class ScriptedCoordinatorModel(_ScriptedModel):
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-coordinator"
+
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        return AIMessage(content=json.dumps({"task": "!!task" in _newest_human_text(messages)}))
+
+
 class ScriptedModels:
     description = "scripted test double (deterministic, offline; not a language model)"
 
@@ -169,3 +223,9 @@ class ScriptedModels:
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         return ScriptedModeratorModel(directives=self.directives)
+
+    def planner_model(self, capabilities: Sequence[str], max_steps: int) -> ChatRunnable:
+        return ScriptedPlannerModel(capabilities=list(capabilities), directives=self.directives)
+
+    def coordinator_model(self, schema: dict[str, Any]) -> ChatRunnable:
+        return ScriptedCoordinatorModel(directives=self.directives)

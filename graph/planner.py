@@ -1,0 +1,242 @@
+"""The planner and the coordinator on a model: their prompts, JSON schemas and the one re-ask.
+
+The planner answers a plan as JSON under `plan_schema` (Gemini and OpenAI-compatible models get the
+schema as structured output; the embedded model decodes under it). An invalid plan goes back once
+with what is wrong; a second invalid plan ends the task. The coordinator says whether a human line
+asks the team for a task, as `{"task": true|false}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from graph.models.base import ChatRunnable
+from graph.models.retry import ainvoke_with_retry
+from graph.moderator import DECISION_CUE
+from graph.tasks import Plan, parse_plan
+
+log = logging.getLogger(__name__)
+
+PLANNER_ATTEMPTS = 2  # the first plan, and one more with the error attached
+
+Check = Callable[[Plan], tuple[Plan, str | None]]
+"""A parsed plan -> (the plan to run, what is wrong with it or None)."""
+
+
+def plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[str, Any]:
+    """A plan's JSON schema: every property required and nothing else allowed (OpenAI strict mode)."""
+    step = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "title": {"type": "string"},
+            "instruction": {"type": "string"},
+            "capability": {"type": "string", "enum": list(capabilities)},
+            "depends_on": {"type": "array", "items": {"type": "integer"}},
+        },
+        "required": ["id", "title", "instruction", "capability", "depends_on"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps},
+        },
+        "required": ["title", "steps"],
+        "additionalProperties": False,
+    }
+
+
+def numbered_plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[str, Any]:
+    """plan_schema with each step's place fixed: step n has id n and depends only on steps before it.
+
+    For the embedded model's constrained decoding, which then cannot write an unknown dependency or
+    a cycle. (prefixItems is beyond what Gemini and OpenAI strict mode take, so they get plan_schema.)
+    """
+    schema = plan_schema(capabilities, max_steps)
+    step = schema["properties"]["steps"].pop("items")
+    places = []
+    for number in range(1, max_steps + 1):
+        earlier = list(range(1, number))
+        depends_on = (
+            {"type": "array", "items": {"enum": earlier}, "maxItems": len(earlier)}
+            if earlier
+            else {
+                "type": "array",
+                "maxItems": 0,
+            }
+        )
+        properties = {**step["properties"], "id": {"const": number}, "depends_on": depends_on}
+        places.append({**step, "properties": properties})
+    schema["properties"]["steps"].update(prefixItems=places, items=False)
+    return schema
+
+
+COORDINATOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"task": {"type": "boolean"}},
+    "required": ["task"],
+    "additionalProperties": False,
+}
+
+
+# Worked plans whose steps take their words from the request, in three shapes, so a small model
+# learns to split the request it is given rather than to copy one example. {0} and {1} are two
+# capabilities of the channel (two personas' where there are two).
+_EXAMPLES: tuple[tuple[str, list[tuple[str, str, int]]], ...] = (
+    (
+        "Mia: Find a caterer for Friday and write the menu card",
+        [("Find a caterer for Friday", "{0}", 0), ("Write the menu card", "{1}", 1)],
+    ),
+    ("Leo: Summarise the customer survey", [("Summarise the customer survey", "{0}", 0)]),
+    (
+        "Mia: Compare two bike routes, pick the safer one and describe it for the newsletter",
+        [
+            ("Compare two bike routes", "{0}", 0),
+            ("Pick the safer route", "{0}", 1),
+            ("Describe it for the newsletter", "{1}", 2),
+        ],
+    ),
+)
+
+
+def _examples(capabilities: Mapping[str, Sequence[str]]) -> str:
+    names = list(capabilities)
+    first = names[0]
+    second = next((c for c in names if set(capabilities[c]) != set(capabilities[first])), names[-1])
+    shown = []
+    for request, steps in _EXAMPLES:
+        plan = {
+            "title": request.split(": ", 1)[1],
+            "steps": [
+                {
+                    "id": number,
+                    "title": text,
+                    "instruction": text,
+                    "capability": capability.format(first, second),
+                    "depends_on": [after] if after else [],
+                }
+                for number, (text, capability, after) in enumerate(steps, start=1)
+            ],
+        }
+        shown.append(f"{request}\n{DECISION_CUE} {json.dumps(plan, separators=(',', ':'))}")
+    return "\n\n".join(shown)
+
+
+def planner_system(capabilities: Mapping[str, Sequence[str]], max_steps: int) -> str:
+    who = "\n".join(f"- {name}: {', '.join(people)}" for name, people in capabilities.items())
+    return (
+        "You plan work for a team of personas in a group chat. Split the request into at most "
+        f"{max_steps} small steps; each step is one persona's single message. Each step needs one "
+        f"capability from this list (the personas who have it are named):\n{who}\n"
+        "Reply with JSON only: a short title, and the steps, each with an id (1, 2, ...), a title, an "
+        "instruction for the persona, its capability and depends_on (the ids of steps that must finish "
+        "first; a step may use their results).\n\nExamples:\n" + _examples(capabilities)
+    )
+
+
+def planner_messages(
+    request: str, author: str, capabilities: Mapping[str, Sequence[str]], max_steps: int
+) -> list[BaseMessage]:
+    return [
+        SystemMessage(content=planner_system(capabilities, max_steps)),
+        HumanMessage(content=f"{author}: {request}"),
+    ]
+
+
+def replan_messages(
+    plan_text: str,
+    request: str,
+    instruction: str,
+    author: str,
+    capabilities: Mapping[str, Sequence[str]],
+    max_steps: int,
+    completed_ids: Sequence[int],
+) -> list[BaseMessage]:
+    """The task so far, then the new instruction last: plan only what is left to do."""
+    kept = ", ".join(str(i) for i in completed_ids) or "none"
+    situation = (
+        f"[system] The task was: {request}\nThe plan so far:\n{plan_text}\n"
+        f"Completed steps (ids {kept}) stay as they are. Plan only the remaining work, in new steps; a "
+        "step may depend on a completed step by its id."
+    )
+    return [
+        SystemMessage(content=planner_system(capabilities, max_steps)),
+        HumanMessage(content=situation),
+        HumanMessage(content=f"{author}: {instruction}"),
+    ]
+
+
+def reask(messages: Sequence[BaseMessage], answer: str, problem: str) -> list[BaseMessage]:
+    return [
+        *messages,
+        AIMessage(content=answer),
+        HumanMessage(content=f"[system] That plan is invalid: {problem}. Answer again with a corrected plan."),
+    ]
+
+
+async def ask_for_plan(
+    model: ChatRunnable, messages: list[BaseMessage], check: Check, *, attempts: int, backoff_seconds: float
+) -> Plan | str:
+    """The accepted plan, or why there is none (one line): invalid twice, or the model failed."""
+    problem = ""
+    for _ in range(PLANNER_ATTEMPTS):
+        try:
+            reply = await ainvoke_with_retry(model, messages, attempts=attempts, backoff_seconds=backoff_seconds)
+        except Exception as exc:
+            log.warning("planner model failed: %s", type(exc).__name__)
+            return "the planner's model failed"
+        parsed = parse_plan(reply.text)
+        if isinstance(parsed, Plan):
+            parsed, found = check(parsed)
+            if found is None:
+                return parsed
+            problem = found
+        else:
+            problem = parsed
+        messages = reask(messages, reply.text, problem)
+    return f"the plan was invalid twice ({problem})"
+
+
+COORDINATOR_SYSTEM = (
+    "You sort the messages of a group chat where people talk with AI personas. A message is a task "
+    "when it asks the team to produce or do something that takes several steps (research, write, "
+    "review, design, plan). Anything else is chat: questions, opinions, greetings, small requests "
+    'for one answer. Reply with JSON only: {"task": true} or {"task": false}.\n\nExamples:\n'
+    f'Leo: Research three venues, draft an invitation and review it before Friday\n{DECISION_CUE} {{"task":true}}\n'
+    f'Leo: What do you all think of the new logo?\n{DECISION_CUE} {{"task":false}}\n'
+    f'Mia: Write a launch announcement and have someone check it for risks\n{DECISION_CUE} {{"task":true}}\n'
+    f'Mia: Good morning everyone!\n{DECISION_CUE} {{"task":false}}'
+)
+
+
+def coordinator_messages(text: str, author: str) -> list[BaseMessage]:
+    return [SystemMessage(content=COORDINATOR_SYSTEM), HumanMessage(content=f"{author}: {' '.join(text.split())}")]
+
+
+def is_task_reply(text: str) -> bool:
+    """The coordinator's verdict; anything but a clear {"task": true} is chat."""
+    start, end = text.find("{"), text.rfind("}")
+    try:
+        verdict = json.loads(text[start : end + 1]) if 0 <= start < end else None
+    except ValueError:
+        return False
+    return isinstance(verdict, dict) and verdict.get("task") is True
+
+
+async def is_task(model: ChatRunnable, text: str, author: str, *, attempts: int, backoff_seconds: float) -> bool:
+    """Whether the coordinator reads the line as a task; a failing model means chat."""
+    try:
+        reply = await ainvoke_with_retry(
+            model, coordinator_messages(text, author), attempts=attempts, backoff_seconds=backoff_seconds
+        )
+    except Exception as exc:
+        log.warning("coordinator model failed: %s", type(exc).__name__)
+        return False
+    return is_task_reply(reply.text)

@@ -1,0 +1,177 @@
+"""The planner and the coordinator on real providers: Gemini (langchain-google-genai) and an
+OpenAI-compatible server (langchain-openai) against the local fakes, a whole task run through each,
+and the embedded Gemma 3 270M planning under JSON-schema constrained decoding."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.inbound import Inbound
+from graph import planner
+from graph.models.chat import ChatModels
+from graph.models.factory import ProviderConfig, build_models
+from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem
+from personas import load_personas
+from tests.fakes.gemini_server import FakeGemini
+from tests.fakes.openai_server import FakeOpenAI
+from tests.recording_port import RecordingPort
+
+pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+
+PERSONAS = load_personas()
+TEAM = [PERSONAS["nova"], PERSONAS["sage"], PERSONAS["rex"]]
+CAPABILITIES = capabilities_of(TEAM)
+PLAN = {
+    "title": "Launch note",
+    "steps": [
+        {
+            "id": 1,
+            "title": "Facts",
+            "instruction": "Collect the launch facts",
+            "capability": "research",
+            "depends_on": [],
+        },
+        {"id": 2, "title": "Draft", "instruction": "Write the note", "capability": "writing", "depends_on": [1]},
+    ],
+}
+CYCLE = {**PLAN, "steps": [{**PLAN["steps"][0], "depends_on": [2]}, PLAN["steps"][1]]}
+
+
+@dataclass
+class Provider:
+    name: str
+    server: FakeGemini | FakeOpenAI
+    models: ChatModels
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [request.body for request in self.server.requests]
+
+    def schema_sent(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The JSON schema the request asks the reply to follow, as each provider's wire carries it."""
+        if self.name == "gemini":
+            config = body["generationConfig"]
+            assert config["responseMimeType"] == "application/json"
+            return config["responseJsonSchema"]
+        response_format = body["response_format"]
+        assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+        return response_format["json_schema"]["schema"]
+
+    def texts(self, body: dict[str, Any]) -> list[str]:
+        if self.name == "gemini":
+            return [part["text"] for content in body["contents"] for part in content["parts"] if "text" in part]
+        return [str(message["content"]) for message in body["messages"] if message["role"] != "system"]
+
+
+@pytest.fixture(params=["gemini", "openai"])
+async def provider(request: pytest.FixtureRequest) -> AsyncIterator[Provider]:
+    if request.param == "gemini":
+        async with FakeGemini(reply_text="Done, here is my part.") as gemini:
+            config = ProviderConfig(provider="gemini", base_url=gemini.url, requests_per_minute=60_000)
+            models = build_models(config, {"GOOGLE_API_KEY": "test-key-gemini"})
+            assert isinstance(models, ChatModels)
+            yield Provider("gemini", gemini, models)
+            for model in models.models.values():
+                await model.aclose()  # type: ignore[attr-defined]
+    else:
+        async with FakeOpenAI(reply_text="Done, here is my part.") as openai:
+            config = ProviderConfig(provider="openai", base_url=f"{openai.url}/v1", requests_per_minute=60_000)
+            models = build_models(config, {"OPENAI_API_KEY": "test-key-openai"})
+            assert isinstance(models, ChatModels)
+            yield Provider("openai", openai, models)
+
+
+def accept_valid(plan: Plan) -> tuple[Plan, str | None]:
+    return plan, plan_problem(plan, CAPABILITIES, 8)
+
+
+async def test_the_plan_is_structured_output_and_an_invalid_one_goes_back_once_with_its_error(
+    provider: Provider,
+) -> None:
+    provider.server.queue(json.dumps(CYCLE))
+    provider.server.queue(json.dumps(PLAN))
+    messages = planner.planner_messages("Announce the launch", "Ana", CAPABILITIES, 8)
+
+    plan = await planner.ask_for_plan(
+        provider.models.planner_model(list(CAPABILITIES), 8), messages, accept_valid, attempts=2, backoff_seconds=0
+    )
+
+    assert isinstance(plan, Plan) and [s.capability for s in plan.steps] == ["research", "writing"]
+    first, second = provider.bodies
+    assert provider.schema_sent(first) == planner.plan_schema(list(CAPABILITIES), 8)
+    assert provider.texts(first) == ["Ana: Announce the launch"]
+    assert provider.texts(second)[1] == json.dumps(CYCLE)  # its own answer, then what is wrong with it
+    assert provider.texts(second)[2] == (
+        "[system] That plan is invalid: steps 1 -> 2 -> 1 depend on each other in a cycle."
+        " Answer again with a corrected plan."
+    )
+
+
+async def test_the_coordinator_answers_task_or_chat_under_its_schema(provider: Provider) -> None:
+    provider.server.queue('{"task": true}')
+    provider.server.queue('{"task": false}')
+    model = provider.models.coordinator_model(planner.COORDINATOR_SCHEMA)
+    assert await planner.is_task(model, "Research venues and draft the invite", "Ana", attempts=1, backoff_seconds=0)
+    assert not await planner.is_task(model, "Good morning!", "Ana", attempts=1, backoff_seconds=0)
+    assert provider.schema_sent(provider.bodies[0]) == planner.COORDINATOR_SCHEMA
+    assert provider.bodies[0].get("model", "gemini-2.5-flash-lite") == "gemini-2.5-flash-lite"
+
+
+async def test_a_whole_task_runs_through_the_provider(provider: Provider, open_test_app, port: RecordingPort) -> None:
+    provider.server.queue(json.dumps(PLAN))
+    provider.server.queue("Launch is on May 5, the price stays the same.")  # Sage: research
+    provider.server.queue("We launch on May 5 at the same price. Come and see!")  # Nova: writing
+    async with open_test_app(models=provider.models) as app:
+        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
+        await app.service.wait_idle()
+
+    assert port.speakers() == ["sage", "nova"]
+    [(shown_as, text)] = port.plans.items()
+    assert text.splitlines() == [
+        "Task #1: Launch note (completed)",
+        "[x] 1. Facts — Sage: Launch is on May 5, the price stays the same.",
+        "[x] 2. Draft — Nova (after 1): We launch on May 5 at the same price. Come and see!",
+        "Done: all 2 steps completed.",
+    ]
+    assert len([kind for kind, _, _ in port.events if kind == "plan"]) == 1  # posted once, then edited
+    # Nova's step prompt carries its instruction and the result it builds on, privately.
+    nova_prompt = "\n".join(provider.texts(provider.bodies[-1]))
+    assert "step 2 of 2 is yours: Write the note." in nova_prompt
+    assert "Results so far: step 1 (Sage): Launch is on May 5, the price stays the same." in nova_prompt
+
+
+@pytest.fixture(scope="module")
+def local_models() -> ChatModels:
+    config = ProviderConfig(provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test")
+    models = build_models(config, {})
+    assert isinstance(models, ChatModels)
+    return models
+
+
+async def test_the_embedded_model_plans_under_the_plan_schema(local_models: ChatModels) -> None:
+    model = local_models.planner_model(list(CAPABILITIES), 4)
+    schema = model.kwargs["response_format"]["json_schema"]["schema"]  # type: ignore[attr-defined]
+    assert schema == planner.numbered_plan_schema(list(CAPABILITIES), 4)
+    messages = planner.planner_messages("Research three venues and write an invitation", "Ana", CAPABILITIES, 4)
+    reply = await model.ainvoke(messages)
+    plan = parse_plan(reply.text)
+    # Constrained decoding: whatever the 270M model plans is a plan of this schema.
+    assert isinstance(plan, Plan), reply.text
+    assert 1 <= len(plan.steps) <= 4
+    assert all(step.capability in CAPABILITIES for step in plan.steps)
+    # Numbered places: step n is id n and depends only on earlier steps, so no dependency is unknown.
+    assert [step.id for step in plan.steps] == list(range(1, len(plan.steps) + 1))
+    assert all(d < step.id for step in plan.steps for d in step.depends_on)
+    assert plan_problem(plan, CAPABILITIES, 4) is None
+
+
+async def test_the_embedded_coordinator_answers_a_boolean(local_models: ChatModels) -> None:
+    model = local_models.coordinator_model(planner.COORDINATOR_SCHEMA)
+    reply = await model.ainvoke(planner.coordinator_messages("Research venues, then draft the invite", "Ana"))
+    assert set(json.loads(reply.text)) == {"task"} and isinstance(json.loads(reply.text)["task"], bool)

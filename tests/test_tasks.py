@@ -1,0 +1,277 @@
+"""Task mode in the real console bot (scripted model): a task planned, assigned by capability, run
+step by step with its plan block reprinted, replanned, stopped, failing, and resumed after SIGKILL."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import select
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.inbound import Inbound
+from storage import tasks
+from tests.conftest import REPO, run_console, write_config
+from tests.recording_port import RecordingPort
+
+
+class InteractiveConsole:
+    """`python -m bot console` reading typed lines from a pipe, so a line can arrive while a task runs."""
+
+    def __init__(self, config: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bot", "console", "--config", str(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        self.lines: list[str] = []
+        self.pending = ""  # read, not yet split into lines
+        self.decoder = codecs.getincrementaldecoder("utf-8")()  # a read may end inside a character
+
+    def type(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(self, seen: Callable[[str], bool]) -> None:
+        """Read output until a line passes `seen` (at most two minutes, or the test fails). Read from
+        the pipe itself: a buffered reader would hold lines that select() no longer reports."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            while "\n" in self.pending:
+                line, self.pending = self.pending.split("\n", 1)
+                self.lines.append(line)
+                if seen(line):
+                    return
+            ready, _, _ = select.select([self.proc.stdout], [], [], 1)
+            if ready:
+                self.pending += self.decoder.decode(os.read(self.proc.stdout.fileno(), 65536))
+        self.proc.kill()
+        raise AssertionError("never shown; the output was:\n" + "\n".join(self.lines))
+
+    def finish(self) -> str:
+        """End of input: the bot finishes its work and exits; the whole transcript."""
+        out, _ = self.proc.communicate(timeout=120)
+        assert self.proc.returncode == 0
+        return "\n".join([*self.lines, *(self.pending + out).splitlines()])
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+
+def plan_blocks(transcript: str) -> list[list[str]]:
+    """Each printing of the plan block: its lines after the [plan] / [plan updated] line."""
+    blocks: list[list[str]] = []
+    current: list[str] | None = None
+    for line in transcript.splitlines():
+        if line in ("[plan]", "[plan updated]"):
+            current = []
+            blocks.append(current)
+        elif current is not None and (
+            line.startswith(("Task #", "[ ] ", "[>] ", "[x] ", "[-] ", "[!] ")) or not line.startswith("[")
+        ):
+            current.append(line)
+        else:
+            current = None
+    return blocks
+
+
+def plan_json(steps: list[tuple[int, str, list[int]]], title: str = "Launch") -> str:
+    return json.dumps(
+        {
+            "title": title,
+            "steps": [
+                {"id": i, "title": f"Part {i}", "instruction": f"Do part {i}", "capability": c, "depends_on": d}
+                for i, c, d in steps
+            ],
+        },
+        separators=(",", ":"),
+    )
+
+
+def stored_tasks(tmp_path: Path) -> list[dict[str, Any]]:
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        db.row_factory = sqlite3.Row
+        return [dict(row) for row in db.execute("SELECT * FROM tasks ORDER BY id")]
+
+
+# Sage's step takes 4 s (!!slow), the time a line typed meanwhile has to reach the bot during the task.
+REQUEST = "/task Research three venues; write the invitation; review it for risks !!slow 4"
+
+
+def test_a_task_is_planned_assigned_by_capability_replanned_and_finished(tmp_path: Path) -> None:
+    console = InteractiveConsole(write_config(tmp_path))
+    console.type(REQUEST)
+    console.wait_for(lambda line: line.startswith("[>] 1."))  # Sage's step runs (slowly)
+    console.type("/task replan write a short note instead; review the note")
+    console.wait_for(lambda line: line.startswith("[system] Task #1 is replanned"))
+    transcript = console.finish()
+
+    blocks = plan_blocks(transcript)
+    assert transcript.count("[plan]\n") == 1  # posted once, then only edited
+    assert blocks[1] == [
+        "Task #1: Research three venues (running)",
+        "[ ] 1. Research three venues — Sage",
+        "[ ] 2. write the invitation — Nova (after 1)",
+        "[ ] 3. review it for risks — Rex (after 2)",
+    ]
+    # After Sage's step the plan is revised: step 1 is kept with its result, the rest replaced.
+    replanned = next(b for b in blocks if "write a short note instead" in "\n".join(b))
+    assert replanned[0] == "Task #1: write a short note instead (running)"
+    assert replanned[1].startswith("[x] 1. Research three venues — Sage: Let us slow down")
+    assert replanned[2:] == ["[ ] 2. write a short note instead — Nova", "[ ] 3. review the note — Rex (after 2)"]
+    final = blocks[-1]
+    assert final[0] == "Task #1: write a short note instead (completed)"
+    assert [line[:4] for line in final[1:4]] == ["[x] ", "[x] ", "[x] "]
+    assert final[-1] == "Done: all 3 steps completed."
+    # Each step is a persona turn, posted in the channel in plan order.
+    spoken = [
+        line.split("]")[0][1:] for line in transcript.splitlines() if line.startswith(("[Sage] ", "[Nova] ", "[Rex] "))
+    ]
+    assert spoken == ["Sage", "Nova", "Rex"]
+    assert "[system] Task #1: Done: all 3 steps completed." in transcript
+    assert "review it for risks" not in "\n".join(final)
+
+
+def test_task_status_and_stop(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    console = InteractiveConsole(config)
+    console.type("/task status")
+    console.wait_for(lambda line: "No task here yet" in line)
+    console.type(REQUEST)
+    console.wait_for(lambda line: line.startswith("[>] 1."))
+    console.type("/task stop")
+    console.type("/task Something else entirely")
+    console.wait_for(lambda line: line.startswith("[system] Task #1 stops before its next step"))
+    console.wait_for(lambda line: "A task is already running here" in line)
+    console.wait_for(lambda line: line.startswith("[system] Task #1: Stopped"))
+    console.type("/task status")
+    console.type("/task stop")
+    transcript = console.finish()
+
+    assert "[system] Task #1: Stopped (/task stop). 1 of 3 steps completed, 0 failed." in transcript
+    status = transcript.split("[system] Task #1: Research three venues (stopped)", 1)[1].splitlines()
+    assert status[1].startswith("[system] [x] 1. Research three venues — Sage: ")
+    assert status[2:4] == [
+        "[system] [ ] 2. write the invitation — Nova (after 1)",
+        "[system] [ ] 3. review it for risks — Rex (after 2)",
+    ]
+    assert "[system] No task is running here." in transcript
+    assert "[Nova]" not in transcript  # nothing ran after the stop
+    [task] = stored_tasks(tmp_path)
+    assert task["status"] == "stopped" and task["shown_as"] == "console:general:plan"
+
+
+def test_an_invalid_plan_goes_back_once_then_the_task_stops_with_a_clear_message(tmp_path: Path) -> None:
+    unknown = plan_json([(1, "juggling", [])])
+    cycle = plan_json([(1, "research", [2]), (2, "writing", [1])])
+    valid = plan_json([(1, "research", []), (2, "writing", [1])])
+    transcript = run_console(
+        write_config(tmp_path),
+        f"/task Fixed on the second try !!plan {unknown} !!plan {valid}\n"
+        f"/task Invalid twice !!plan {unknown} !!plan {cycle}\n"
+        "/task status\n",
+    )
+    assert "[system] Task #1: Done: all 2 steps completed." in transcript
+    assert (
+        "[system] Task #2 stopped: the plan was invalid twice (steps 1 -> 2 -> 1 depend on each other in a cycle)."
+        in transcript
+    )
+    assert transcript.rstrip().endswith(
+        "[system] Task #2 (failed)\n[system] Task stopped: the plan was invalid twice"
+        " (steps 1 -> 2 -> 1 depend on each other in a cycle)."
+    )
+
+
+def test_more_than_half_of_the_steps_failing_stops_the_task_with_a_summary(tmp_path: Path) -> None:
+    four = plan_json([(1, "research", []), (2, "writing", []), (3, "review", []), (4, "research", [])])
+    transcript = run_console(write_config(tmp_path), f"/task Four parts !!plan {four} !!fail 3\n")
+    assert "[system] Sage could not answer (model error) and was skipped." in transcript
+    assert transcript.count("could not answer") == 3
+    final = plan_blocks(transcript)[-1]
+    assert final[0] == "Task #1: Launch (failed)"
+    assert [line[:3] for line in final[1:5]] == ["[!]", "[!]", "[!]", "[ ]"]  # the fourth step never ran
+    assert final[-1] == "Stopped: more than half of its steps failed. 0 of 4 steps completed, 3 failed."
+    assert "[system] Task #1: Stopped: more than half of its steps failed." in transcript
+
+
+def test_a_task_cut_short_by_sigkill_resumes_from_its_checkpoint_at_start_up(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    console = InteractiveConsole(config)
+    console.type(REQUEST)
+    console.wait_for(lambda line: line.startswith("[>] 1."))
+    console.kill()
+    [task] = stored_tasks(tmp_path)
+    assert task["status"] == "running"
+
+    transcript = run_console(config, "/task status\n")
+    assert "(planning)" not in transcript  # the plan came back from the checkpoint, not from a new plan
+    assert "[plan]\n" not in transcript and "[plan updated]" in transcript  # the same message, edited
+    final = plan_blocks(transcript)[-1]
+    assert final[0] == "Task #1: Research three venues (completed)"
+    assert [line[:4] for line in final[1:4]] == ["[x] "] * 3
+    # The step the kill cut short runs again from its start; the others once each.
+    spoken = [
+        line.split("]")[0][1:] for line in transcript.splitlines() if line.startswith(("[Sage] ", "[Nova] ", "[Rex] "))
+    ]
+    assert spoken == ["Sage", "Nova", "Rex"]
+    assert [task["status"] for task in stored_tasks(tmp_path)] == ["completed"]
+
+
+def test_auto_detect_runs_a_line_the_coordinator_calls_a_task(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"tasks": {"auto_detect": True}})
+    transcript = run_console(config, "Hello everyone\nPlan the offsite; write the agenda !!task\n")
+    lines = transcript.splitlines()
+    chat = lines[
+        lines.index("[you] Hello everyone") + 1 : lines.index("[you] Plan the offsite; write the agenda !!task")
+    ]
+    assert chat and not any(line.startswith("[plan") for line in chat)  # chat gets a round
+    assert "Task #1: Plan the offsite (completed)" in transcript
+    assert "[system] Task #1: Done: all 2 steps completed." in transcript
+
+
+@pytest.fixture
+def storage_url(any_backend: str) -> str:
+    return any_backend
+
+
+async def test_a_task_is_stored_with_its_plan_and_message_on_both_backends(open_test_app, port: RecordingPort) -> None:
+    key = "console:general"
+    async with open_test_app() as app:
+        reply = await app.service.handle(Inbound(key, "u1", "Ana", "/task Research venues; write the invite"))
+        assert reply is not None and reply.reply.startswith("Task #1 taken")
+        await app.service.wait_idle()
+        [task] = [await tasks.latest(app.db, key)]
+        assert task is not None and (task.status, task.shown_as, task.request) == (
+            "completed",
+            "plan-1",
+            "Research venues; write the invite",
+        )
+        assert task.plan is not None and [s["assignee"] for s in json.loads(task.plan)["steps"]] == ["sage", "nova"]
+        assert port.plans["plan-1"].splitlines()[0] == "Task #1: Research venues (completed)"
+
+        # One active task per channel; stop and replan requests wait for the supervisor.
+        second = await tasks.start(app.db, key, None, "Another", "u1", "Ana")
+        assert second is not None and await tasks.start(app.db, key, None, "A third", "u1", "Ana") is None
+        assert [t.id for t in await tasks.unfinished(app.db)] == [second.id]
+        assert await tasks.request_replan(app.db, second.id, "shorter")
+        assert await tasks.request_stop(app.db, second.id)
+        await tasks.clear_instruction(app.db, second.id, "shorter")
+        stored = await tasks.get(app.db, second.id)
+        assert stored is not None and stored.stop_requested and stored.instruction is None
+        await tasks.save(app.db, second.id, status="stopped", plan=None, note="Stopped.")
+        assert not await tasks.request_stop(app.db, second.id)  # no longer active
