@@ -20,6 +20,7 @@ from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem
 from personas import load_personas
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_api import BOT_USER_ID
 from tests.recording_port import RecordingPort
 
 pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
@@ -175,3 +176,16 @@ async def test_the_embedded_coordinator_answers_a_boolean(local_models: ChatMode
     model = local_models.coordinator_model(planner.COORDINATOR_SCHEMA)
     reply = await model.ainvoke(planner.coordinator_messages("Research venues, then draft the invite", "Ana"))
     assert set(json.loads(reply.text)) == {"task"} and isinstance(json.loads(reply.text)["task"], bool)
+
+
+async def test_a_task_in_slack_posts_its_plan_once_and_updates_it_in_place(start_slack) -> None:
+    async with start_slack() as slack:
+        await slack.say(f"<@{BOT_USER_ID}> /task Research venues; write the invite", "1700000200.000100")
+        await slack.bot.wait_idle()
+
+    [plan] = [c for c in slack.fake.calls_to("chat.postMessage") if c.args["text"] == "Task #1 (planning)"]
+    updates = slack.updates()
+    assert updates and {u["ts"] for u in updates} == {plan.answer["ts"]}  # then edited in place, every time
+    assert updates[-1]["text"].splitlines()[0] == "Task #1: Research venues (completed)"
+    assert "Task #1: Done: all 2 steps completed." in [p["text"] for p in slack.posts()]
+    assert [p["username"] for p in slack.posts() if p.get("username") in ("Sage", "Nova")] == ["Sage", "Nova"]
