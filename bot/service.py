@@ -414,6 +414,7 @@ class ChannelService:
                     announce = "Replies are paused: messages are kept, and no persona answers until /moderate resume."
                 else:
                     announce = "Replies resumed: what came in meanwhile is answered now, in one round."
+                    await self.tasks.resume_all(key)  # a task that waited for the pause goes first
                     self._enqueue(AnswerInbox(key, together=True))
                 await self._mark(key, "replies paused" if pause else "replies resumed", thread, announce=announce)
                 return CommandReply(announce, announced=True)

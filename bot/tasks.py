@@ -74,7 +74,9 @@ class TaskDesk:
         await self.engine.tasks.run(task.id)
         return True
 
-    async def resume_all(self) -> None:
-        """At start-up: every task a stop interrupted runs on from its last checkpoint."""
+    async def resume_all(self, channel_key: str | None = None) -> None:
+        """Every unfinished task (of one channel) runs on from its last checkpoint: at start-up, and
+        when a channel's replies resume."""
         for task in await tasks.unfinished(self.db):
-            self.enqueue(RunTask(task.channel_key, task.id))
+            if channel_key in (None, task.channel_key):
+                self.enqueue(RunTask(task.channel_key, task.id))

@@ -298,6 +298,12 @@ class TaskRunner:
                 given["stop"] = True
             if record.instruction:
                 given["instruction"] = record.instruction
+            channel = await channels.get_channel(self.deps.db, record.channel_key)
+            if channel is not None and channel.paused and next_move(given) == "step":  # type: ignore[arg-type]
+                # Steps are persona replies: a paused channel gets none. /moderate resume runs it on.
+                text = f"Task #{task_id} waits while replies are paused here; /moderate resume continues it."
+                await self.deps.port.notice(record.channel_key, text, record.thread)
+                return
             result = await self.graph.ainvoke(given, config, durability="sync")
             await self.start_approvals(list(result.get("new_batches", [])))
 

@@ -176,6 +176,23 @@ def test_task_status_and_stop(tmp_path: Path) -> None:
     assert task["status"] == "stopped" and task["shown_as"] == "console:general:plan"
 
 
+def test_a_task_waits_while_replies_are_paused_and_goes_on_when_they_resume(tmp_path: Path) -> None:
+    console = InteractiveConsole(write_config(tmp_path))
+    console.type(REQUEST)
+    console.wait_for(lambda line: line.startswith("[>] 1."))
+    console.type("/moderate pause")
+    console.wait_for(lambda line: line.startswith("[system] Task #1 waits while replies are paused"))
+    console.type("/task status")
+    console.wait_for(lambda line: line.startswith("[system] [ ] 3."))
+    console.type("/moderate resume")
+    transcript = console.finish()
+
+    waiting = transcript.split("[system] Task #1 waits while replies are paused", 1)[1]
+    before_resume = waiting.split("Replies resumed", 1)[0]
+    assert "[Nova]" not in before_resume and "[Rex]" not in before_resume  # no step ran while paused
+    assert "[system] Task #1: Done: all 3 steps completed." in waiting.split("Replies resumed", 1)[1]
+
+
 def test_an_invalid_plan_goes_back_once_then_the_task_stops_with_a_clear_message(tmp_path: Path) -> None:
     unknown = plan_json([(1, "juggling", [])])
     cycle = plan_json([(1, "research", [2]), (2, "writing", [1])])
