@@ -161,3 +161,34 @@ def test_the_outcome_note_counts_completed_failed_and_blocked_steps() -> None:
     lost = with_step(plan(step(1), step(2, depends_on=[1]), step(3)), 1, "failed")
     lost = with_step(lost, 3, "completed")
     assert outcome_note(lost) == "1 of 3 steps completed, 1 failed, 1 blocked."
+
+
+def test_the_supervisor_plans_replans_runs_a_step_or_finishes() -> None:
+    from graph.task_flow import TaskState, next_move
+
+    def state(**changes: object) -> TaskState:
+        base = TaskState(
+            task_id=1,
+            channel_key="console:t",
+            thread=None,
+            request="r",
+            author_name="Ana",
+            plan=None,
+            status="planning",
+            note="",
+            instruction="",
+            stop=False,
+            new_batches=[],
+        )
+        return {**base, **changes}  # type: ignore[typeddict-item]
+
+    running = plan(step(1), step(2, depends_on=[1])).model_dump()
+    assert next_move(state()) == "plan"
+    assert next_move(state(plan=running, status="running")) == "step"
+    assert next_move(state(plan=running, status="running", instruction="shorter")) == "replan"
+    assert next_move(state(plan=running, status="running", instruction="shorter", stop=True)) == "finish"
+    lost = with_step(plan(step(1), step(2, depends_on=[1])), 1, "failed").model_dump()
+    assert next_move(state(plan=lost, status="running")) == "finish"  # more than half lost
+    done = with_step(plan(step(1)), 1, "completed").model_dump()
+    assert next_move(state(plan=done, status="running")) == "finish"
+    assert next_move(state(status="failed")) == "finish"
