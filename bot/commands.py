@@ -57,7 +57,6 @@ COMMANDS: dict[str, HelpRow] = {
     "task": HelpRow(
         "/task TEXT | status | stop | replan TEXT",
         "give the team a task (planned, then done step by step), show its plan, stop it, or change what is left",
-        slash=(),
     ),
     "help": HelpRow("/help", "list these commands", slash=()),
     "roundtable": HelpRow("/roundtable help", "list these commands", typed=False),

@@ -63,6 +63,7 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
         "persona",
         "approvals",
         "trust",
+        "task",
         "roundtable",
     }
     assert fake.gateway_queries[0]["v"] == "10" and fake.gateway_queries[0]["encoding"] == "json"

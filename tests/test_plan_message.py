@@ -18,12 +18,13 @@ from bot.discord_bot.delivery import MESSAGE_LIMIT
 from bot.plan_message import fit_plan
 from bot.slack.app import make_web_client
 from bot.slack.port import PLAN_CHARS, SlackPort
-from bot.slack.text import escape_for_slack
+from bot.slack.text import escape_for_slack, unescape_from_slack
+from tests.discord_harness import settle
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import CHANNEL
-from tests.slack_harness import BOT_TOKEN, KEY
+from tests.slack_harness import BOT_TOKEN, KEY, SlackHarness
 
 PLANNED = "Plan: launch the beta (0 of 2 done)\n1. [ ] Draft the post (Nova)\n2. [ ] Review it (Sage)"
 HALFWAY = "Plan: launch the beta (1 of 2 done)\n1. [x] Draft the post (Nova): drafted\n2. [~] Review it (Sage)"
@@ -216,3 +217,83 @@ async def test_console_prints_the_plan_then_reprints_it_marked_as_updated() -> N
     assert await port.show_plan("console:general", DONE, None, shown_as) == shown_as
 
     assert lines == [f"[plan]\n{PLANNED}", f"[plan updated]\n{DONE}"]
+
+
+# -- a task typed on each platform --------------------------------------------------------------------
+# The scripted planner splits the request at ";" and assigns by capability: Sage researches, Nova writes.
+
+TASK = "Research three venues; write the invitation"
+PLANNED_TASK = [
+    "Task #1: Research three venues (running)",
+    "[ ] 1. Research three venues — Sage",
+    "[ ] 2. write the invitation — Nova (after 1)",
+]
+
+
+def assert_shown_as_the_task_went(texts: list[str]) -> None:
+    """Planning, planned, each step under way then done (with its result), and finished."""
+    assert texts[0] == "Task #1 (planning)"
+    assert texts[1] == "\n".join(PLANNED_TASK)
+    marks = [[line[:3] for line in text.splitlines()[1:3]] for text in texts[1:]]
+    assert marks == [
+        ["[ ]", "[ ]"],
+        ["[>]", "[ ]"],
+        ["[x]", "[ ]"],
+        ["[x]", "[>]"],
+        ["[x]", "[x]"],
+        ["[x]", "[x]"],
+    ]
+    final = texts[-1].splitlines()
+    assert final[0] == "Task #1: Research three venues (completed)" and final[-1] == "Done: all 2 steps completed."
+    assert final[1].startswith("[x] 1. Research three venues — Sage: ")
+
+
+async def test_a_slack_task_shows_one_plan_message_updated_in_place_as_steps_complete(slack: SlackHarness) -> None:
+    assert await slack.command("/task", TASK) == (200, "")
+
+    [taken] = slack.replies_to_command()
+    assert taken["response_type"] == "ephemeral" and taken["text"].startswith("Task #1 taken")
+    [plan] = [c for c in slack.fake.calls_to("chat.postMessage") if c.args["text"] == "Task #1 (planning)"]
+    assert plan.args["username"] == "Roundtable" and plan.args["channel"] == CHANNEL
+    ts = plan.answer["ts"]
+    updates = slack.fake.calls_to("chat.update")
+    assert {(u.args["channel"], u.args["ts"]) for u in updates} == {(CHANNEL, ts)}
+    assert_shown_as_the_task_went([unescape_from_slack(c.args["text"]) for c in [plan, *updates]])
+    assert slack.fake.messages[(CHANNEL, ts)]["text"] == updates[-1].args["text"]
+    # The steps are the personas' own posts, and the plan was edited between them.
+    order = [
+        ("update", c.args["text"]) if c.method == "chat.update" else (c.args.get("username"), c.args["text"])
+        for c in slack.fake.calls
+        if c.method in ("chat.update", "chat.postMessage") and c is not plan
+    ]
+    names = [who for who, _ in order]
+    assert [who for who in names if who != "update"] == ["Sage", "Nova", "Roundtable"]  # then "Task #1: Done: …"
+    between = order[names.index("Sage") + 1 : names.index("Nova")]
+    assert any(text.splitlines()[1].startswith("[x] 1.") for who, text in between if who == "update")
+
+
+async def test_a_discord_task_shows_one_plan_message_edited_in_place_as_steps_complete(
+    fake: FakeDiscord, open_bot: Callable[..., Any]
+) -> None:
+    async with open_bot() as bot:
+        asked = await fake.send_slash_command("task", {"text": TASK}, permissions=p.MEMBER_PERMISSIONS)
+        [taken] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{asked}")
+        await settle(bot)
+
+    assert taken.json["flags"] == 64 and taken.json["content"].startswith("Task #1 taken")
+    [plan] = fake.find_calls("POST", MESSAGES, lambda c: c.json["content"] == "Task #1 (planning)")
+    [message_id] = [i for i, m in fake.messages.items() if m["content"].startswith("Task #1: Research")]
+    edits = fake.find_calls("PATCH", rf"{MESSAGES}/{message_id}")
+    assert all(c.json["allowed_mentions"] == {"parse": []} for c in [plan, *edits])
+    assert_shown_as_the_task_went([plan.json["content"], *[e.json["content"] for e in edits]])
+    assert fake.messages[message_id]["content"] == edits[-1].json["content"]
+    # The steps are the personas' own posts, through the channel webhook, and the plan was edited between them.
+    order = [
+        ("edit", c.json["content"]) if c.method == "PATCH" else (c.json["username"], c.json["content"])
+        for c in fake.calls
+        if c in edits or c in fake.webhook_executes()
+    ]
+    names = [who for who, _ in order]
+    assert [who for who in names if who != "edit"] == ["Sage", "Nova"]
+    between = order[names.index("Sage") + 1 : names.index("Nova")]
+    assert any(text.splitlines()[1].startswith("[x] 1.") for who, text in between if who == "edit")

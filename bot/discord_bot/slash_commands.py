@@ -1,4 +1,4 @@
-"""/moderate, /stop, /next, /persona and /roundtable help: Discord's slash commands, carried out by the channel service.
+"""/moderate, /stop, /next, /persona, /task and /roundtable help: Discord's slash commands, carried out by the channel service.
 
 Every answer is ephemeral (only the person who typed sees it); news such as "moderation on" reaches
 the channel separately, through the port. We defer first because a change also posts that news,
@@ -24,6 +24,7 @@ from bot.commands import (
     ShowHelp,
     StopRound,
     parse_moderate,
+    parse_task,
 )
 from bot.discord_bot.delivery import split_message
 from bot.discord_bot.inbound import key_for_channel
@@ -99,6 +100,17 @@ def add_slash_commands(
         else:
             wanted = persona_id.strip().lower()
             await run(interaction, Invite(wanted) if action == "invite" else Dismiss(wanted), changes=True)
+
+    @tree.command(name="task", description="Give the team a task, show its plan, stop it, or change what is left")
+    @app_commands.guild_only()
+    @app_commands.describe(text="the task; or status, stop, or replan TEXT")
+    async def task(interaction: discord.Interaction, text: str) -> None:
+        try:
+            command = parse_task(text)
+        except CommandError as exc:
+            await reply_now(interaction, str(exc))
+            return
+        await run(interaction, command, changes=False)  # anyone here may give the team work, as in a message
 
     @tree.command(name="roundtable", description="List every command, one line each")
     @app_commands.guild_only()

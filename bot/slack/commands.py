@@ -1,4 +1,4 @@
-"""Slash commands: /moderate, /stop, /next, /persona, /approvals, /trust and /roundtable help, carried out by
+"""Slash commands: /moderate, /stop, /next, /persona, /approvals, /trust, /task and /roundtable help, carried out by
 the channel service.
 
 Slack wants an answer within 3 seconds. A malformed command is answered in the ack itself
@@ -30,6 +30,7 @@ from bot.commands import (
     StopRound,
     parse_approvals,
     parse_moderate,
+    parse_task,
 )
 from bot.service import Actor
 from bot.slack.keys import channel_key
@@ -86,6 +87,7 @@ SLASH_COMMANDS: dict[str, Parser] = {
     "/persona": parse_persona,
     "/approvals": parse_approvals,
     "/trust": parse_trust,
+    "/task": lambda args: parse_task(" ".join(args)),
     "/roundtable": parse_roundtable,
 }
 
