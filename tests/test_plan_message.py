@@ -16,6 +16,7 @@ import pytest
 from bot.console import ConsolePort
 from bot.discord_bot.delivery import MESSAGE_LIMIT
 from bot.plan_message import fit_plan
+from bot.port import PlatformPorts
 from bot.slack.app import make_web_client
 from bot.slack.port import PLAN_CHARS, SlackPort
 from bot.slack.text import escape_for_slack, unescape_from_slack
@@ -217,6 +218,21 @@ async def test_console_prints_the_plan_then_reprints_it_marked_as_updated() -> N
     assert await port.show_plan("console:general", DONE, None, shown_as) == shown_as
 
     assert lines == [f"[plan]\n{PLANNED}", f"[plan updated]\n{DONE}"]
+
+
+async def test_a_process_serving_several_platforms_shows_the_plan_on_the_channels_own(
+    fake_slack: FakeSlackApi, slack_port: SlackPort
+) -> None:
+    lines: list[str] = []
+    ports = PlatformPorts({"slack": slack_port, "console": ConsolePort(lines.append)})
+
+    on_slack = await ports.show_plan(KEY, PLANNED, None, None)
+    await ports.show_plan(KEY, DONE, None, on_slack)
+    await ports.show_plan("console:general", PLANNED, None, None)
+
+    assert [c.args["text"] for c in fake_slack.calls_to("chat.postMessage")] == [PLANNED]
+    assert [c.args["text"] for c in fake_slack.calls_to("chat.update")] == [DONE]
+    assert lines == [f"[plan]\n{PLANNED}"]
 
 
 # -- a task typed on each platform --------------------------------------------------------------------
