@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,8 @@ from personas import load_personas
 from storage import approvals, channels
 from storage.records import ApprovalMode
 from tests.conftest import run_console, write_config
+from tests.fakes.discord_server import FakeDiscord
+from tests.test_discord import APPROVERS, PUBLISH, approval_request
 
 MODES = list(ApprovalMode)
 NEWS = {"channel": "news", "text": "We launched!"}
@@ -271,3 +274,17 @@ def test_gemma_states_a_confidence_and_an_unsure_call_waits(tmp_path: Path) -> N
         "[Nova in #news] Doors open at 9",
         "[action 1] executed: posted in #news",
     ]
+
+
+# -- the reason on Slack's and Discord's requests ---------------------------------------------------
+
+
+async def test_a_discord_request_says_why_it_waits(fake: FakeDiscord, open_bot: Any) -> None:
+    sections = {"approvals": {**APPROVERS["approvals"], "sensitive": [], "max_cost": 1}}
+    async with open_bot(sections=sections):
+        await fake.send_message(PUBLISH)  # publish_post costs 2: it waits, though nothing is sensitive here
+        message_id, approval_id = await approval_request(fake)
+        request = fake.messages[message_id]["content"].splitlines()
+    assert request[0] == f"**Approval #{approval_id}**: Nova wants to run `publish_post`"
+    assert request[1] == "Waits: estimated cost 2 > max\\_cost 1"  # markdown made inert
+    assert request[2:4] == ["> channel: news", "> text: We launched!"]
