@@ -71,6 +71,7 @@ def engine_settings(config: Config) -> EngineSettings:
         moderator_prompt=config.moderator_prompt(),
         recruit=s.moderation.recruit,
         team_cap=s.moderation.team_cap,
+        mailbox_max_pending=s.mailbox.max_pending,
         max_task_steps=s.tasks.max_steps,
         failures_before_pause=s.approvals.failures_before_pause,
     )

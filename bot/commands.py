@@ -54,6 +54,7 @@ COMMANDS: dict[str, HelpRow] = {
         slash=(),
     ),
     "trust": HelpRow("/trust", "show how far each persona is trusted"),
+    "mailbox": HelpRow("/mailbox", "show the personas' private notes here and how many were dropped (approvers only)"),
     "task": HelpRow(
         "/task TEXT | status | stop | replan TEXT",
         "give the team a task (planned, then done step by step), show its plan, stop it, or change what is left",
@@ -350,6 +351,7 @@ Command = (
     | ViewArguments
     | Revise
     | ShowTrust
+    | ShowMailbox
     | StopRound
     | NameNextSpeaker
     | TaskCommand
@@ -370,6 +372,7 @@ PARSERS: dict[str, Callable[[str], Command]] = {
     "view": parse_view,
     "revise": parse_revise,
     "trust": lambda rest: ShowTrust(),
+    "mailbox": _no_words("mailbox", ShowMailbox()),
     "task": parse_task,
     "help": lambda rest: ShowHelp(),
 }

@@ -176,6 +176,10 @@ class TasksSection(_Section):
     max_steps: Annotated[int, Field(ge=1, le=20)] = 8
 
 
+class MailboxSection(_Section):
+    max_pending: Annotated[int, Field(ge=1, le=1000)] = 5
+
+
 class Settings(_Section):
     bot: BotSection = BotSection()
     moderation: ModerationSection = ModerationSection()
@@ -187,6 +191,7 @@ class Settings(_Section):
     slack: SlackSection = SlackSection()
     discord: DiscordSection = DiscordSection()
     approvals: ApprovalsSection = ApprovalsSection()
+    mailbox: MailboxSection = MailboxSection()
     tasks: TasksSection = TasksSection()
 
 

@@ -44,6 +44,7 @@ from bot.commands import (
     SetScene,
     SettleUnknown,
     ShowHelp,
+    ShowMailbox,
     ShowReasons,
     ShowTrust,
     StopRound,
@@ -55,6 +56,8 @@ from bot.commands import (
 )
 from bot.flood import FloodGate
 from bot.inbound import Inbound
+from bot.mailbox import REFUSED as MAILBOX_REFUSED
+from bot.mailbox import mailbox_report
 from bot.pacing import RoundStarts
 from bot.revisions import edited_arguments, full_arguments
 from bot.tasks import RunTask, TaskDesk
@@ -395,6 +398,10 @@ class ChannelService:
                 return CommandReply(announce, announced=True)
             case ShowTrust():
                 return CommandReply(await self._trust_table(key))
+            case ShowMailbox():
+                if actor is None or not self.may_decide(key, actor):
+                    return CommandReply(MAILBOX_REFUSED, ok=False)
+                return CommandReply(await mailbox_report(self.db, key, self.personas))
             case ShowHelp():
                 return CommandReply(help_text(surface_of(key)))
             case TaskCommand():

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.actions import ActionCall, check_call, cost_of
+from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.policy import PolicySettings, Trust, Verdict, revision_of, verdict
 from graph.port import OutboundPort, Timers
 from graph.trust import trust_record
@@ -30,6 +31,7 @@ class ActionRunner:
     clock: Callable[[], float] = time.time
     # Claims approved runs; a claim by a process that is gone is reported as an unknown outcome.
     runner_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    mailbox: Mailbox | None = None  # delivers note_to calls
 
     async def handle(
         self,
@@ -61,6 +63,12 @@ class ActionRunner:
                 await history.append_tool_result(self.db, channel_key, persona.id, call, result)
             else:
                 checked.append(result)
+        for note in [c for c in checked if c.name == NOTE_ACTION]:  # delivered now, never through the policy
+            sent = await self.mailbox.send(channel_key, persona, note) if self.mailbox else "error: no mailbox here"
+            await history.append_tool_result(
+                self.db, channel_key, persona.id, ToolCall(note.call_id, note.name, note.args), sent
+            )
+        checked = [c for c in checked if c.name != NOTE_ACTION]
         if not checked:
             return None
         channel = await channels.get_channel(self.db, channel_key)

@@ -62,10 +62,26 @@ class SchedulePost(_Args):
     text: str = _TEXT
 
 
+class NoteTo(_Args):
+    """Send a private note to another persona in this conversation: only they read it, at their next
+    turn, and it never appears in the channel. Use it only when someone asks you to send, leave or
+    pass another persona a note, or to tell them something privately."""
+
+    persona: str = Field(min_length=1, max_length=100, description="the persona's name, e.g. Rex")
+    text: str = Field(min_length=1, max_length=2000, description="the note, as the persona should read it")
+
+    @field_validator("persona", mode="before")
+    @classmethod
+    def _plain_name(cls, value: Any) -> Any:
+        # "@Rex" and "Rex" both name the persona rex; graph/mailbox.py matches ids and names.
+        return value.strip().lstrip("@").strip().casefold() if isinstance(value, str) else value
+
+
 ACTIONS: dict[str, type[_Args]] = {
     "publish_post": PublishPost,
     "send_message": SendMessage,
     "schedule_post": SchedulePost,
+    "note_to": NoteTo,  # delivered by graph/mailbox.py, never through the approval policy
 }
 
 

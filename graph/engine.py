@@ -13,6 +13,7 @@ from graph.actions import ActionCall
 from graph.approval_flow import ApprovalFlow, build_approval_graph, outcome_text
 from graph.build import build_round_graph
 from graph.deps import EngineDeps
+from graph.mailbox import Mailbox
 from graph.nodes import RoundNodes
 from graph.state import initial_state
 from graph.task_flow import TaskRunner
@@ -28,7 +29,8 @@ MAX_TURNS_LIMIT = 50
 class RoundEngine:
     def __init__(self, deps: EngineDeps, checkpointer: Checkpointer = None) -> None:
         self.deps = deps
-        self.runner = ActionRunner(deps.db, deps.port, deps.timers, deps.policy)
+        mailbox = Mailbox(deps.db, deps.personas, deps.settings.mailbox_max_pending)
+        self.runner = ActionRunner(deps.db, deps.port, deps.timers, deps.policy, mailbox=mailbox)
         self.nodes = RoundNodes(deps, self.runner)
         # No checkpointer for rounds: a round is never resumed midway (a new message starts a new
         # one, and initial_state sets every key), so its saved state was written and never read.

@@ -319,6 +319,8 @@ class RoundNodes:
         except Exception as exc:
             log.warning("persona %s failed in %s: %s", persona.id, key, type(exc).__name__)
             return {"turn_failed": True, "failure": "model error", "draft": "", "tool_calls": []}
+        if self.runner.mailbox is not None:
+            await self.runner.mailbox.mark_read(key, persona.id, messages)
         return {"turn_failed": False, "draft": reply.text, "tool_calls": tool_calls_of(reply)}
 
     async def review(self, state: RoundState) -> Update:

@@ -8,7 +8,9 @@ from typing import TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from graph.actions import action_description
+from graph.mailbox import note_message_text
 from personas import Persona
+from storage.mailbox import is_note
 from storage.records import Line, LineKind
 
 # What a call that has no result yet (its approval is pending) is answered with, so that no
@@ -71,6 +73,8 @@ def message_text(line: Line, persona_id: str) -> str:
         return line.text if line.author_id == persona_id else f"[{line.author_name}] {line.text}"
     if line.kind is LineKind.HUMAN:
         return f"{line.author_name}: {line.text}"
+    if is_note(line):
+        return note_message_text(line.author_name, line.text)
     if line.call_id is not None:
         return line.text
     return f"[system] {line.text}"

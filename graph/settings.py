@@ -21,4 +21,5 @@ class EngineSettings:
     moderator_prompt: str = ""  # "" is the built-in prompt; a channel may set its own
     recruit: bool = False  # whether the moderator may invite personas; a channel may say otherwise
     team_cap: int = 10  # the most personas a channel may hold through recruitment
+    mailbox_max_pending: int = 5  # undelivered notes one persona may have waiting; more are dropped
     max_task_steps: int = 8  # the most steps in a task's plan

@@ -84,6 +84,11 @@ async def _deliver_privately(tx: Tx, line: Line, persona_id: str) -> Line:
     return stored
 
 
+async def insert_private_line(tx: Tx, line: Line, persona_id: str) -> Line:
+    """Store `line` for one persona alone, in the caller's transaction (a persona's note, say)."""
+    return await _deliver_privately(tx, line, persona_id)
+
+
 async def append_line(
     db: Database, channel_key: str, kind: LineKind, author_id: str, author_name: str, text: str
 ) -> Line:
@@ -165,6 +170,7 @@ async def recent_channel_lines(db: Database, channel_key: str, *, limit: int) ->
     """The channel's newest lines, oldest first (what the moderator reads), without waiting messages."""
     rows = await db.fetch_all(
         "SELECT * FROM lines l WHERE channel_key = ? AND text <> '' "
+        "AND author_id NOT LIKE 'note:%' "  # a persona's private note is no channel line (storage/mailbox.py)
         "AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) "
         "ORDER BY id DESC LIMIT ?",
         (channel_key, limit),

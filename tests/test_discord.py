@@ -64,6 +64,7 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
         "approvals",
         "trust",
         "task",
+        "mailbox",
         "roundtable",
     }
     assert fake.gateway_queries[0]["v"] == "10" and fake.gateway_queries[0]["encoding"] == "json"
@@ -402,6 +403,7 @@ def _models_replying(text: str) -> Models:
         moderator_model_name="fake",
         requests_per_minute=None,
         bind_moderator=lambda model, schema: model,
+        bind_persona=lambda model, persona, others, addressed: model,  # this fake calls no tools
     )
 
 

@@ -234,7 +234,17 @@ def test_manifest() -> None:
         ["message.channels", "message.groups", "message.im", "app_mention"]
     )
     commands = {c["command"]: c["url"] for c in manifest["features"]["slash_commands"]}
-    assert set(commands) == {"/moderate", "/stop", "/next", "/persona", "/approvals", "/trust", "/task", "/roundtable"}
+    assert set(commands) == {
+        "/moderate",
+        "/stop",
+        "/next",
+        "/persona",
+        "/approvals",
+        "/trust",
+        "/task",
+        "/mailbox",
+        "/roundtable",
+    }
     assert set(commands) == set(SLASH_COMMANDS)
     urls = {
         *commands.values(),

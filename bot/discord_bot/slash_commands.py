@@ -1,4 +1,4 @@
-"""/moderate, /stop, /next, /persona, /task and /roundtable help: Discord's slash commands, carried out by the channel service.
+"""/moderate, /stop, /next, /persona, /task, /mailbox and /roundtable help: Discord's slash commands, carried out by the channel service.
 
 Every answer is ephemeral (only the person who typed sees it); news such as "moderation on" reaches
 the channel separately, through the port. We defer first because a change also posts that news,
@@ -22,6 +22,7 @@ from bot.commands import (
     ListPersonas,
     NameNextSpeaker,
     ShowHelp,
+    ShowMailbox,
     StopRound,
     parse_moderate,
     parse_task,
@@ -111,6 +112,11 @@ def add_slash_commands(
             await reply_now(interaction, str(exc))
             return
         await run(interaction, command, changes=False)  # anyone here may give the team work, as in a message
+
+    @tree.command(name="mailbox", description="The personas' private notes here, and the drops (approvers only)")
+    @app_commands.guild_only()
+    async def mailbox(interaction: discord.Interaction) -> None:
+        await run(interaction, ShowMailbox(), changes=False)  # the service lets approvers only read it
 
     @tree.command(name="roundtable", description="List every command, one line each")
     @app_commands.guild_only()

@@ -1,4 +1,4 @@
-"""Slash commands: /moderate, /stop, /next, /persona, /approvals, /trust, /task and /roundtable help, carried out by
+"""Slash commands: /moderate, /stop, /next, /persona, /approvals, /trust, /task, /mailbox and /roundtable help, carried out by
 the channel service.
 
 Slack wants an answer within 3 seconds. A malformed command is answered in the ack itself
@@ -26,6 +26,7 @@ from bot.commands import (
     ListPersonas,
     NameNextSpeaker,
     ShowHelp,
+    ShowMailbox,
     ShowTrust,
     StopRound,
     parse_approvals,
@@ -74,6 +75,12 @@ def parse_next(args: list[str]) -> Command:
     return NameNextSpeaker(args[0])
 
 
+def parse_mailbox(args: list[str]) -> Command:
+    if args:
+        raise CommandError(f"usage: {USAGE['mailbox']}")
+    return ShowMailbox()
+
+
 def parse_roundtable(args: list[str]) -> Command:
     if [a.lower() for a in args] not in ([], ["help"]):
         raise CommandError(f"usage: {USAGE['roundtable']}")
@@ -87,6 +94,7 @@ SLASH_COMMANDS: dict[str, Parser] = {
     "/persona": parse_persona,
     "/approvals": parse_approvals,
     "/trust": parse_trust,
+    "/mailbox": parse_mailbox,
     "/task": lambda args: parse_task(" ".join(args)),
     "/roundtable": parse_roundtable,
 }

@@ -190,7 +190,7 @@ class LocalLlamaChatModel(BaseChatModel):
         }
         result = self._server().handle_completions(request)
         try:
-            return tool_call_from(result["choices"][0]["text"], line)
+            return tool_call_from(result["choices"][0]["text"], line, speaker)
         except (KeyError, IndexError, ValueError) as exc:
             log.warning("embedded action step gave no usable decision: %s", type(exc).__name__)
             return None

@@ -58,6 +58,25 @@ _EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
         {"action": "publish_post", "channel": "blog", "text": "New blog post is up", "confidence": 1.0},
     ),
     ("Leo: {name}, what a nice day.", {"action": NO_ACTION}),
+    # note_to goes to another persona present: Juno, Otto, Kai and Ivy stand for them here.
+    (
+        "Mia: {name}, send Juno a note that the venue changed",
+        {"action": "note_to", "persona": "Juno", "text": "The venue changed", "confidence": 0.9},
+    ),
+    ("Leo: {name}, did Juno read your note?", {"action": NO_ACTION}),
+    (
+        "Leo: {name}, leave Otto a note: 'Budget is approved'",
+        {"action": "note_to", "persona": "Otto", "text": "Budget is approved", "confidence": 1.0},
+    ),
+    (
+        "Mia: {name}, tell Kai privately that the client called",
+        {"action": "note_to", "persona": "Kai", "text": "The client called", "confidence": 0.9},
+    ),
+    ("Mia: {name}, what did Kai say?", {"action": NO_ACTION}),
+    (
+        "Leo: {name}, pass Ivy a note saying 'Review is done'",
+        {"action": "note_to", "persona": "Ivy", "text": "Review is done", "confidence": 0.9},
+    ),
 )
 
 # How sure the model is that the person asked for this call, in tenths: a 270M model writes a
@@ -115,12 +134,12 @@ def decision_prompt(line: str, speaker: str, actions: Sequence[str], now: dateti
     )
 
 
-def tool_call_from(decision_text: str, line: str) -> dict[str, Any] | None:
+def tool_call_from(decision_text: str, line: str, speaker: str = "") -> dict[str, Any] | None:
     """The LangChain tool call a decision asks for, or None for `{"action": "none"}` and for a
     proposal that is not grounded in the line that asked for it."""
     decision = json.loads(decision_text)
     name = decision.pop("action", NO_ACTION) if isinstance(decision, dict) else NO_ACTION
-    if name == NO_ACTION or not grounded(decision, line):
+    if name == NO_ACTION or not grounded(decision, line) or not sent_by_the_addressee(decision, line, speaker):
         return None
     if isinstance(decision.get("text"), str):
         decision["text"] = snap_to_quote(decision["text"], line)
@@ -142,7 +161,7 @@ _QUOTED = re.compile(r"'([^']+)'(?=\W|$)|\"([^\"]+)\"")
 
 def grounded(args: dict[str, Any], line: str) -> bool:
     """Whether the person's line holds what the model proposes: the text to send (and not merely
-    the whole line echoed back), the channel and the recipient.
+    the whole line echoed back), the channel and the recipient (a person, or a persona for a note).
 
     A 270M base model asked for arguments invents them when nobody asked for anything (a post
     "Good morning" from "Nova, good morning!", a channel copied from an example), so a proposal
@@ -152,7 +171,20 @@ def grounded(args: dict[str, Any], line: str) -> bool:
     text = _words(str(args.get("text", "")))
     if not text or text not in said or said.endswith(text) and len(text) >= len(said) - _ADDRESS_SLACK:
         return False
-    return all(_words(str(args[key])) in said for key in ("channel", "to") if key in args)
+    return all(_words(str(args[key])) in said for key in ("channel", "to", "persona") if key in args)
+
+
+def sent_by_the_addressee(args: dict[str, Any], line: str, speaker: str) -> bool:
+    """Whether a note comes from the persona the line speaks to. "Sage, send Rex a note that..."
+    names Rex too, so Rex is asked as well, and the model then proposes a note from Rex to Sage
+    that is just as grounded: the speaker must be named before the note's recipient."""
+    if "persona" not in args or not speaker:
+        return True
+    said = _words(line.split(":", 1)[-1]).split()
+    speaker_word, recipient_word = _words(speaker), _words(str(args["persona"]))
+    if speaker_word not in said or recipient_word not in said:
+        return True
+    return said.index(speaker_word) < said.index(recipient_word)
 
 
 _ADDRESS_SLACK = 12  # "nova, " and "nova please " before an echoed line

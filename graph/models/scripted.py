@@ -1,7 +1,7 @@
 """The scripted test double (`provider = "scripted"`): deterministic, offline, and documented as such.
 
 - A persona replies with its catchphrase and, quoted, the first 60 characters of the newest line it
-  received from someone else.
+  received from someone else in the channel (not a system line, nor a private note from another persona).
 - The moderator picks the first of its choices who has not spoken since the newest human line;
   when everyone has, FINISH if it is a choice, else the first choice.
 - A human line containing `!!act NAME {json}` makes the next persona turn call tool NAME with those
@@ -97,7 +97,7 @@ def _from_a_human(message: BaseMessage) -> bool:
 def _newest_line_from_someone_else(messages: Sequence[BaseMessage]) -> str:
     for message in reversed(messages):
         text = str(message.content)
-        if message.type == "human" and not text.startswith("[system]"):
+        if message.type == "human" and not text.startswith(("[system]", "[note from ")):
             return _SPEAKER_TAG.sub("", text, count=1)
     return ""
 
