@@ -3,6 +3,7 @@ step by step with its plan block reprinted, replanned, stopped, failing, and res
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 import os
@@ -12,15 +13,21 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import BaseMessage
 
 from bot.inbound import Inbound
+from graph.models.base import ChatRunnable
+from graph.models.scripted import ScriptedModels
+from graph.tasks import summary_of
+from personas import Persona
 from storage import tasks
 from tests.conftest import REPO, run_console, write_config
+from tests.fake_models import CallbackChatModel
 from tests.recording_port import RecordingPort
 
 
@@ -292,3 +299,49 @@ async def test_a_task_is_stored_with_its_plan_and_message_on_both_backends(open_
         assert stored is not None and stored.stop_requested and stored.instruction is None
         await tasks.save(app.db, second.id, status="stopped", plan=None, note="Stopped.")
         assert not await tasks.request_stop(app.db, second.id)  # no longer active
+
+
+class StepCounting(ScriptedModels):
+    """The scripted double, counting persona turns; with `hang_for`, that persona's turn never ends."""
+
+    def __init__(self, hang_for: str | None = None) -> None:
+        super().__init__()
+        self.turns: list[str] = []
+        self.hang_for = hang_for
+        self.hanging = asyncio.Event()
+
+    def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
+        self.turns.append(persona.id)
+        if persona.id != self.hang_for:
+            return super().persona_model(persona, other_names, addressed=addressed)
+
+        async def hang(speaker: str, messages: list[BaseMessage]) -> str:
+            self.hanging.set()
+            await asyncio.Event().wait()  # until the stop cancels it
+            raise AssertionError("unreachable")
+
+        return CallbackChatModel(speaker=persona.id, reply=hang)
+
+
+async def test_a_task_stopped_mid_step_resumes_after_its_last_completed_step(
+    open_test_app, port: RecordingPort
+) -> None:
+    key = "console:general"
+    first = StepCounting(hang_for="nova")
+    async with open_test_app(models=first) as app:
+        await app.service.handle(Inbound(key, "u1", "Ana", "/task Research venues; write the invite; review it"))
+        await asyncio.wait_for(first.hanging.wait(), 30)
+        await app.service.drain(0)  # a stop in the middle of Nova's step
+    assert first.turns == ["sage", "nova"]
+    assert port.plans["plan-1"].splitlines()[1:3] == [
+        f"[x] 1. Research venues — Sage: {summary_of(port.posts[0][2])}",
+        "[>] 2. write the invite — Nova (after 1)",
+    ]
+
+    second = StepCounting()
+    async with open_test_app(models=second) as app:
+        await app.service.wait_idle()
+        task = await tasks.latest(app.db, key)
+    assert second.turns == ["nova", "rex"]  # Sage's completed step is not done again
+    assert task is not None and task.status == "completed" and list(port.plans) == ["plan-1"]  # the same message
+    assert port.plans["plan-1"].splitlines()[0] == "Task #1: Research venues (completed)"
