@@ -200,6 +200,17 @@ def test_a_task_waits_while_replies_are_paused_and_goes_on_when_they_resume(tmp_
     assert "[system] Task #1: Done: all 3 steps completed." in waiting.split("Replies resumed", 1)[1]
 
 
+def test_an_action_in_a_step_goes_through_the_approval_policy(tmp_path: Path) -> None:
+    act = '!!act publish_post {"channel": "news", "text": "We launched!"}'
+    transcript = run_console(write_config(tmp_path), f"/task Announce the launch {act}\n/approve 1\n")
+    lines = transcript.splitlines()
+    request = next(i for i, line in enumerate(lines) if line.startswith("[approval 1] "))
+    assert lines[request].startswith("[approval 1] Nova wants publish_post(channel='news', text='We launched!')")
+    assert "[Nova in #news] We launched!" not in "\n".join(lines[:request])  # nothing ran before approval
+    assert "[system] Task #1: Done: all 1 steps completed." in transcript  # the task does not wait for it
+    assert "[Nova in #news] We launched!" in transcript.split("[you] /approve 1", 1)[1]
+
+
 def test_an_invalid_plan_goes_back_once_then_the_task_stops_with_a_clear_message(tmp_path: Path) -> None:
     unknown = plan_json([(1, "juggling", [])])
     cycle = plan_json([(1, "research", [2]), (2, "writing", [1])])
