@@ -332,9 +332,9 @@ class ChannelService:
         return replace(newest, text="\n".join(texts), mentions=tuple(mentions))
 
     async def _answer(self, message: inbox.Waiting) -> None:
-        if await self.tasks.start_if_task(message.channel_key, message.thread, message.text, message.author_name):
-            return
         async with self.port.answering(message.channel_key, message.event_id):
+            if await self.tasks.start_if_task(message.channel_key, message.thread, message.text, message.author_name):
+                return  # answered by a task (the coordinator read the line as one)
             waiting = await self.engine.run_round(
                 message.channel_key,
                 text=message.text,
