@@ -21,7 +21,7 @@ BindJson = Callable[[BaseChatModel, dict[str, Any], int], ChatRunnable]
 """A model bound to answer JSON under a schema, in at most that many tokens where a budget matters."""
 PlanSchema = Callable[[Sequence[str], int], dict[str, Any]]
 
-PLAN_MAX_TOKENS = 640  # a whole plan from the embedded model
+PLAN_MAX_TOKENS = 1024  # a whole plan from the embedded model: up to 8 steps of ~100 tokens
 COORDINATOR_MAX_TOKENS = 16
 
 
