@@ -142,7 +142,9 @@ class ActionRunner:
                 action=call.name,
                 event="executed" if ok else "failed",
                 actor=None,
-                detail=result,
+                # What let it run without a person: the confidence its model stated (a waiting
+                # call keeps its own with the approval).
+                detail=result if call.confidence is None else f"{result} (stated confidence {call.confidence:g})",
             )
         else:
             await approvals.finish(self.db, approval_id, ok=ok, result=result)

@@ -195,6 +195,16 @@ def test_min_confidence_sends_an_unsure_action_to_approval(tmp_path: Path) -> No
     assert "[Nova in #news] Maybe launched?" not in lines
 
 
+async def test_a_confidence_that_let_an_action_run_is_in_the_audit_log(open_test_app, port) -> None:
+    async with open_test_app({"approvals": {"sensitive": [], "min_confidence": 0.6}}) as app:
+        sure = act("send_message", {**ZOE, "confidence": 0.8}).strip()
+        await app.service.handle(Inbound("console:triggers", "u1", "Ana", sure))
+        await app.service.wait_idle()
+        executed = [e.detail for e in await approvals.audit_events(app.db) if e.event == "executed"]
+    assert len(port.executed) == 1
+    assert len(executed) == 1 and executed[0].endswith(" (stated confidence 0.8)")
+
+
 async def test_the_stated_confidence_and_the_reason_are_kept_with_the_approval(open_test_app, port) -> None:
     async with open_test_app({"approvals": {"min_confidence": 0.6}}) as app:
         unsure = act("publish_post", {**NEWS, "confidence": 0.4}).strip()
