@@ -1,11 +1,12 @@
 """The mailbox: note_to delivers a private note into one persona's history, bounded per recipient,
 with drops counted and everything shown to approvers by /mailbox. The console runs for real
 (scripted model: `!!act note_to {...}` makes the addressed persona call the tool), prompts are read
-with `python -m bot prompt`, storage runs on both backends, and /mailbox runs on Slack too."""
+with `python -m bot prompt`, storage runs on both backends, and /mailbox runs on Slack and Discord too."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -17,6 +18,9 @@ from storage import channels, mailbox
 from storage.database import Database, open_database
 from storage.mailbox import has_room
 from tests.conftest import REPO, run_bot, run_console, write_config
+from tests.discord_harness import settle
+from tests.fakes import discord_payloads as dp
+from tests.fakes.discord_server import FakeDiscord
 from tests.slack_harness import APPROVER, SlackHarness
 
 PERSONAS = load_personas(REPO / "personas")
@@ -192,3 +196,20 @@ async def test_slack_mailbox_slash_command_shows_notes_to_approvers_only(slack: 
     refused, shown = slack.replies_to_command()
     assert refused["text"] == "Only approvers can read the mailbox." and refused["response_type"] == "ephemeral"
     assert "- Sage → Rex: Ask for numbers (pending)" in shown["text"] and shown["response_type"] == "ephemeral"
+
+
+# -- Discord ----------------------------------------------------------------------------------------
+
+
+async def test_discord_mailbox_slash_command_answers_approvers_only(fake: FakeDiscord, open_bot: Any) -> None:
+    async with open_bot() as bot:  # nobody is a Discord approver by default
+        await fake.send_message(f"Sage, a thought. {note('rex', 'Ask for numbers')}")
+        await settle(bot)
+        asked = await fake.send_slash_command("mailbox", {}, permissions=dp.MEMBER_PERMISSIONS)
+        [refused] = await fake.wait_for_calls("POST", rf"/webhooks/{dp.APPLICATION_ID}/interaction-token-{asked}")
+    async with open_bot(sections={"approvals": {"approvers": {"discord": [str(dp.HUMAN_USER_ID)]}}}):
+        asked = await fake.send_slash_command("mailbox", {}, permissions=dp.MEMBER_PERMISSIONS)
+        [shown] = await fake.wait_for_calls("POST", rf"/webhooks/{dp.APPLICATION_ID}/interaction-token-{asked}")
+
+    assert refused.json["flags"] == 64 and refused.json["content"] == "Only approvers can read the mailbox."
+    assert shown.json["flags"] == 64 and "Sage → Rex: Ask for numbers (pending)" in shown.json["content"]
