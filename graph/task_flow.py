@@ -33,8 +33,10 @@ from graph.tasks import (
     assign,
     assign_all,
     capabilities_of,
+    grounded,
     merge_replan,
     next_runnable,
+    only_repeats,
     outcome_note,
     plan_problem,
     render_plan,
@@ -136,6 +138,7 @@ class TaskFlow:
         messages = planner.planner_messages(state["request"], state["author_name"], capabilities, max_steps)
 
         def check(plan: Plan) -> tuple[Plan, str | None]:
+            plan = grounded(plan, capabilities)
             return assign_all(plan, present), plan_problem(plan, capabilities, max_steps)
 
         planned = await planner.ask_for_plan(model, messages, check, **self._ask())  # type: ignore[arg-type]
@@ -172,7 +175,7 @@ class TaskFlow:
             ids = [s.id for s in revised.steps]
             if len(set(ids)) < len(ids):
                 return revised, "two steps share an id"
-            merged = assign_all(merge_replan(old, revised), present)
+            merged = assign_all(merge_replan(old, grounded(revised, capabilities)), present)
             return merged, plan_problem(merged, capabilities, max_steps)
 
         revised = await planner.ask_for_plan(model, messages, check, **self._ask())  # type: ignore[arg-type]
@@ -204,7 +207,8 @@ class TaskFlow:
         )
         plan = with_step(plan, step.id, "in_progress")
         await self._show(state, plan, "running")
-        note = await history.append_private_note(self.deps.db, key, persona.id, self._instruction(state, plan, step))
+        note_text, asked = self._instruction(state, plan, step)
+        note = await history.append_private_note(self.deps.db, key, persona.id, note_text)
         turn = initial_state(
             key, text=step.instruction, author_name=state["author_name"], mentions=[persona.id], thread=state["thread"]
         )
@@ -213,6 +217,8 @@ class TaskFlow:
         reply = await tasks.reply_after(self.deps.db, key, persona.id, note.id)
         if update.get("failures") or reply is None:
             plan = with_step(plan, step.id, "failed", "no usable answer")
+        elif only_repeats(reply, asked):
+            plan = with_step(plan, step.id, "failed", "it only repeated its instruction")
         else:
             plan = with_step(plan, step.id, "completed", summary_of(reply))
         await self._show(state, plan, "running")
@@ -222,8 +228,9 @@ class TaskFlow:
             "new_batches": update.get("new_batches", []),
         }
 
-    def _instruction(self, state: TaskState, plan: Plan, step: Step) -> str:
-        """The assigned persona's private note: its step, and the results of the steps it builds on."""
+    def _instruction(self, state: TaskState, plan: Plan, step: Step) -> tuple[str, str]:
+        """The assigned persona's private note (its step, and the results of the steps it builds on),
+        and what it was asked: the task's request and its step, without those results."""
         done = {s.id: s for s in plan.steps if s.status == "completed"}
         names = self._names()
         results = [
@@ -231,11 +238,13 @@ class TaskFlow:
             for d in step.depends_on
             if d in done
         ]
-        text = (
-            f"Task #{state['task_id']} ({plan.title}), step {step.id} of {len(plan.steps)} is yours: "
-            f"{step.instruction}. Answer with your part of the work."
-        )
-        return text + (" Results so far: " + "; ".join(results) if results else "")
+        # Said as the requester asking the persona, last: a small model answers a request it is
+        # asked far more often than it carries out an instruction it was told about.
+        header = f"Task #{state['task_id']} ({plan.title}), step {step.id} of {len(plan.steps)}."
+        earlier = f" Results so far: {'; '.join(results).rstrip('.')}." if results else ""
+        instruction = step.instruction.rstrip(".")
+        ask = f"{state['author_name']}: {names.get(step.assignee or '', 'you')}, {instruction[:1].lower()}{instruction[1:]}."
+        return f"{header}{earlier} {ask}", f"{state['request']} {header} {ask}"
 
     async def finish(self, state: TaskState) -> dict[str, Any]:
         if state["status"] in DONE:

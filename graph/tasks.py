@@ -8,6 +8,7 @@ graph/task_flow.py runs the plan step by step with these rules.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Annotated, Literal
 
@@ -207,6 +208,39 @@ def summary_of(reply: str, limit: int = SUMMARY_CHARS) -> str:
     """A persona's reply shortened to one line for the plan."""
     text = " ".join(reply.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+ECHO_NEW_WORDS = 3  # a step's reply needs at least this many words it was not given
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9']+", text.casefold()))
+
+
+def only_repeats(reply: str, given: str) -> bool:
+    """Whether a step's reply adds next to nothing to what its persona was given: a small model often
+    answers a step by repeating its instruction, which is no result."""
+    return len(_words(reply) - _words(given)) < ECHO_NEW_WORDS
+
+
+def _stem(capability: str) -> str:
+    # "writing" is asked for as "write", "analysis" as "analyse", "announcements" as "announce".
+    return capability.casefold()[:4]
+
+
+def grounded(plan: Plan, capabilities: Collection[str]) -> Plan:
+    """The plan with each step's capability taken from its own words when they name exactly one
+    capability ("Write the invitation" -> writing), whatever the planner picked. A small model
+    splits a request well but labels the parts poorly; the words it copied from the request do not lie."""
+    stems = {_stem(c): c for c in capabilities if len(c) >= 4}
+
+    def named(step: Step) -> str | None:
+        found = {stems[word[:4]] for word in _words(f"{step.title} {step.instruction}") if word[:4] in stems}
+        return found.pop() if len(found) == 1 else None
+
+    return plan.model_copy(
+        update={"steps": [s.model_copy(update={"capability": named(s) or s.capability}) for s in plan.steps]}
+    )
 
 
 MARKS: Mapping[str, str] = {

@@ -143,8 +143,10 @@ async def test_a_whole_task_runs_through_the_provider(provider: Provider, open_t
     assert len([kind for kind, _, _ in port.events if kind == "plan"]) == 1  # posted once, then edited
     # Nova's step prompt carries its instruction and the result it builds on, privately.
     nova_prompt = "\n".join(provider.texts(provider.bodies[-1]))
-    assert "step 2 of 2 is yours: Write the note." in nova_prompt
-    assert "Results so far: step 1 (Sage): Launch is on May 5, the price stays the same." in nova_prompt
+    assert (
+        "step 2 of 2. Results so far: step 1 (Sage): Launch is on May 5, the price stays the same. "
+        "Ana: Nova, write the note." in nova_prompt
+    )
 
 
 @pytest.fixture(scope="module")

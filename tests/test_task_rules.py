@@ -11,8 +11,10 @@ from graph.tasks import (
     all_completed,
     assign,
     assign_all,
+    grounded,
     merge_replan,
     next_runnable,
+    only_repeats,
     outcome_note,
     parse_plan,
     plan_problem,
@@ -192,3 +194,29 @@ def test_the_supervisor_plans_replans_runs_a_step_or_finishes() -> None:
     done = with_step(plan(step(1)), 1, "completed").model_dump()
     assert next_move(state(plan=done, status="running")) == "finish"
     assert next_move(state(status="failed")) == "finish"
+
+
+def test_a_reply_that_only_repeats_its_instruction_is_no_result() -> None:
+    given = "Task #1 (Offsite), step 1 of 2. Ana: Nova, suggest a venue."
+    assert only_repeats("Suggest a venue.", given)
+    assert only_repeats("Nova, suggest a venue", given)
+    assert not only_repeats("The lakeside hall: 40 seats, a terrace, near the station.", given)
+
+
+def test_a_step_takes_the_capability_its_own_words_name() -> None:
+    plan = Plan(
+        title="Launch",
+        steps=[
+            Step(id=1, title="Write the invitation", instruction="Write it", capability="research"),
+            Step(id=2, title="Research venues", instruction="Find three", capability="writing"),
+            Step(id=3, title="Write and review the post", instruction="Draft", capability="design"),
+            Step(id=4, title="Pick a date", instruction="Choose one", capability="analysis"),
+        ],
+    )
+    capabilities = ["research", "writing", "review", "design", "analysis"]
+    assert [s.capability for s in grounded(plan, capabilities).steps] == [
+        "writing",  # "Write" names writing
+        "research",
+        "design",  # two capabilities named: the planner's pick stands
+        "analysis",  # none named: the planner's pick stands
+    ]
