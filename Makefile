@@ -36,6 +36,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/actions.py
 	$(BIN)/python bench/first_turn.py
 	$(BIN)/python bench/moderator.py
+	$(BIN)/python bench/tasks.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
