@@ -67,7 +67,8 @@ def _config(data_dir: Path) -> Path:
 
 
 async def run_tasks(count: int, data_dir: Path) -> tuple[list[tuple[str, str, Plan | None]], list[str], int]:
-    """Each request as /task in a new channel: (request, how it ended, its final plan); one transcript."""
+    """Each request as /task in a new channel: (request, how it ended, its final plan); the transcript
+    of the first task that completed (of the first task when none did)."""
     transcript: list[str] = []
     results: list[tuple[str, str, Plan | None]] = []
     first_transcript: list[str] = []
@@ -82,7 +83,7 @@ async def run_tasks(count: int, data_dir: Path) -> tuple[list[tuple[str, str, Pl
             record = await stored_tasks.latest(app.db, key)
             plan = Plan.model_validate_json(record.plan) if record and record.plan else None
             results.append((request, record.status if record else "not started", plan))
-            if number == 0:
+            if number == 0 or (results[-1][1] == "completed" and not any(r[1] == "completed" for r in results[:-1])):
                 first_transcript = [f"Ana: /task {request}", *transcript[before:]]
         for line, is_task in COORDINATOR_LINES:
             coordinator_right += await app.engine.tasks.is_task(line, "Ana") == is_task
@@ -123,7 +124,7 @@ def main() -> None:
     for request, status, plan in results:
         titles = " | ".join(f"{s.title} [{s.capability}] {s.status}" for s in plan.steps) if plan else "-"
         print(f"  {status:10} {request!r}: {titles}")
-    print("\nTranscript of the first task:\n" + "\n".join(transcript))
+    print("\nTranscript of the first completed task:\n" + "\n".join(transcript))
     rewrite_readme(ROOT / "README.md", block, name="tasks")
     rewrite_readme(ROOT / "README.md", "```text\n" + "\n".join(transcript) + "\n```", name="task-transcript")
 
