@@ -30,12 +30,12 @@ def review_reply(text: str, min_chars: int) -> str | None:
 
 
 def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> str:
-    """Drop a leading own name tag, and everything from where the draft starts another participant's line."""
+    """Drop a leading own name tag, and everything from where the draft starts another participant's
+    line or a "[system]" one: a persona's message must never pass for a system notice."""
     own_tag = re.compile(rf"^\s*(?:\[{re.escape(own_name)}\]|{re.escape(own_name)}\s*:)\s*", re.IGNORECASE)
     text = own_tag.sub("", text, count=1)
-    if not other_names:
-        return text.strip()
-    names = "|".join(re.escape(name) for name in sorted(set(other_names), key=len, reverse=True))
-    foreign = re.compile(rf"(?:^|\n)\s*(?:{names})\s*:|\[(?:{names})\]", re.IGNORECASE)
+    others = [re.escape(name) for name in sorted(set(other_names), key=len, reverse=True)]
+    speaking = rf"(?:^|\n)\s*(?:{'|'.join(others)})\s*:|" if others else ""
+    foreign = re.compile(rf"{speaking}\[(?:{'|'.join([*others, 'system'])})\]", re.IGNORECASE)
     match = foreign.search(text)
     return (text[: match.start()] if match else text).strip()
