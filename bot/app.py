@@ -143,7 +143,7 @@ async def open_app(
             flood=FloodGate(limits.user_messages_per_minute, limits.channel_rounds_per_minute),
             auto_detect_tasks=config.settings.tasks.auto_detect,
         )
-        await stored.timers.start(service)
+        await stored.timers.start(service.approval_desk)
         try:
             await service.resume_waiting()
             # Everything loaded so far lives as long as the app: moving it out of the collector's

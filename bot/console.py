@@ -139,7 +139,7 @@ class ConsoleSession:
             self.write(f"[{self.user}] {text}" if self.user != "you" else f"[you] {text}")
             await self.say(text)
             await self.app.service.wait_idle(self.key)
-        await self.app.service.wait_for_overdue_approvals()
+        await self.app.service.approval_desk.wait_for_overdue_approvals()
 
     async def run_interactive(self) -> None:
         self.write("[system] Type a message, or a command (/help lists them); /quit or Ctrl-D ends.")

@@ -1,7 +1,7 @@
 """[View] and Revise on approval requests, the words shared by every surface: the full arguments
 as an approver sees them, and edited arguments read from what an approver typed and checked
-against the action's own spec. Pure: no I/O. The channel service applies them
-(ChannelService.show_arguments and .revise); Slack, Discord and the console only carry the text."""
+against the action's own spec. Pure: no I/O. bot/approval_desk.py applies them (show_arguments,
+revise); Slack, Discord and the console only carry the text."""
 
 from __future__ import annotations
 

@@ -12,19 +12,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any
 
+from bot.approval_desk import (
+    Actor,
+    ApprovalDesk,
+    CommandReply,
+    IsApprover,
+    ResumeApprovals,
+    RunApproved,
+    nobody,
+)
 from bot.approvals import (
-    NOTHING_PENDING,
-    PENDING_HEADING,
-    already_decided,
-    deciding_channel,
-    refusal,
     unknown_outcome_notice,
-    wanted,
 )
 from bot.commands import (
     AllowRecruiting,
@@ -59,17 +61,14 @@ from bot.inbound import Inbound
 from bot.mailbox import REFUSED as MAILBOX_REFUSED
 from bot.mailbox import mailbox_report
 from bot.pacing import RoundStarts
-from bot.revisions import edited_arguments, full_arguments
 from bot.tasks import RunTask, TaskDesk
-from graph.actions import ActionCall
 from graph.engine import RoundEngine
 from graph.port import OutboundPort
-from graph.trust import trust_record
 from personas import Persona
 from storage import approvals, channels, history, inbox
 from storage.database import Database
 from storage.locks import channel_lock
-from storage.records import Approval, ApprovalMode, ApprovalStatus, LineKind
+from storage.records import ApprovalMode, ApprovalStatus, LineKind
 
 log = logging.getLogger(__name__)
 
@@ -81,24 +80,6 @@ class ChannelDefaults:
 
 
 @dataclass(frozen=True)
-class Actor:
-    """Who typed a command or pressed a button: a platform user id, a display name and, on Slack, the
-    user's team (workspace), since user ids are only unique within one."""
-
-    id: str
-    name: str
-    team: str | None = None
-
-
-IsApprover = Callable[[str, str, str | None], bool]
-"""(channel key, user id, team) -> whether that user may decide approvals there."""
-
-
-def _nobody(channel_key: str, user_id: str, team: str | None) -> bool:
-    return False
-
-
-@dataclass(frozen=True)
 class AnswerInbox:
     """A queued item: answer whatever waits in the channel's inbox, one round per message, or,
     after /moderate resume, everything that came in meanwhile in one round."""
@@ -107,33 +88,7 @@ class AnswerInbox:
     together: bool = False
 
 
-@dataclass(frozen=True)
-class ResumeApprovals:
-    """A queued item: continue an approval batch whose approvals are all decided."""
-
-    channel_key: str
-    batch: str
-
-
-@dataclass(frozen=True)
-class RunApproved:
-    """A queued item: run one approved action outside its batch's flow (a retry)."""
-
-    channel_key: str
-    approval_id: int
-
-
 WorkItem = AnswerInbox | ResumeApprovals | RunApproved | RunTask
-
-
-@dataclass(frozen=True)
-class CommandReply:
-    """`reply` goes back to whoever typed the command, or sent a message past a flood limit; changes are also
-    announced in the channel."""
-
-    reply: str
-    ok: bool = True
-    announced: bool = False  # the same news already went to the channel
 
 
 def surface_of(channel_key: str) -> Surface:
@@ -150,7 +105,7 @@ class ChannelService:
         personas: Mapping[str, Persona],
         port: OutboundPort,
         defaults: ChannelDefaults,
-        is_approver: IsApprover = _nobody,
+        is_approver: IsApprover = nobody,
         approvals_surface: str = "same",
         flood: FloodGate,
         auto_detect_tasks: bool = False,
@@ -160,16 +115,22 @@ class ChannelService:
         self.personas = personas
         self.port = port
         self.defaults = defaults
-        self.is_approver = is_approver
-        self.approvals_surface = approvals_surface  # "same", or the platform all requests are shown on
         self.flood = flood
         self._queues: dict[str, asyncio.Queue[WorkItem]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._draining = False
         self._known_channels: set[str] = set()
         self._arrivals: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # lock, [holders and waiters]
-        self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
         self.tasks = TaskDesk(db, engine, self._enqueue, auto_detect=auto_detect_tasks)
+        self.approval_desk = ApprovalDesk(
+            db,
+            engine,
+            personas,
+            is_approver=is_approver,
+            surface=approvals_surface,
+            enqueue=self._enqueue,
+            wait_idle=self.wait_idle,
+        )
         self._starts = RoundStarts()  # a burst of rounds must not stall the loop (and the acks) at once
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
@@ -185,7 +146,10 @@ class ChannelService:
             return await self.run_command(inbound.channel_key, command, thread=inbound.thread, actor=actor)
         # Past a flood limit the line is still stored and delivered, but queues no round.
         admission = self.flood.admit(
-            inbound.channel_key, inbound.author_id, time.monotonic(), exempt=self.may_decide(inbound.channel_key, actor)
+            inbound.channel_key,
+            inbound.author_id,
+            time.monotonic(),
+            exempt=self.approval_desk.may_decide(inbound.channel_key, actor),
         )
         line = await inbox.accept(
             self.db,
@@ -380,26 +344,30 @@ class ChannelService:
         await self._ensure_channel(key)
         match command:
             case Decide(approval_id=approval_id, approve=approve, comment=comment, incident=incident):
-                return await self.decide(approval_id, actor or Actor("", "unknown"), approve, comment, incident)
+                return await self.approval_desk.decide(
+                    approval_id, actor or Actor("", "unknown"), approve, comment, incident
+                )
             case ListApprovals():
-                return CommandReply(await self._approval_list(key))
+                return CommandReply(await self.approval_desk.pending_list(key))
             case ViewArguments(approval_id=approval_id):
-                return await self.show_arguments(approval_id, actor or Actor("", "unknown"), decided_in=key)
+                return await self.approval_desk.show_arguments(
+                    approval_id, actor or Actor("", "unknown"), decided_in=key
+                )
             case Revise(approval_id=approval_id, args=args):
-                return await self.revise(approval_id, actor or Actor("", "unknown"), args, decided_in=key)
+                return await self.approval_desk.revise(approval_id, actor or Actor("", "unknown"), args, decided_in=key)
             case SettleUnknown(approval_id=approval_id, retry=retry):
-                return await self.settle_unknown(approval_id, actor or Actor("", "unknown"), retry)
+                return await self.approval_desk.settle_unknown(approval_id, actor or Actor("", "unknown"), retry)
             case SetApprovalMode(mode=mode):
-                if actor is None or not self.may_decide(key, actor):
+                if actor is None or not self.approval_desk.may_decide(key, actor):
                     return CommandReply("Only approvers can change the approval mode.", ok=False)
                 await channels.set_approval_mode(self.db, key, ApprovalMode(mode))
                 announce = f"Approval mode is now {mode}."
                 await self._mark(key, f"approval mode {mode}", thread, announce=announce)
                 return CommandReply(announce, announced=True)
             case ShowTrust():
-                return CommandReply(await self._trust_table(key))
+                return CommandReply(await self.approval_desk.trust_table())
             case ShowMailbox():
-                if actor is None or not self.may_decide(key, actor):
+                if actor is None or not self.approval_desk.may_decide(key, actor):
                     return CommandReply(MAILBOX_REFUSED, ok=False)
                 return CommandReply(await mailbox_report(self.db, key, self.personas))
             case ShowHelp():
@@ -468,7 +436,7 @@ class ChannelService:
         """Anyone may resume a /moderate pause; a pause after model failures waits for an approver."""
         channel = await channels.get_channel(self.db, key)
         paused_by_failures = channel is not None and channel.paused_after_failures
-        return not paused_by_failures or (actor is not None and self.may_decide(key, actor))
+        return not paused_by_failures or (actor is not None and self.approval_desk.may_decide(key, actor))
 
     async def _mark(self, key: str, marker: str, thread: str | None, *, announce: str) -> None:
         await history.append_line(self.db, key, LineKind.MARKER, "system", "system", marker)
@@ -520,146 +488,6 @@ class ChannelService:
             for p in self.personas.values()
         ]
         return "Personas (* = in this channel):\n" + "\n".join(rows)
-
-    # -- approvals -----------------------------------------------------------------------------
-
-    def may_decide(self, channel_key: str, actor: Actor) -> bool:
-        return self.is_approver(channel_key, actor.id, actor.team)
-
-    def decided_where(self, approval: Approval, decided_in: str | None) -> str:
-        return deciding_channel(approval, decided_in, self.approvals_surface)
-
-    async def decide(
-        self,
-        approval_id: int,
-        actor: Actor,
-        approve: bool,
-        comment: str = "",
-        incident: bool = False,
-        *,
-        decided_in: str | None = None,
-    ) -> CommandReply:
-        """An approver's decision. The first decision wins; anyone else is refused and nothing changes."""
-        approval = await approvals.get(self.db, approval_id)
-        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
-        if (refused := refusal(approval, approval_id, may_decide=may)) is not None:
-            return CommandReply(refused, ok=False)
-        status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
-        decided = await approvals.decide(
-            self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident
-        )
-        if decided is None:  # someone else decided between the check and the update: the first wins
-            return await self._decided_first(approval_id)
-        await self._resume_if_complete(decided)
-        return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
-
-    async def _decided_first(self, approval_id: int) -> CommandReply:
-        current = await approvals.get(self.db, approval_id)
-        return CommandReply(already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False)
-
-    async def revise(
-        self, approval_id: int, actor: Actor, args: dict[str, Any], *, decided_in: str | None = None
-    ) -> CommandReply:
-        """An approver's edited arguments, approved with them in one transaction (so the edit and the
-        work it releases are stored together). Arguments the action's spec refuses change nothing."""
-        approval = await approvals.get(self.db, approval_id)
-        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
-        if (refused := refusal(approval, approval_id, may_decide=may)) is not None or approval is None:
-            return CommandReply(refused or "", ok=False)
-        persona = self.personas.get(approval.persona_id)
-        checked = edited_arguments(approval, persona, args) if persona else f"no persona {approval.persona_id!r}"
-        if isinstance(checked, str):
-            return CommandReply(f"Approval #{approval_id} is unchanged: {checked}.", ok=False)
-        if checked == approval.args:  # nothing edited: a plain approval
-            decided = await approvals.decide(self.db, approval_id, ApprovalStatus.APPROVED, actor=actor.name)
-        else:
-            decided = await approvals.approve_edited(self.db, approval_id, checked, actor=actor.name)
-        if decided is None:
-            return await self._decided_first(approval_id)
-        await self._resume_if_complete(decided)
-        edited = "with the edited arguments" if decided.original_args is not None else "(the arguments were unchanged)"
-        return CommandReply(f"Approved #{approval_id} {edited}.")
-
-    async def show_arguments(self, approval_id: int, actor: Actor, *, decided_in: str | None = None) -> CommandReply:
-        """A request's full arguments, for an approver of it, whatever its state. Only approvers: a
-        request can carry what a persona means to send one person (send_message)."""
-        approval = await approvals.get(self.db, approval_id)
-        if approval is None:
-            return CommandReply(f"There is no approval #{approval_id}.", ok=False)
-        if not self.may_decide(self.decided_where(approval, decided_in), actor):
-            return CommandReply(f"Only approvers can see the full arguments of #{approval_id}.", ok=False)
-        return CommandReply(full_arguments(approval, self._persona_name(approval.persona_id)))
-
-    async def settle_unknown(self, approval_id: int, actor: Actor, retry: bool) -> CommandReply:
-        """An approver runs an action whose outcome is unknown once more, or closes it."""
-        approval = await approvals.get(self.db, approval_id)
-        if approval is None:
-            return CommandReply(f"There is no approval #{approval_id}.", ok=False)
-        if not self.may_decide(approval.channel_key, actor):
-            return CommandReply(f"Only approvers can retry or close #{approval_id}.", ok=False)
-        settled = await approvals.settle_unknown(self.db, approval_id, retry=retry, actor=actor.name)
-        if settled is None:
-            return CommandReply(f"Approval #{approval_id} has no unknown outcome ({approval.status}).", ok=False)
-        if retry:
-            self._enqueue(RunApproved(settled.channel_key, settled.id))
-            return CommandReply(f"Running #{approval_id} again.")
-        await self.engine.show_outcome(settled)
-        return CommandReply(f"Closed #{approval_id} without running it again.")
-
-    async def expire_approval(self, approval_id: int) -> None:
-        self._timer_callbacks += 1
-        try:
-            expired = await approvals.decide(
-                self.db, approval_id, ApprovalStatus.EXPIRED, actor="timeout", comment="timed out"
-            )
-            if expired is not None:
-                await self._resume_if_complete(expired)
-        finally:
-            self._timer_callbacks -= 1
-
-    async def _resume_if_complete(self, approval: Approval) -> None:
-        batch = await approvals.in_batch(self.db, approval.batch)
-        if all(a.status is not ApprovalStatus.PENDING for a in batch):
-            self._enqueue(ResumeApprovals(approval.channel_key, approval.batch))
-
-    async def publish_scheduled(self, channel_key: str, persona_id: str, name: str, args: dict) -> None:
-        persona = self.personas.get(persona_id)
-        if persona is None:
-            log.warning("scheduled post for unknown persona %s dropped", persona_id)
-            return
-        await self.engine.runner.run(
-            channel_key, persona, ActionCall(call_id=f"scheduled-{persona_id}", name=name, args=args)
-        )
-
-    async def wait_for_overdue_approvals(self, timeout: float = 10.0) -> None:
-        """Until approvals already past their expiry are expired and their flows have run."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            now = time.time()
-            overdue = any(a.expires_at <= now for a in await approvals.pending(self.db))
-            if not overdue and not self._timer_callbacks:
-                break
-            await asyncio.sleep(0.05)
-        await self.wait_idle()
-
-    async def _approval_list(self, key: str) -> str:
-        waiting = await approvals.pending(self.db, key)
-        if not waiting:
-            return NOTHING_PENDING
-        rows = [wanted(a, self._persona_name(a.persona_id)) for a in waiting]
-        return PENDING_HEADING + "\n" + "\n".join(rows)
-
-    async def _trust_table(self, key: str) -> str:
-        events = await approvals.audit_events(self.db)
-        now = time.time()
-        rows = []
-        for persona in self.personas.values():
-            record = trust_record([e for e in events if e.persona_id == persona.id], now)
-            rows.append(
-                f"{persona.display_name}: {record.level} ({record.tasks} tasks, "
-                f"{record.approval_rate:.0%} approved, {record.days:.0f} days)"
-            )
-        return "Trust levels:\n" + "\n".join(rows)
 
     def _persona_name(self, persona_id: str) -> str:
         persona = self.personas.get(persona_id)

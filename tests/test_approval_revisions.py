@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from bot.approval_desk import Actor
 from bot.commands import Revise
 from bot.inbound import Inbound
-from bot.service import Actor
 from storage import approvals
 from storage.database import open_database
 from storage.records import ApprovalStatus
@@ -114,18 +114,18 @@ async def test_a_revised_approval_runs_once_with_the_edit_and_the_persona_hears_
     async with open_test_app(models=models) as app:
         await say(app, "Nova, announce the launch.")
         [pending] = await approvals.pending(app.db)
-        stranger = await app.service.revise(pending.id, Actor("u9", "Stranger"), EDITED)
-        bad = await app.service.revise(pending.id, YOU, {**EDITED, "colour": "red"})
+        stranger = await app.service.approval_desk.revise(pending.id, Actor("u9", "Stranger"), EDITED)
+        bad = await app.service.approval_desk.revise(pending.id, YOU, {**EDITED, "colour": "red"})
         unchanged = await approvals.get(app.db, pending.id)
         revised, approved = await asyncio.gather(
             app.service.run_command(KEY, Revise(pending.id, EDITED), actor=YOU),
-            app.service.decide(pending.id, YOU, approve=True),
+            app.service.approval_desk.decide(pending.id, YOU, approve=True),
         )
         await app.service.wait_idle()
         done = await approvals.get(app.db, pending.id)
         events = await approvals.audit_events(app.db)
-        shown = await app.service.show_arguments(done.id, YOU) if done else None
-        hidden = await app.service.show_arguments(pending.id, Actor("u9", "Stranger"))
+        shown = await app.service.approval_desk.show_arguments(done.id, YOU) if done else None
+        hidden = await app.service.approval_desk.show_arguments(pending.id, Actor("u9", "Stranger"))
 
     assert (stranger.ok, stranger.reply) == (False, f"Only approvers can decide; #{pending.id} stays pending.")
     assert (bad.ok, bad.reply) == (
@@ -171,7 +171,7 @@ async def test_an_edit_stored_before_a_stop_runs_the_edited_arguments_after_the_
 async def test_revising_with_the_same_arguments_is_a_plain_approval(app, port) -> None:
     await say(app, REQUEST)
     [pending] = await approvals.pending(app.db)
-    reply = await app.service.revise(pending.id, YOU, {"channel": "#news", "text": "We launched!"})
+    reply = await app.service.approval_desk.revise(pending.id, YOU, {"channel": "#news", "text": "We launched!"})
     await app.service.wait_idle()
     done = await approvals.get(app.db, pending.id)
 
@@ -191,9 +191,11 @@ async def test_a_discord_born_request_shown_on_slack_is_viewed_and_revised_by_sl
         await app.service.handle(Inbound("discord:42", "u1", "Ana", REQUEST))
         await app.service.wait_idle()
         [pending] = await approvals.pending(app.db)
-        from_discord = await app.service.show_arguments(pending.id, bea)  # Discord's approvers: nobody here
-        shown = await app.service.show_arguments(pending.id, bea, decided_in=shown_in)
-        revised = await app.service.revise(pending.id, bea, EDITED, decided_in=shown_in)
+        from_discord = await app.service.approval_desk.show_arguments(
+            pending.id, bea
+        )  # Discord's approvers: nobody here
+        shown = await app.service.approval_desk.show_arguments(pending.id, bea, decided_in=shown_in)
+        revised = await app.service.approval_desk.revise(pending.id, bea, EDITED, decided_in=shown_in)
         await app.service.wait_idle()
 
     assert not from_discord.ok and shown.ok and '"text": "We launched!"' in shown.reply

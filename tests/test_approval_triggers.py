@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from bot.approval_desk import Actor
 from bot.commands import PauseReplies
 from bot.config import ConfigError, load_config
 from bot.inbound import Inbound
-from bot.service import Actor
 from graph.actions import ActionCall, check_call, cost_of
 from graph.models.local_actions import CONFIDENCE_STEPS
 from graph.policy import PolicySettings, Trust, Verdict, verdict

@@ -7,9 +7,9 @@ import time
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from bot.approval_desk import Actor
 from bot.commands import Decide, SetApprovalMode
 from bot.inbound import Inbound
-from bot.service import Actor
 from graph.policy import PolicySettings, Trust, Verdict, verdict
 from storage import approvals
 from storage.records import ApprovalMode, ApprovalStatus
@@ -55,7 +55,9 @@ async def test_sensitive_actions_wait_and_others_run_in_each_mode(open_test_app,
 async def test_approve_executes_exactly_once_when_50_approvals_race(app, port):
     await say(app, act("publish_post", channel="news", text="We launched!"))
     [pending] = await approvals.pending(app.db)
-    replies = await asyncio.gather(*(app.service.decide(pending.id, YOU, approve=True) for _ in range(50)))
+    replies = await asyncio.gather(
+        *(app.service.approval_desk.decide(pending.id, YOU, approve=True) for _ in range(50))
+    )
     await app.service.wait_idle()
     assert sum(r.ok for r in replies) == 1
     assert all("already decided" in r.reply for r in replies if not r.ok)
@@ -106,7 +108,7 @@ async def test_only_approvers_change_the_approval_mode(app):
 async def test_an_unauthorized_approver_is_refused_and_it_stays_pending(app, port):
     await say(app, act("publish_post", channel="news", text="x"))
     [pending] = await approvals.pending(app.db)
-    reply = await app.service.decide(pending.id, Actor("mallory", "Mallory"), approve=True)
+    reply = await app.service.approval_desk.decide(pending.id, Actor("mallory", "Mallory"), approve=True)
     assert not reply.ok and "stays pending" in reply.reply
     assert (await approvals.get(app.db, pending.id)).status is ApprovalStatus.PENDING
     assert port.executed == []
@@ -117,7 +119,7 @@ async def test_a_timeout_expires_the_request(open_test_app, port):
         await say(app, act("publish_post", channel="news", text="too late"))
         [pending] = await approvals.pending(app.db)
         await asyncio.sleep(max(0.0, pending.expires_at - time.time()))
-        await app.service.wait_for_overdue_approvals(timeout=10)
+        await app.service.approval_desk.wait_for_overdue_approvals(timeout=10)
         expired = await approvals.get(app.db, pending.id)
     assert expired.status is ApprovalStatus.EXPIRED
     assert port.decisions[-1].status is ApprovalStatus.EXPIRED

@@ -367,7 +367,7 @@ async def test_an_expired_request_loses_its_buttons(start_slack: StartSlack) -> 
     async with start_slack({"approvals": {"timeout_minutes": 0.01}}) as slack:  # 0.6 s
         request, pending = await request_publication(slack)
         await asyncio.sleep(max(0.0, pending.expires_at - time.time()))
-        await slack.bot.roundtable.service.wait_for_overdue_approvals(timeout=10)
+        await slack.bot.roundtable.service.approval_desk.wait_for_overdue_approvals(timeout=10)
         await slack.bot.wait_idle()
 
         [update] = slack.updates()

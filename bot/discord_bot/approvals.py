@@ -14,6 +14,7 @@ from typing import Any, Literal, Self
 import discord
 from discord import app_commands
 
+from bot.approval_desk import Actor, CommandReply
 from bot.approvals import outcome, refusal
 from bot.commands import SetApprovalMode, ShowTrust
 from bot.discord_bot.approval_places import ApprovalPlaces, Place
@@ -22,7 +23,7 @@ from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.discord_bot.slash_commands import reply_now, run_service_command, send_privately
 from bot.numbers import ID_DIGITS
 from bot.revisions import FORM_HINT, arguments_json, code_blocks, read_arguments
-from bot.service import Actor, ChannelService, CommandReply
+from bot.service import ChannelService
 from graph.actions import ActionCall
 from personas import Persona
 from storage import approvals
@@ -159,7 +160,7 @@ class ApprovalDesk:
         ):
             return f"Approval #{approval_id} belongs to another channel."
         actor = Actor(str(interaction.user.id), interaction.user.display_name)
-        may = approval is not None and self.service.may_decide(approval.channel_key, actor)
+        may = approval is not None and self.service.approval_desk.may_decide(approval.channel_key, actor)
         return refusal(approval, approval_id, may_decide=may)
 
     async def decide(
@@ -178,11 +179,11 @@ class ApprovalDesk:
         user = interaction.user
         actor = Actor(str(user.id), user.display_name)
         if edited is None:
-            reply = await self.service.decide(approval_id, actor, approve, comment)
+            reply = await self.service.approval_desk.decide(approval_id, actor, approve, comment)
         elif isinstance(args := read_arguments(edited), str):
             reply = CommandReply(f"Approval #{approval_id} is unchanged: {args}.", ok=False)
         else:
-            reply = await self.service.revise(approval_id, actor, args)
+            reply = await self.service.approval_desk.revise(approval_id, actor, args)
         if not reply.ok:
             await interaction.followup.send(reply.reply, ephemeral=True, allowed_mentions=NO_MENTIONS)
             return
@@ -200,7 +201,7 @@ class ApprovalDesk:
 
     async def show_arguments(self, interaction: discord.Interaction, approval_id: int) -> None:
         """The full arguments, to the clicker alone: as many ephemeral messages as they need, never cut."""
-        reply = await self.service.show_arguments(
+        reply = await self.service.approval_desk.show_arguments(
             approval_id, Actor(str(interaction.user.id), interaction.user.display_name)
         )
         for text in code_blocks(reply.reply, MESSAGE_LIMIT) if reply.ok else [reply.reply]:

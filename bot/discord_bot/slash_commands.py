@@ -14,6 +14,7 @@ from typing import Literal
 import discord
 from discord import app_commands
 
+from bot.approval_desk import Actor
 from bot.commands import (
     Command,
     CommandError,
@@ -29,7 +30,7 @@ from bot.commands import (
 )
 from bot.discord_bot.delivery import split_message
 from bot.discord_bot.inbound import key_for_channel
-from bot.service import Actor, ChannelService
+from bot.service import ChannelService
 from personas import Persona
 
 log = logging.getLogger(__name__)

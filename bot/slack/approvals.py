@@ -18,10 +18,10 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot.approval_desk import Actor, CommandReply
 from bot.approvals import refusal
 from bot.numbers import record_id
 from bot.revisions import arguments_json, code_blocks, edited_arguments, read_arguments
-from bot.service import Actor, CommandReply
 from bot.slack.approval_blocks import (
     APPROVE_ACTION,
     FEEDBACK_ACTION,
@@ -231,7 +231,9 @@ async def show_arguments(bot: SlackBot, click: ButtonClick) -> None:
     """The full arguments, to the clicker alone, in as many messages as they need (never cut)."""
     actor = Actor(click.user_id, await bot.names.name_of(click.user_id), click.team_id)
     service = bot.roundtable.service
-    reply = await service.show_arguments(click.approval_id, actor, decided_in=_approvals_key(bot, click.workspace))
+    reply = await service.approval_desk.show_arguments(
+        click.approval_id, actor, decided_in=_approvals_key(bot, click.workspace)
+    )
     if click.channel is None:
         return
     texts = code_blocks(reply.reply, VIEW_PIECE_CHARS) if reply.ok else [reply.reply]
@@ -260,7 +262,7 @@ async def revise(bot: SlackBot, submission: FeedbackSubmission) -> None:
     args = read_arguments(submission.comment)
     if isinstance(args, str):  # checked before the ack; kept for a submission that changed meanwhile
         return
-    reply = await bot.roundtable.service.revise(
+    reply = await bot.roundtable.service.approval_desk.revise(
         submission.approval_id, actor, args, decided_in=_approvals_key(bot, submission.workspace)
     )
     if not reply.ok:
@@ -323,8 +325,10 @@ async def why_not(
     modal: the service checks again when the feedback arrives."""
     service = bot.roundtable.service
     approval = await stored_approvals.get(bot.roundtable.db, approval_id)
-    where = service.decided_where(approval, _approvals_key(bot, workspace)) if approval else ""
-    return refusal(approval, approval_id, may_decide=bool(where) and service.is_approver(where, user_id, team_id))
+    where = service.approval_desk.decided_where(approval, _approvals_key(bot, workspace)) if approval else ""
+    return refusal(
+        approval, approval_id, may_decide=bool(where) and service.approval_desk.is_approver(where, user_id, team_id)
+    )
 
 
 async def _decide(
@@ -337,7 +341,7 @@ async def _decide(
     comment: str = "",
 ) -> CommandReply:
     actor = Actor(user_id, await bot.names.name_of(user_id), team_id)
-    return await bot.roundtable.service.decide(
+    return await bot.roundtable.service.approval_desk.decide(
         approval_id, actor, approve, comment, decided_in=_approvals_key(bot, workspace)
     )
 

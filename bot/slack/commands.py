@@ -17,6 +17,7 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
+from bot.approval_desk import Actor
 from bot.commands import (
     USAGE,
     Command,
@@ -33,7 +34,6 @@ from bot.commands import (
     parse_moderate,
     parse_task,
 )
-from bot.service import Actor
 from bot.slack.keys import channel_key
 from bot.slack.slack_bot import SlackBot
 from bot.slack.text import escape_for_slack

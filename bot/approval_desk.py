@@ -1,0 +1,236 @@
+"""What approvers do, on every surface: decide, revise and view a request, settle an action whose
+outcome is unknown; and what timers do to approvals (expire them, publish a scheduled post).
+
+Slack, Discord and the console only carry the text: who may decide, and that the first decision
+wins, is settled here (with the wording from bot/approvals.py). A decision that completes its batch
+queues the batch's resumption in the channel's queue, through the service's `enqueue`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.approvals import NOTHING_PENDING, PENDING_HEADING, already_decided, deciding_channel, refusal, wanted
+from bot.revisions import edited_arguments, full_arguments
+from graph.actions import ActionCall
+from graph.engine import RoundEngine
+from graph.trust import trust_record
+from personas import Persona
+from storage import approvals
+from storage.database import Database
+from storage.records import Approval, ApprovalStatus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who typed a command or pressed a button: a platform user id, a display name and, on Slack, the
+    user's team (workspace), since user ids are only unique within one."""
+
+    id: str
+    name: str
+    team: str | None = None
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    """`reply` goes back to whoever typed the command, or sent a message past a flood limit; changes are also
+    announced in the channel."""
+
+    reply: str
+    ok: bool = True
+    announced: bool = False  # the same news already went to the channel
+
+
+IsApprover = Callable[[str, str, str | None], bool]
+"""(channel key, user id, team) -> whether that user may decide approvals there."""
+
+
+def nobody(channel_key: str, user_id: str, team: str | None) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class ResumeApprovals:
+    """A queued item: continue an approval batch whose approvals are all decided."""
+
+    channel_key: str
+    batch: str
+
+
+@dataclass(frozen=True)
+class RunApproved:
+    """A queued item: run one approved action outside its batch's flow (a retry)."""
+
+    channel_key: str
+    approval_id: int
+
+
+class ApprovalDesk:
+    def __init__(
+        self,
+        db: Database,
+        engine: RoundEngine,
+        personas: Mapping[str, Persona],
+        *,
+        is_approver: IsApprover,
+        surface: str,
+        enqueue: Callable[[ResumeApprovals | RunApproved], None],
+        wait_idle: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.db = db
+        self.engine = engine
+        self.personas = personas
+        self.is_approver = is_approver
+        self.surface = surface  # "same", or the platform all requests are shown on
+        self._enqueue = enqueue
+        self._wait_idle = wait_idle
+        self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
+
+    def may_decide(self, channel_key: str, actor: Actor) -> bool:
+        return self.is_approver(channel_key, actor.id, actor.team)
+
+    def decided_where(self, approval: Approval, decided_in: str | None) -> str:
+        return deciding_channel(approval, decided_in, self.surface)
+
+    async def decide(
+        self,
+        approval_id: int,
+        actor: Actor,
+        approve: bool,
+        comment: str = "",
+        incident: bool = False,
+        *,
+        decided_in: str | None = None,
+    ) -> CommandReply:
+        """An approver's decision. The first decision wins; anyone else is refused and nothing changes."""
+        approval = await approvals.get(self.db, approval_id)
+        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
+        if (refused := refusal(approval, approval_id, may_decide=may)) is not None:
+            return CommandReply(refused, ok=False)
+        status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
+        decided = await approvals.decide(
+            self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident
+        )
+        if decided is None:  # someone else decided between the check and the update: the first wins
+            return await self._decided_first(approval_id)
+        await self._resume_if_complete(decided)
+        return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
+
+    async def _decided_first(self, approval_id: int) -> CommandReply:
+        current = await approvals.get(self.db, approval_id)
+        return CommandReply(already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False)
+
+    async def revise(
+        self, approval_id: int, actor: Actor, args: dict[str, Any], *, decided_in: str | None = None
+    ) -> CommandReply:
+        """An approver's edited arguments, approved with them in one transaction (so the edit and the
+        work it releases are stored together). Arguments the action's spec refuses change nothing."""
+        approval = await approvals.get(self.db, approval_id)
+        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
+        if (refused := refusal(approval, approval_id, may_decide=may)) is not None or approval is None:
+            return CommandReply(refused or "", ok=False)
+        persona = self.personas.get(approval.persona_id)
+        checked = edited_arguments(approval, persona, args) if persona else f"no persona {approval.persona_id!r}"
+        if isinstance(checked, str):
+            return CommandReply(f"Approval #{approval_id} is unchanged: {checked}.", ok=False)
+        if checked == approval.args:  # nothing edited: a plain approval
+            decided = await approvals.decide(self.db, approval_id, ApprovalStatus.APPROVED, actor=actor.name)
+        else:
+            decided = await approvals.approve_edited(self.db, approval_id, checked, actor=actor.name)
+        if decided is None:
+            return await self._decided_first(approval_id)
+        await self._resume_if_complete(decided)
+        edited = "with the edited arguments" if decided.original_args is not None else "(the arguments were unchanged)"
+        return CommandReply(f"Approved #{approval_id} {edited}.")
+
+    async def show_arguments(self, approval_id: int, actor: Actor, *, decided_in: str | None = None) -> CommandReply:
+        """A request's full arguments, for an approver of it, whatever its state. Only approvers: a
+        request can carry what a persona means to send one person (send_message)."""
+        approval = await approvals.get(self.db, approval_id)
+        if approval is None:
+            return CommandReply(f"There is no approval #{approval_id}.", ok=False)
+        if not self.may_decide(self.decided_where(approval, decided_in), actor):
+            return CommandReply(f"Only approvers can see the full arguments of #{approval_id}.", ok=False)
+        return CommandReply(full_arguments(approval, self._persona_name(approval.persona_id)))
+
+    async def settle_unknown(self, approval_id: int, actor: Actor, retry: bool) -> CommandReply:
+        """An approver runs an action whose outcome is unknown once more, or closes it."""
+        approval = await approvals.get(self.db, approval_id)
+        if approval is None:
+            return CommandReply(f"There is no approval #{approval_id}.", ok=False)
+        if not self.may_decide(approval.channel_key, actor):
+            return CommandReply(f"Only approvers can retry or close #{approval_id}.", ok=False)
+        settled = await approvals.settle_unknown(self.db, approval_id, retry=retry, actor=actor.name)
+        if settled is None:
+            return CommandReply(f"Approval #{approval_id} has no unknown outcome ({approval.status}).", ok=False)
+        if retry:
+            self._enqueue(RunApproved(settled.channel_key, settled.id))
+            return CommandReply(f"Running #{approval_id} again.")
+        await self.engine.show_outcome(settled)
+        return CommandReply(f"Closed #{approval_id} without running it again.")
+
+    async def expire_approval(self, approval_id: int) -> None:
+        self._timer_callbacks += 1
+        try:
+            expired = await approvals.decide(
+                self.db, approval_id, ApprovalStatus.EXPIRED, actor="timeout", comment="timed out"
+            )
+            if expired is not None:
+                await self._resume_if_complete(expired)
+        finally:
+            self._timer_callbacks -= 1
+
+    async def _resume_if_complete(self, approval: Approval) -> None:
+        batch = await approvals.in_batch(self.db, approval.batch)
+        if all(a.status is not ApprovalStatus.PENDING for a in batch):
+            self._enqueue(ResumeApprovals(approval.channel_key, approval.batch))
+
+    async def publish_scheduled(self, channel_key: str, persona_id: str, name: str, args: dict) -> None:
+        persona = self.personas.get(persona_id)
+        if persona is None:
+            log.warning("scheduled post for unknown persona %s dropped", persona_id)
+            return
+        await self.engine.runner.run(
+            channel_key, persona, ActionCall(call_id=f"scheduled-{persona_id}", name=name, args=args)
+        )
+
+    async def wait_for_overdue_approvals(self, timeout: float = 10.0) -> None:
+        """Until approvals already past their expiry are expired and their flows have run."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = time.time()
+            overdue = any(a.expires_at <= now for a in await approvals.pending(self.db))
+            if not overdue and not self._timer_callbacks:
+                break
+            await asyncio.sleep(0.05)
+        await self._wait_idle()
+
+    async def pending_list(self, key: str) -> str:
+        waiting = await approvals.pending(self.db, key)
+        if not waiting:
+            return NOTHING_PENDING
+        rows = [wanted(a, self._persona_name(a.persona_id)) for a in waiting]
+        return PENDING_HEADING + "\n" + "\n".join(rows)
+
+    async def trust_table(self) -> str:
+        events = await approvals.audit_events(self.db)
+        now = time.time()
+        rows = []
+        for persona in self.personas.values():
+            record = trust_record([e for e in events if e.persona_id == persona.id], now)
+            rows.append(
+                f"{persona.display_name}: {record.level} ({record.tasks} tasks, "
+                f"{record.approval_rate:.0%} approved, {record.days:.0f} days)"
+            )
+        return "Trust levels:\n" + "\n".join(rows)
+
+    def _persona_name(self, persona_id: str) -> str:
+        persona = self.personas.get(persona_id)
+        return persona.display_name if persona else persona_id
