@@ -66,16 +66,22 @@ def run_bot(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     )
 
 
-def run_console(config: Path, script: str) -> str:
-    """`python -m bot console --script` on `script` (one line each) beside config; its transcript."""
+EMBEDDED_GEMMA: dict[str, Any] = {"cache_dir": str(Path.home() / ".cache" / "roundtable-test"), "max_tokens": 40}
+"""The [llm.local] section for tests on the real Gemma 3 270M, its GGUF cached across runs."""
+
+
+def run_console(config: Path, script: str, *options: str, timeout: float = 120) -> str:
+    """`python -m bot console --script` on `script` (one line each) beside config; its transcript.
+    No model key reaches it, so provider "auto" means the embedded model."""
     path = config.parent / "script.txt"
     path.write_text(script, encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(path)],
+        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(path), *options],
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=120,
+        timeout=timeout,
+        env={k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")},
     )
     assert result.returncode == 0, result.stderr
     return result.stdout

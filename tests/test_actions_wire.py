@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from graph.models.chat import ChatModels
-from graph.models.factory import ProviderConfig, build_models
 from graph.prompt import NO_RESULT_YET
 from storage import approvals
 from storage.records import ApprovalStatus
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.providers import PROVIDERS, fake_provider
 from tests.fakes.slack_payloads import buttons_of
 from tests.slack_harness import SlackHarness, StartSlack
 
@@ -83,22 +83,10 @@ def _openai_pairs(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return pairs
 
 
-@pytest.fixture(params=["gemini", "openai"])
+@pytest.fixture(params=PROVIDERS)
 async def provider(request: pytest.FixtureRequest) -> AsyncIterator[Provider]:
-    if request.param == "gemini":
-        async with FakeGemini(reply_text="Happy to help with that, tell me more.") as gemini:
-            config = ProviderConfig(provider="gemini", base_url=gemini.url, requests_per_minute=60_000)
-            models = build_models(config, {"GOOGLE_API_KEY": "test-key-gemini"})
-            assert isinstance(models, ChatModels)
-            yield Provider("gemini", gemini, models)
-            for model in models.models.values():
-                await model.aclose()  # type: ignore[attr-defined]
-    else:
-        async with FakeOpenAI(reply_text="Happy to help with that, tell me more.") as openai:
-            config = ProviderConfig(provider="openai", base_url=f"{openai.url}/v1", requests_per_minute=60_000)
-            models = build_models(config, {"OPENAI_API_KEY": "test-key-openai"})
-            assert isinstance(models, ChatModels)
-            yield Provider("openai", openai, models)
+    async with fake_provider(request.param, reply_text="Happy to help with that, tell me more.") as (server, models):
+        yield Provider(request.param, server, models)
 
 
 Started = Callable[..., AbstractAsyncContextManager[SlackHarness]]

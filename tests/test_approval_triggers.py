@@ -24,7 +24,7 @@ from graph.policy import PolicySettings, Trust, Verdict, verdict
 from personas import load_personas
 from storage import approvals, channels
 from storage.records import ApprovalMode
-from tests.conftest import run_console, write_config
+from tests.conftest import EMBEDDED_GEMMA, run_console, write_config
 from tests.fakes.discord_server import FakeDiscord
 from tests.test_discord import APPROVERS, PUBLISH, approval_request
 
@@ -269,7 +269,7 @@ def test_gemma_states_a_confidence_and_an_unsure_call_waits(tmp_path: Path) -> N
         tmp_path,
         {
             "llm": {"provider": "local"},
-            "llm.local": {"cache_dir": str(Path.home() / ".cache" / "roundtable-test"), "max_tokens": 40},
+            "llm.local": EMBEDDED_GEMMA,
             "approvals": {"sensitive": [], "min_confidence": 0.95},  # only an unsure call waits
         },
     )

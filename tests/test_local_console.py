@@ -1,11 +1,8 @@
 """`make run`'s path with no keys: the console on the embedded Gemma model, end to end."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import REPO, write_config
+from tests.conftest import EMBEDDED_GEMMA, run_console, write_config
 
 SCRIPT = "Hello Nova, what should we launch next?\n/moderate on 2\nLet's plan the launch party.\n"
 
@@ -15,26 +12,15 @@ def test_console_replies_with_gemma_and_the_moderated_round_ends(tmp_path: Path)
         tmp_path,
         {
             "llm": {"provider": "auto"},  # no keys in the environment: auto means the embedded model
-            "llm.local": {"cache_dir": str(Path.home() / ".cache" / "roundtable-test"), "max_tokens": 40},
+            "llm.local": EMBEDDED_GEMMA,
         },
     )
-    script = tmp_path / "script.txt"
-    script.write_text(SCRIPT)
-    env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")}
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script), "--verbose"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    transcript = run_console(config, SCRIPT, "--verbose", timeout=300)
+    lines = transcript.splitlines()
     assert "embedded Gemma 3 270M" in lines[0]
     first_reply = lines[lines.index("[you] Hello Nova, what should we launch next?") + 1]
     assert first_reply.startswith("[Nova] ") and len(first_reply) > len("[Nova] ") + 3
-    assert "Picture the bigger version" not in result.stdout  # a real model, not the scripted double
+    assert "Picture the bigger version" not in transcript  # a real model, not the scripted double
     moderated = lines[lines.index("[you] Let's plan the launch party.") + 1 :]
     decisions = [line for line in moderated if line.startswith("[moderator] next:")]
     replies = [line for line in moderated if not line.startswith("[moderator]")]
@@ -50,21 +36,11 @@ def test_gemma_proposes_an_action_when_asked_and_never_on_chit_chat(tmp_path: Pa
         tmp_path,
         {
             "llm": {"provider": "local"},
-            "llm.local": {"cache_dir": str(Path.home() / ".cache" / "roundtable-test"), "max_tokens": 40},
+            "llm.local": EMBEDDED_GEMMA,
         },
     )
-    script = tmp_path / "script.txt"
-    script.write_text("Nova, publish 'Doors open at 9' in #news\n/approve 1\nNova, how was your weekend?\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-        env={k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")},
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    script = "Nova, publish 'Doors open at 9' in #news\n/approve 1\nNova, how was your weekend?\n"
+    lines = run_console(config, script, timeout=300).splitlines()
     asked = lines.index("[you] Nova, publish 'Doors open at 9' in #news")
     assert lines[asked + 1].startswith("[approval 1] Nova wants publish_post(channel='news', text='Doors open at 9')")
     approved = lines.index("[you] /approve 1")

@@ -5,15 +5,12 @@ the console. The note reaches the recipient's next request on the wire, and nobo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, run_bot, write_config
+from tests.conftest import EMBEDDED_GEMMA, run_bot, run_console, write_config
 from tests.slack_harness import StartSlack
 from tests.test_actions_wire import Provider, _wrapped, provider  # noqa: F401  (the provider fixture)
 
@@ -70,22 +67,12 @@ def test_the_embedded_gemma_sends_a_note_when_asked(tmp_path: Path) -> None:
         tmp_path,
         {
             "llm": {"provider": "local"},
-            "llm.local": {"cache_dir": str(Path.home() / ".cache" / "roundtable-test"), "max_tokens": 40},
+            "llm.local": EMBEDDED_GEMMA,
         },
     )
-    script = tmp_path / "script.txt"
-    script.write_text("Sage, send Rex a note that the deadline moved to Friday\n/mailbox\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(config), "--script", str(script)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-        env={k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")},
-    )
-    assert result.returncode == 0, result.stderr
+    transcript = run_console(config, "Sage, send Rex a note that the deadline moved to Friday\n/mailbox\n", timeout=300)
     # Rex was named too, so Rex's turn came next and read it.
-    assert "[system] - Sage → Rex: The deadline moved to Friday (delivered)" in result.stdout.splitlines()
+    assert "[system] - Sage → Rex: The deadline moved to Friday (delivered)" in transcript.splitlines()
     prompts = {
         persona: run_bot("prompt", "--config", str(config), "--channel", "general", "--persona", persona).stdout
         for persona in ("rex", "nova", "sage")

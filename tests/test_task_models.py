@@ -20,6 +20,7 @@ from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem
 from personas import load_personas
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.providers import PROVIDERS, fake_provider
 from tests.fakes.slack_api import BOT_USER_ID
 from tests.recording_port import RecordingPort
 
@@ -70,22 +71,10 @@ class Provider:
         return [str(message["content"]) for message in body["messages"] if message["role"] != "system"]
 
 
-@pytest.fixture(params=["gemini", "openai"])
+@pytest.fixture(params=PROVIDERS)
 async def provider(request: pytest.FixtureRequest) -> AsyncIterator[Provider]:
-    if request.param == "gemini":
-        async with FakeGemini(reply_text="Done, here is my part.") as gemini:
-            config = ProviderConfig(provider="gemini", base_url=gemini.url, requests_per_minute=60_000)
-            models = build_models(config, {"GOOGLE_API_KEY": "test-key-gemini"})
-            assert isinstance(models, ChatModels)
-            yield Provider("gemini", gemini, models)
-            for model in models.models.values():
-                await model.aclose()  # type: ignore[attr-defined]
-    else:
-        async with FakeOpenAI(reply_text="Done, here is my part.") as openai:
-            config = ProviderConfig(provider="openai", base_url=f"{openai.url}/v1", requests_per_minute=60_000)
-            models = build_models(config, {"OPENAI_API_KEY": "test-key-openai"})
-            assert isinstance(models, ChatModels)
-            yield Provider("openai", openai, models)
+    async with fake_provider(request.param, reply_text="Done, here is my part.") as (server, models):
+        yield Provider(request.param, server, models)
 
 
 def accept_valid(plan: Plan) -> tuple[Plan, str | None]:
