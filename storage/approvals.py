@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from storage.database import Database, Row, Tx
@@ -187,26 +187,15 @@ async def approve_edited(db: Database, approval_id: int, args: dict[str, Any], *
     """Approve a pending approval with arguments an approver edited: the edited arguments are the
     ones that run, the requested ones are kept (original_args), and the audit entry names both.
     One transaction, like any decision; None when it was no longer pending."""
-    async with db.transaction() as tx:
-        row = await tx.fetch_one(
-            "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, comment = '', "
-            "original_args = args, args = ? WHERE id = ? AND status = 'pending' RETURNING *",
-            (actor, time.time(), json.dumps(args), approval_id),
-        )
-        if row is None:
-            return None
-        approval = _approval(row)
-        await _audit(
-            tx,
-            approval,
-            channel_key=approval.channel_key,
-            persona_id=approval.persona_id,
-            action=approval.action,
-            event="approved",
-            actor=actor,
-            detail=f"arguments edited from {json.dumps(approval.original_args)} to {json.dumps(args)}",
-        )
-    return approval
+    return await _transition(
+        db,
+        "status = 'approved', decided_by = ?, decided_at = ?, comment = '', original_args = args, args = ? "
+        "WHERE id = ? AND status = 'pending'",
+        (actor, time.time(), json.dumps(args), approval_id),
+        event="approved",
+        actor=actor,
+        detail=lambda approved: f"arguments edited from {json.dumps(approved.original_args)} to {json.dumps(args)}",
+    )
 
 
 async def claim_run(db: Database, approval_id: int, runner: str) -> Approval | None:
@@ -270,10 +259,17 @@ async def settle_unknown(db: Database, approval_id: int, *, retry: bool, actor: 
 
 
 async def _transition(
-    db: Database, update: str, params: tuple[Any, ...], *, event: str, actor: str | None, detail: str
+    db: Database,
+    update: str,
+    params: tuple[Any, ...],
+    *,
+    event: str,
+    actor: str | None,
+    detail: str | Callable[[Approval], str],
 ) -> Approval | None:
     """One guarded status change and its audit entry, in one transaction: `update` is the SET and
-    WHERE of an UPDATE that matches only while the approval is in the state it moves from."""
+    WHERE of an UPDATE that matches only while the approval is in the state it moves from. A
+    `detail` that needs the changed row (what it held before) is a function of it."""
     async with db.transaction() as tx:
         row = await tx.fetch_one(f"UPDATE approvals SET {update} RETURNING *", params)
         if row is None:
@@ -287,7 +283,7 @@ async def _transition(
             action=approval.action,
             event=event,
             actor=actor,
-            detail=detail,
+            detail=detail if isinstance(detail, str) else detail(approval),
         )
     return approval
 
