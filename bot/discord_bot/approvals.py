@@ -313,15 +313,11 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
             await tell(interaction, SOMETHING_WENT_WRONG)
 
 
-class FeedbackForm(discord.ui.Modal):
-    def __init__(self, approval_id: int, opened_by: int) -> None:
-        form_id = FEEDBACK_FORM.format(approval_id=approval_id, opened_by=opened_by)
-        super().__init__(title=f"Reject approval #{approval_id}", custom_id=form_id, timeout=FEEDBACK_FORM_MINUTES * 60)
-        self.approval_id = approval_id
-        self.feedback: discord.ui.TextInput[Self] = discord.ui.TextInput(
-            custom_id=FEEDBACK_FIELD, style=discord.TextStyle.paragraph, max_length=1000, required=True
-        )
-        self.add_item(discord.ui.Label(text="What should the persona do differently?", component=self.feedback))
+class _ApprovalForm(discord.ui.Modal):
+    """A form opened from an approval request's button: only an approver may submit it."""
+
+    approval_id: int
+    purpose = "form"
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         return await _may_decide(interaction, self.approval_id)
@@ -331,15 +327,38 @@ class FeedbackForm(discord.ui.Modal):
         if desk is None:
             await tell(interaction, STARTING)
             return
-        await desk.decide(interaction, self.approval_id, approve=False, comment=self.feedback.value.strip())
+        await self.submitted(desk, interaction)
+
+    async def submitted(self, desk: ApprovalDesk, interaction: discord.Interaction) -> None:
+        raise NotImplementedError
 
     async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:  # type: ignore[override]
-        log.error("the feedback form of approval #%s failed", self.approval_id, exc_info=error)
+        log.error("the %s of approval #%s failed", self.purpose, self.approval_id, exc_info=error)
         await tell(interaction, SOMETHING_WENT_WRONG)
 
 
-class RevisionForm(discord.ui.Modal):
+class FeedbackForm(_ApprovalForm):
+    """Why the request is rejected; submitting rejects it with that feedback for the persona."""
+
+    purpose = "feedback form"
+
+    def __init__(self, approval_id: int, opened_by: int) -> None:
+        form_id = FEEDBACK_FORM.format(approval_id=approval_id, opened_by=opened_by)
+        super().__init__(title=f"Reject approval #{approval_id}", custom_id=form_id, timeout=FEEDBACK_FORM_MINUTES * 60)
+        self.approval_id = approval_id
+        self.feedback: discord.ui.TextInput[Self] = discord.ui.TextInput(
+            custom_id=FEEDBACK_FIELD, style=discord.TextStyle.paragraph, max_length=1000, required=True
+        )
+        self.add_item(discord.ui.Label(text="What should the persona do differently?", component=self.feedback))
+
+    async def submitted(self, desk: ApprovalDesk, interaction: discord.Interaction) -> None:
+        await desk.decide(interaction, self.approval_id, approve=False, comment=self.feedback.value.strip())
+
+
+class RevisionForm(_ApprovalForm):
     """The arguments as JSON, to edit; submitting approves the edited arguments."""
+
+    purpose = "revise form"
 
     def __init__(self, approval_id: int, opened_by: int, action: str, arguments: str) -> None:
         form_id = REVISE_FORM.format(approval_id=approval_id, opened_by=opened_by)
@@ -355,19 +374,8 @@ class RevisionForm(discord.ui.Modal):
         label = discord.ui.Label(text=f"Arguments of {action}"[:45], description=FORM_HINT, component=self.arguments)
         self.add_item(label)
 
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        return await _may_decide(interaction, self.approval_id)
-
-    async def on_submit(self, interaction: discord.Interaction) -> None:
-        desk = desk_of(interaction)
-        if desk is None:
-            await tell(interaction, STARTING)
-            return
+    async def submitted(self, desk: ApprovalDesk, interaction: discord.Interaction) -> None:
         await desk.decide(interaction, self.approval_id, approve=True, edited=self.arguments.value)
-
-    async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:  # type: ignore[override]
-        log.error("the revise form of approval #%s failed", self.approval_id, exc_info=error)
-        await tell(interaction, SOMETHING_WENT_WRONG)
 
 
 async def _may_decide(interaction: discord.Interaction, approval_id: int) -> bool:
