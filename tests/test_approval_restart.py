@@ -1,46 +1,21 @@
 """A pending approval survives SIGKILL: the real console bot in subprocesses."""
 
-import os
-import select
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from tests.conftest import REPO, run_console, write_config
+from tests.conftest import run_console, write_config
+from tests.interactive_console import InteractiveConsole
 
 REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}\n'
 
 
 def start_and_request(config: Path) -> None:
     """Start the interactive console, ask for an approval, wait for it to show, then SIGKILL the bot."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bot", "console", "--config", str(config)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    assert proc.stdin and proc.stdout
-    proc.stdin.write(REQUEST)
-    proc.stdin.flush()
-    deadline = time.monotonic() + 60
-    seen = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 1)
-        if ready:
-            line = proc.stdout.readline()
-            seen.append(line)
-            if line.startswith("[approval 1] Nova wants publish_post"):
-                break
-    else:
-        proc.kill()
-        raise AssertionError(f"no approval request shown: {seen}")
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    console = InteractiveConsole(config)
+    console.type(REQUEST.rstrip("\n"))
+    console.wait_for("[approval 1] Nova wants publish_post", timeout=60)
+    console.kill()
 
 
 def run_script(config: Path, tmp_path: Path, text: str) -> str:

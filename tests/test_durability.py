@@ -3,71 +3,16 @@ at the worst moment, then started again on the same data."""
 
 from __future__ import annotations
 
-import os
-import queue
 import signal
 import sqlite3
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
-from tests.conftest import REPO, run_console, write_config
+from tests.conftest import run_console, write_config
+from tests.interactive_console import InteractiveConsole
 
 REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
 SLOW_ROUND = "Sage, take your time. !!slow 4"
-
-
-class Console:
-    """An interactive `python -m bot console` whose transcript is read line by line."""
-
-    def __init__(self, config: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot", "console", "--config", str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-        )
-        self.seen: list[str] = []
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line.rstrip("\n"))
-
-    def say(self, text: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-
-    def wait_for(self, prefix: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            self.seen.append(line)
-            if line.startswith(prefix):
-                return
-        self.proc.kill()
-        raise AssertionError(f"never saw {prefix!r}: {self.seen}")
-
-    def stop(self, signum: signal.Signals, timeout: float = 30) -> tuple[int, str, str]:
-        """Send the signal; (exit code, the whole transcript, stderr) once the process has ended."""
-        os.kill(self.proc.pid, signum)
-        self.proc.wait(timeout=timeout)
-        assert self.proc.stderr is not None
-        err = self.proc.stderr.read()
-        time.sleep(0.2)  # the reader thread drains the pipe's last lines
-        while not self._lines.empty():
-            self.seen.append(self._lines.get())
-        return self.proc.returncode, "\n".join(self.seen), err
 
 
 def restart(config: Path, tmp_path: Path, script: str = "/approvals\n") -> str:
@@ -98,14 +43,14 @@ def wait_until_its_round_started(tmp_path: Path, text: str, timeout: float = 30)
     raise AssertionError(f"the round for {text!r} never started")
 
 
-def approve_while_the_channel_is_busy(config: Path) -> Console:
+def approve_while_the_channel_is_busy(config: Path) -> InteractiveConsole:
     """Ask for an approval, start a slow round, and approve while it runs: the run is queued behind it."""
-    console = Console(config)
-    console.say(REQUEST)
+    console = InteractiveConsole(config)
+    console.type(REQUEST)
     console.wait_for("[approval 1] Nova wants publish_post")
-    console.say(SLOW_ROUND)
+    console.type(SLOW_ROUND)
     wait_until_its_round_started(config.parent, SLOW_ROUND)
-    console.say("/approve 1")
+    console.type("/approve 1")
     console.wait_for("[system] Approved #1.")
     return console
 
@@ -139,9 +84,9 @@ def test_sigterm_drains_the_running_round_and_nothing_runs_twice(tmp_path: Path)
 
 def test_sigterm_hands_back_a_round_that_had_said_nothing(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"bot": {"shutdown_grace_seconds": 0.5}})
-    console = Console(config)
+    console = InteractiveConsole(config)
     console.wait_for("[system] Type a message")
-    console.say("Sage, think this through. !!slow 10")
+    console.type("Sage, think this through. !!slow 10")
     wait_until_its_round_started(tmp_path, "Sage, think this through. !!slow 10")
     code, before, err = console.stop(signal.SIGTERM, timeout=15)
     assert code == 0, err
@@ -153,8 +98,8 @@ def test_sigterm_hands_back_a_round_that_had_said_nothing(tmp_path: Path) -> Non
 
 def test_a_run_cut_short_is_reported_not_repeated_and_an_approver_can_retry_it(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    console = Console(config)
-    console.say(REQUEST)
+    console = InteractiveConsole(config)
+    console.type(REQUEST)
     console.wait_for("[approval 1] Nova wants publish_post")
     console.stop(signal.SIGKILL)
     # The state a kill leaves between the platform call and its outcome: approved, run claimed.
@@ -179,8 +124,8 @@ def test_a_run_cut_short_is_reported_not_repeated_and_an_approver_can_retry_it(t
 
 def test_an_unknown_outcome_can_be_closed_without_running_it(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    console = Console(config)
-    console.say(REQUEST)
+    console = InteractiveConsole(config)
+    console.type(REQUEST)
     console.wait_for("[approval 1] Nova wants publish_post")
     console.stop(signal.SIGKILL)
     with database(tmp_path) as db:

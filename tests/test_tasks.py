@@ -4,16 +4,9 @@ step by step with its plan block reprinted, replanned, stopped, failing, and res
 from __future__ import annotations
 
 import asyncio
-import codecs
 import json
-import os
-import select
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,58 +19,10 @@ from graph.models.scripted import ScriptedModels
 from graph.tasks import summary_of
 from personas import Persona
 from storage import tasks
-from tests.conftest import REPO, run_console, write_config
+from tests.conftest import run_console, write_config
 from tests.fake_models import CallbackChatModel
+from tests.interactive_console import InteractiveConsole
 from tests.recording_port import RecordingPort
-
-
-class InteractiveConsole:
-    """`python -m bot console` reading typed lines from a pipe, so a line can arrive while a task runs."""
-
-    def __init__(self, config: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot", "console", "--config", str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-        )
-        self.lines: list[str] = []
-        self.pending = ""  # read, not yet split into lines
-        self.decoder = codecs.getincrementaldecoder("utf-8")()  # a read may end inside a character
-
-    def type(self, text: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-
-    def wait_for(self, seen: Callable[[str], bool]) -> None:
-        """Read output until a line passes `seen` (at most two minutes, or the test fails). Read from
-        the pipe itself: a buffered reader would hold lines that select() no longer reports."""
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            while "\n" in self.pending:
-                line, self.pending = self.pending.split("\n", 1)
-                self.lines.append(line)
-                if seen(line):
-                    return
-            ready, _, _ = select.select([self.proc.stdout], [], [], 1)
-            if ready:
-                self.pending += self.decoder.decode(os.read(self.proc.stdout.fileno(), 65536))
-        self.proc.kill()
-        raise AssertionError("never shown; the output was:\n" + "\n".join(self.lines))
-
-    def finish(self) -> str:
-        """End of input: the bot finishes its work and exits; the whole transcript."""
-        out, _ = self.proc.communicate(timeout=120)
-        assert self.proc.returncode == 0
-        return "\n".join([*self.lines, *(self.pending + out).splitlines()])
-
-    def kill(self) -> None:
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
 
 
 def plan_blocks(transcript: str) -> list[list[str]]:
