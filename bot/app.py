@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bot.config import Config, ConfigError
 from bot.flood import FloodGate
+from bot.permissions import Permissions
 from bot.persistence import open_persistence
 from bot.service import ChannelDefaults, ChannelService
 from bot.timers import DurableTimers
@@ -142,6 +143,11 @@ async def open_app(
             approvals_surface=config.settings.approvals.surface,
             flood=FloodGate(limits.user_messages_per_minute, limits.channel_rounds_per_minute),
             auto_detect_tasks=config.settings.tasks.auto_detect,
+            permissions=Permissions(
+                config.settings.permissions,
+                manager_role=config.settings.discord.manager_role,
+                slack_managers=bool(config.settings.slack.managers),
+            ),
         )
         await stored.timers.start(service.approval_desk)
         try:

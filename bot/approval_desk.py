@@ -31,11 +31,13 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Actor:
     """Who typed a command or pressed a button: a platform user id, a display name and, on Slack, the
-    user's team (workspace), since user ids are only unique within one."""
+    user's team (workspace), since user ids are only unique within one. `manager`: the platform says
+    this user may change the channel (bot/permissions.py)."""
 
     id: str
     name: str
     team: str | None = None
+    manager: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,379 +1,369 @@
-"""Channel commands, parsed into plain values. Parsing is pure; bot/service.py carries them out."""
+"""Every command, declared once: its name, usage and help line, its parser, who may use it, where it
+appears, its Discord options and its handlers.
+
+The console and Slack's `@Roundtable /…` text (place "typed"), Slack's slash commands ("slack"),
+Discord's app-command tree ("discord"), `/help` on every surface and manifest.yml's slash commands
+are all read from COMMANDS; tests/test_command_registry.py fails when one of them disagrees.
+The parsed values and their pure parsers live in bot/command_values.py; the handlers in
+bot/command_handlers.py. README "Adding a command" shows how a new one is declared.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.config import MODERATOR_PROMPT_LIMIT
-from bot.numbers import record_id, whole_number
-from bot.revisions import read_arguments
+from bot import command_handlers as run
+from bot.approval_desk import CommandReply
+from bot.command_values import (
+    APPROVAL_MODES,
+    AllowRecruiting,
+    Command,
+    CommandError,
+    Decide,
+    Dismiss,
+    Invite,
+    ListApprovals,
+    ListPersonas,
+    Moderate,
+    NameNextSpeaker,
+    Parser,
+    PauseReplies,
+    Revise,
+    SetApprovalMode,
+    SetModeratorPrompt,
+    SetScene,
+    SettleUnknown,
+    ShowHelp,
+    ShowMailbox,
+    ShowReasons,
+    ShowTrust,
+    StopRound,
+    TaskCommand,
+    UsageError,
+    ViewArguments,
+    no_words,
+    one_word,
+    parse_approvals,
+    parse_approve,
+    parse_moderate,
+    parse_persona,
+    parse_reject,
+    parse_revise,
+    parse_roundtable,
+    parse_task,
+    parse_view,
+)
+
+__all__ = [  # the parsed values are imported from here, with the registry that reads them
+    "AllowRecruiting",
+    "Command",
+    "CommandError",
+    "Decide",
+    "Dismiss",
+    "Invite",
+    "ListApprovals",
+    "ListPersonas",
+    "Moderate",
+    "NameNextSpeaker",
+    "PauseReplies",
+    "Revise",
+    "SetApprovalMode",
+    "SetModeratorPrompt",
+    "SetScene",
+    "SettleUnknown",
+    "ShowHelp",
+    "ShowMailbox",
+    "ShowReasons",
+    "ShowTrust",
+    "StopRound",
+    "TaskCommand",
+    "ViewArguments",
+]
 
 Surface = Literal["console", "slack", "discord"]
-SLASH: tuple[Surface, ...] = ("slack", "discord")
+Place = Literal["typed", "slack", "discord"]  # typed: the console, and Slack messages to @Roundtable
+Need = Literal["manager", "approver"]
+Handler = Callable[[run.Call, Any], Awaitable[CommandReply]]
 
-
-@dataclass(frozen=True)
-class HelpRow:
-    """One command in the help, on one line: how it is typed and what it does."""
-
-    usage: str
-    description: str
-    typed: bool = True  # parse_command takes it: in the console, and on Slack in a message to @Roundtable
-    slash: tuple[Surface, ...] = SLASH  # the platforms with a slash command of this name
-
-
-COMMANDS: dict[str, HelpRow] = {
-    "moderate": HelpRow(
-        "/moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset"
-        " | recruit on|off",
-        "turn the moderator on or off, pause or resume replies, or show its status",
-    ),
-    "stop": HelpRow("/stop", "end the running round after the current turn"),
-    "next": HelpRow("/next PERSONA", "name the persona who speaks next"),
-    "persona": HelpRow(
-        "/persona list | invite PERSONA_ID | dismiss PERSONA_ID", "list, invite or dismiss personas here", typed=False
-    ),
-    "invite": HelpRow("/invite PERSONA_ID", "bring a persona into this channel", slash=()),
-    "dismiss": HelpRow("/dismiss PERSONA_ID", "send a persona away; it keeps its memory", slash=()),
-    "personas": HelpRow("/personas", "list the personas, marking those in this channel", slash=()),
-    "scene": HelpRow("/scene TEXT (an empty TEXT clears the scene)", "set the scene every persona is told", slash=()),
-    "approvals": HelpRow(
-        "/approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]",
-        "list the pending approvals, or set the approval mode",
-    ),
-    "approve": HelpRow("/approve N", "approve action request N", slash=()),
-    "reject": HelpRow(
-        "/reject N [incident] [feedback]", "reject action request N, with feedback for the persona", slash=()
-    ),
-    "view": HelpRow("/view N", "show action request N's full arguments (approvers only)", slash=()),
-    "revise": HelpRow(
-        "/revise N {json}",
-        "approve request N with edited arguments: the whole JSON object, as /view N shows it",
-        slash=(),
-    ),
-    "trust": HelpRow("/trust", "show how far each persona is trusted"),
-    "mailbox": HelpRow("/mailbox", "show the personas' private notes here and how many were dropped (approvers only)"),
-    "task": HelpRow(
-        "/task TEXT | status | stop | replan TEXT",
-        "give the team a task (planned, then done step by step), show its plan, stop it, or change what is left",
-    ),
-    "help": HelpRow("/help", "list these commands", slash=()),
-    "roundtable": HelpRow("/roundtable help", "list these commands", typed=False),
-}
-USAGE = {name: row.usage for name, row in COMMANDS.items()}
+EVERYWHERE: frozenset[Place] = frozenset({"typed", "slack", "discord"})
+TYPED: frozenset[Place] = frozenset({"typed"})
+MANAGER: frozenset[Need] = frozenset({"manager"})
+APPROVER: frozenset[Need] = frozenset({"approver"})
 MAX_NAME_CHARS = 32  # a longer (or unprintable) command name is not echoed back
 
 
-class CommandError(ValueError):
-    """A malformed command; the message is the one-line usage to show the user."""
+@dataclass(frozen=True)
+class Option:
+    """One option of the Discord app command; its value becomes words of the typed text, in order."""
+
+    name: str
+    description: str
+    choices: tuple[str, ...] = ()
+    required: bool = False
+    whole: tuple[int, int] | None = None  # an integer from..to
+    keyword: bool = False  # the text reads "NAME VALUE" ("mode in-command"), not only "VALUE"
+    personas: bool = False  # Discord suggests persona ids while it is typed
 
 
 @dataclass(frozen=True)
-class Moderate:
-    mode: Literal["on", "off", "status"]
-    max_turns: int | None = None
+class Spec:
+    """One command. `handlers` carry out what `parse` returns, by the parsed value's class."""
+
+    name: str
+    usage: str  # as typed, with its arguments: "/next PERSONA"
+    description: str  # lower case, one line: the help, the Slack manifest and Discord's tree
+    parse: Parser
+    handlers: Mapping[type, Handler]
+    places: frozenset[Place] = EVERYWHERE
+    options: tuple[Option, ...] = ()
+    verbs: tuple[str, ...] = ()  # first words that are permissions of their own: "moderate_prompt"
+    needs: Mapping[str, frozenset[Need]] = field(default_factory=dict)  # by permission; else anyone
+    doing: Mapping[str, str] = field(default_factory=dict)  # what a permission does, for its refusal
+    spelling_of: str = ""  # another command this one spells differently: /invite is /persona invite
+    bare: bool = True  # the name alone is a permission too (/approvals lists); False when a verb is required
+
+    def permissions(self) -> list[str]:
+        """The names [permissions] knows this command by; a parsed value's `permission` is one of them."""
+        if self.spelling_of:
+            return []
+        return [self.name] * self.bare + [f"{self.name}_{verb}" for verb in self.verbs]
 
 
-@dataclass(frozen=True)
-class Invite:
-    persona_id: str
+MODERATE_VERBS = ("on", "off", "status", "pause", "resume", "reasons", "prompt", "recruit")
+
+COMMANDS: tuple[Spec, ...] = (
+    Spec(
+        "moderate",
+        "/moderate on [max_turns] | off | status | pause | resume | reasons on|off | prompt TEXT|reset"
+        " | recruit on|off",
+        "turn the moderator on or off, pause or resume replies, or show its status",
+        parse_moderate,
+        {
+            Moderate: run.moderate,
+            PauseReplies: run.pause_replies,
+            ShowReasons: run.show_reasons,
+            AllowRecruiting: run.allow_recruiting,
+            SetModeratorPrompt: run.set_moderator_prompt,
+        },
+        options=(
+            Option("mode", "on, off, status, pause, resume, reasons, recruit or prompt", MODERATE_VERBS, True),
+            Option("max_turns", "with on: how many turns a moderated round may take (1-50)", whole=(1, 50)),
+            Option("setting", "with reasons or recruit: on or off", ("on", "off")),
+            Option("text", "with prompt: the moderator's prompt for this channel, or reset"),
+        ),
+        verbs=MODERATE_VERBS,
+        bare=False,
+        needs={"moderate_prompt": MANAGER, "moderate_recruit": MANAGER, "moderate_reasons": MANAGER},
+    ),
+    Spec("stop", "/stop", "end the running round after the current turn", no_words(StopRound()), {StopRound: run.stop}),
+    Spec(
+        "next",
+        "/next PERSONA",
+        "name the persona who speaks next",
+        one_word(NameNextSpeaker),
+        {NameNextSpeaker: run.name_next},
+        options=(Option("persona", "the persona who speaks next", required=True, personas=True),),
+    ),
+    Spec(
+        "persona",
+        "/persona list | invite PERSONA_ID | dismiss PERSONA_ID",
+        "list, invite or dismiss personas here",
+        parse_persona,
+        {ListPersonas: run.list_personas, Invite: run.membership, Dismiss: run.membership},
+        places=frozenset({"slack", "discord"}),
+        options=(
+            Option("action", "list, invite or dismiss", ("list", "invite", "dismiss"), True),
+            Option("persona_id", "the persona to invite or dismiss", personas=True),
+        ),
+        verbs=("list", "invite", "dismiss"),
+        bare=False,
+        needs={"persona_invite": MANAGER, "persona_dismiss": MANAGER},
+    ),
+    Spec(
+        "invite",
+        "/invite PERSONA_ID",
+        "bring a persona into this channel",
+        one_word(lambda word: Invite(word.lower())),
+        {Invite: run.membership},
+        places=TYPED,
+        spelling_of="persona",
+    ),
+    Spec(
+        "dismiss",
+        "/dismiss PERSONA_ID",
+        "send a persona away; it keeps its memory",
+        one_word(lambda word: Dismiss(word.lower())),
+        {Dismiss: run.membership},
+        places=TYPED,
+        spelling_of="persona",
+    ),
+    Spec(
+        "personas",
+        "/personas",
+        "list the personas, marking those in this channel",
+        lambda rest: ListPersonas(),
+        {ListPersonas: run.list_personas},
+        places=TYPED,
+        spelling_of="persona",
+    ),
+    Spec(
+        "scene",
+        "/scene TEXT (an empty TEXT clears the scene)",
+        "set the scene every persona is told",
+        lambda rest: SetScene(rest.strip()),
+        {SetScene: run.set_scene},
+        places=frozenset({"typed", "discord"}),
+        options=(Option("text", "the scene every persona is told; leave it out to clear the scene"),),
+        needs={"scene": MANAGER},
+    ),
+    Spec(
+        "approvals",
+        "/approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]",
+        "list the pending approvals, or set the approval mode",
+        parse_approvals,
+        {ListApprovals: run.list_approvals, SetApprovalMode: run.set_approval_mode, SettleUnknown: run.settle},
+        options=(
+            Option(
+                "mode",
+                "in-command: every action waits; in-the-loop: sensitive ones wait; on-the-loop: none wait",
+                APPROVAL_MODES,
+                keyword=True,
+            ),
+        ),
+        verbs=("mode", "retry", "close"),
+        needs={"approvals_mode": APPROVER | MANAGER},
+        doing={"approvals_mode": "change the approval mode"},
+    ),
+    Spec("approve", "/approve N", "approve action request N", parse_approve, {Decide: run.decide}, places=TYPED),
+    Spec(
+        "reject",
+        "/reject N [incident] [feedback]",
+        "reject action request N, with feedback for the persona",
+        parse_reject,
+        {Decide: run.decide},
+        places=TYPED,
+    ),
+    Spec(
+        "view",
+        "/view N",
+        "show action request N's full arguments (approvers only)",
+        parse_view,
+        {ViewArguments: run.view},
+        places=TYPED,
+    ),
+    Spec(
+        "revise",
+        "/revise N {json}",
+        "approve request N with edited arguments: the whole JSON object, as /view N shows it",
+        parse_revise,
+        {Revise: run.revise},
+        places=TYPED,
+    ),
+    Spec("trust", "/trust", "show how far each persona is trusted", no_words(ShowTrust()), {ShowTrust: run.trust}),
+    Spec(
+        "mailbox",
+        "/mailbox",
+        "show the personas' private notes here and how many were dropped (approvers only)",
+        no_words(ShowMailbox()),
+        {ShowMailbox: run.mailbox},
+        needs={"mailbox": APPROVER},
+        doing={"mailbox": "read the mailbox"},
+    ),
+    Spec(
+        "task",
+        "/task TEXT | status | stop | replan TEXT",
+        "give the team a task (planned, then done step by step), show its plan, stop it, or replan the rest",
+        parse_task,
+        {TaskCommand: run.task},
+        options=(Option("text", "the task; or status, stop, or replan TEXT", required=True),),
+        verbs=("status", "stop", "replan"),
+    ),
+    Spec("help", "/help", "list these commands", lambda rest: ShowHelp(), {ShowHelp: run.show_help}, places=TYPED),
+    Spec(
+        "roundtable",
+        "/roundtable help",
+        "list these commands",
+        parse_roundtable,
+        {ShowHelp: run.show_help},
+        places=frozenset({"slack", "discord"}),
+        options=(Option("action", "help: list the commands", ("help",), True),),
+        spelling_of="help",
+    ),
+)
+
+BY_NAME: dict[str, Spec] = {spec.name: spec for spec in COMMANDS}
+USAGE = {spec.name: spec.usage for spec in COMMANDS}
+PARSERS: dict[str, Parser] = {spec.name: spec.parse for spec in COMMANDS if "typed" in spec.places}
+"""What the console and Slack's @Roundtable text take."""
+PERMISSIONS: tuple[str, ...] = tuple(name for spec in COMMANDS for name in spec.permissions())
+"""Every name [permissions] may open or close."""
+DEFAULT_NEEDS: dict[str, frozenset[Need]] = {name: needs for spec in COMMANDS for name, needs in spec.needs.items()}
+DOING: dict[str, str] = {name: doing for spec in COMMANDS for name, doing in spec.doing.items()}
 
 
-@dataclass(frozen=True)
-class Dismiss:
-    persona_id: str
+def _handlers() -> dict[type, Handler]:
+    found: dict[type, Handler] = {}
+    for spec in COMMANDS:
+        for kind, handler in spec.handlers.items():
+            if found.setdefault(kind, handler) is not handler:
+                raise AssertionError(f"{kind.__name__} has two handlers")
+    return found
 
 
-@dataclass(frozen=True)
-class ListPersonas:
-    pass
+HANDLERS = _handlers()
 
 
-@dataclass(frozen=True)
-class SetScene:
-    text: str
-
-
-def _usage(name: str) -> CommandError:
-    return CommandError(f"usage: {USAGE[name]}")
-
-
-@dataclass(frozen=True)
-class PauseReplies:
-    """/moderate pause (True) or resume (False)."""
-
-    pause: bool
-
-
-@dataclass(frozen=True)
-class ShowReasons:
-    on: bool
-
-
-@dataclass(frozen=True)
-class SetModeratorPrompt:
-    text: str  # "" puts back the default prompt
-
-
-@dataclass(frozen=True)
-class AllowRecruiting:
-    on: bool
-
-
-@dataclass(frozen=True)
-class StopRound:
-    pass
-
-
-@dataclass(frozen=True)
-class NameNextSpeaker:
-    persona: str  # an id or a display name, as typed
-
-
-ModerateCommand = Moderate | PauseReplies | ShowReasons | SetModeratorPrompt | AllowRecruiting
-
-
-def parse_moderate(args: list[str]) -> ModerateCommand:
-    if not args:
-        raise _usage("moderate")
-    verb, rest = args[0].lower(), args[1:]
-    if verb in ("pause", "resume") and not rest:
-        return PauseReplies(verb == "pause")
-    if verb in ("reasons", "recruit") and len(rest) == 1 and rest[0].lower() in ("on", "off"):
-        on = rest[0].lower() == "on"
-        return ShowReasons(on) if verb == "reasons" else AllowRecruiting(on)
-    if verb == "prompt" and rest:
-        text = " ".join(rest)
-        if text.lower() == "reset":
-            return SetModeratorPrompt("")
-        if len(text) > MODERATOR_PROMPT_LIMIT:
-            raise CommandError(f"the moderator prompt is {len(text)} characters; the most is {MODERATOR_PROMPT_LIMIT}")
-        return SetModeratorPrompt(text)
-    if verb not in ("on", "off", "status"):
-        raise _usage("moderate")
-    mode = args[0].lower()
-    if mode != "on":
-        if len(args) > 1:
-            raise _usage("moderate")
-        return Moderate(mode)  # type: ignore[arg-type]
-    if len(args) == 1:
-        return Moderate("on")
-    max_turns = whole_number(args[1], 1, 50) if len(args) == 2 else None
-    if max_turns is None:
-        raise CommandError(f"usage: {USAGE['moderate']} (max_turns is a whole number from 1 to 50)")
-    return Moderate("on", max_turns)
+def parse(spec: Spec, rest: str) -> Command:
+    """CommandError (its own line, or the usage) when `rest` does not fit `spec`."""
+    try:
+        return spec.parse(rest)
+    except UsageError as exc:
+        raise CommandError(f"usage: {spec.usage}" + (f" {exc.hint}" if exc.hint else "")) from None
 
 
 def parse_command(text: str) -> Command | None:
-    """The command in text, None when text is not a command, CommandError when it is malformed."""
+    """The typed command in text, None when text is not a command, CommandError when it is malformed."""
     if not text.startswith("/"):
         return None
     name, _, rest = text[1:].partition(" ")
     name = name.lower()
-    parse = PARSERS.get(name)
-    if parse is None:
+    if name not in PARSERS:
         shown = f" /{name}" if name.isprintable() and len(name) <= MAX_NAME_CHARS else ""
         raise CommandError(f"unknown command{shown}; try {', '.join(f'/{n}' for n in PARSERS)}")
-    return parse(rest)
+    return parse(BY_NAME[name], rest)
 
 
-def _no_words(name: str, command: Command) -> Callable[[str], Command]:
-    def parse(rest: str) -> Command:
-        if rest.split():
-            raise _usage(name)
-        return command
-
-    return parse
-
-
-def _one_word(name: str, make: Callable[[str], Command]) -> Callable[[str], Command]:
-    def parse(rest: str) -> Command:
-        args = rest.split()
-        if len(args) != 1:
-            raise _usage(name)
-        return make(args[0])
-
-    return parse
-
-
-def _help(surface: Surface, name: str, row: HelpRow) -> str | None:
+def _help(surface: Surface, spec: Spec) -> str | None:
     """The command's line on this surface, None when the surface has no such command."""
-    if surface in row.slash:
-        usage = f"/{name}" if surface == "discord" else row.usage  # Discord shows a command's options itself
-    elif row.typed and surface != "discord":  # Discord takes slash commands only
-        usage = f"@Roundtable {row.usage}" if surface == "slack" else row.usage
+    if surface in spec.places:  # a slash command of the platform
+        usage = f"/{spec.name}" if surface == "discord" else spec.usage  # Discord shows a command's options itself
+    elif "typed" in spec.places and surface != "discord":  # Discord takes slash commands only
+        usage = f"@Roundtable {spec.usage}" if surface == "slack" else spec.usage
     else:
         return None
-    return f"{usage} — {row.description}"
+    return f"{usage} — {spec.description}"
 
 
 def help_text(surface: Surface) -> str:
-    """Every command the surface takes, one line each, from COMMANDS."""
-    lines = [line for name, row in COMMANDS.items() if (line := _help(surface, name, row)) is not None]
+    """Every command the surface takes, one line each."""
+    lines = [line for spec in COMMANDS if (line := _help(surface, spec)) is not None]
     return "Commands:\n" + "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class ListApprovals:
-    pass
+def slash_description(spec: Spec) -> str:
+    """The description Slack's manifest and Discord's tree show (Discord takes at most 100 characters)."""
+    return spec.description[0].upper() + spec.description[1:]
 
 
-@dataclass(frozen=True)
-class SetApprovalMode:
-    mode: str
-
-
-@dataclass(frozen=True)
-class Decide:
-    approval_id: int
-    approve: bool
-    comment: str = ""
-    incident: bool = False
-
-
-@dataclass(frozen=True)
-class ShowTrust:
-    pass
-
-
-APPROVAL_MODES = ("in-command", "in-the-loop", "on-the-loop")
-
-
-@dataclass(frozen=True)
-class SettleUnknown:
-    """An approver's answer to an action whose outcome is unknown: run it again, or close it."""
-
-    approval_id: int
-    retry: bool
-
-
-def parse_approvals(args: list[str]) -> ListApprovals | SetApprovalMode | SettleUnknown:
-    if not args:
-        return ListApprovals()
-    verb = args[0].lower()
-    if verb == "mode" and len(args) == 2 and args[1].lower() in APPROVAL_MODES:
-        return SetApprovalMode(args[1].lower())
-    if verb in ("retry", "close") and len(args) == 2 and (approval_id := record_id(args[1])) is not None:
-        return SettleUnknown(approval_id, retry=verb == "retry")
-    raise _usage("approvals")
-
-
-def parse_decision(name: str, rest: str) -> Decide:
-    number, _, comment = rest.strip().partition(" ")
-    approval_id = record_id(number)
-    if approval_id is None:
-        raise _usage(name)
-    comment = comment.strip()
-    incident = False
-    if name == "reject" and comment.split(" ", 1)[0].lower() == "incident":
-        incident, comment = True, comment[len("incident") :].strip()
-    if name == "approve" and comment:
-        raise _usage(name)
-    return Decide(approval_id, approve=name == "approve", comment=comment, incident=incident)
-
-
-@dataclass(frozen=True)
-class ViewArguments:
-    approval_id: int
-
-
-@dataclass(frozen=True)
-class Revise:
-    """Approve a request with arguments an approver edited (checked by the service, against the action)."""
-
-    approval_id: int
-    args: dict[str, Any]
-
-
-def parse_view(rest: str) -> ViewArguments:
-    approval_id = record_id(rest.strip())
-    if approval_id is None:
-        raise _usage("view")
-    return ViewArguments(approval_id)
-
-
-def parse_revise(rest: str) -> Revise:
-    number, _, text = rest.strip().partition(" ")
-    approval_id = record_id(number)
-    if approval_id is None or not text.strip():
-        raise _usage("revise")
-    args = read_arguments(text)
-    if isinstance(args, str):
-        raise CommandError(f"Approval #{approval_id} is unchanged: {args}.")
-    return Revise(approval_id, args)
-
-
-@dataclass(frozen=True)
-class TaskCommand:
-    verb: Literal["start", "status", "stop", "replan"]
-    text: str = ""  # the task, or the replan's instruction
-
-
-TASK_TEXT_LIMIT = 2000  # characters
-
-
-def parse_task(rest: str) -> TaskCommand:
-    text = rest.strip()
-    verb, _, more = text.partition(" ")
-    if not text or (verb.lower() == "replan" and not more.strip()):
-        raise _usage("task")
-    if len(text) > TASK_TEXT_LIMIT:
-        raise CommandError(f"the task is {len(text)} characters; the most is {TASK_TEXT_LIMIT}")
-    if verb.lower() in ("status", "stop") and not more.strip():
-        return TaskCommand(verb.lower())  # type: ignore[arg-type]
-    if verb.lower() == "replan":
-        return TaskCommand("replan", more.strip())
-    return TaskCommand("start", text)
-
-
-@dataclass(frozen=True)
-class ShowMailbox:
-    pass
-
-
-@dataclass(frozen=True)
-class ShowHelp:
-    pass
-
-
-Command = (
-    ModerateCommand
-    | Invite
-    | Dismiss
-    | ListPersonas
-    | SetScene
-    | ListApprovals
-    | SetApprovalMode
-    | SettleUnknown
-    | Decide
-    | ViewArguments
-    | Revise
-    | ShowTrust
-    | ShowMailbox
-    | StopRound
-    | NameNextSpeaker
-    | TaskCommand
-    | ShowHelp
-)
-
-PARSERS: dict[str, Callable[[str], Command]] = {
-    "moderate": lambda rest: parse_moderate(rest.split()),
-    "stop": _no_words("stop", StopRound()),
-    "next": _one_word("next", NameNextSpeaker),
-    "invite": _one_word("invite", lambda word: Invite(word.lower())),
-    "dismiss": _one_word("dismiss", lambda word: Dismiss(word.lower())),
-    "personas": lambda rest: ListPersonas(),
-    "scene": lambda rest: SetScene(rest.strip()),
-    "approvals": lambda rest: parse_approvals(rest.split()),
-    "approve": lambda rest: parse_decision("approve", rest),
-    "reject": lambda rest: parse_decision("reject", rest),
-    "view": parse_view,
-    "revise": parse_revise,
-    "trust": lambda rest: ShowTrust(),
-    "mailbox": _no_words("mailbox", ShowMailbox()),
-    "task": parse_task,
-    "help": lambda rest: ShowHelp(),
-}
-"""What parse_command takes: the commands of COMMANDS that are typed."""
+def manifest_slash_commands(url: str) -> list[dict[str, Any]]:
+    """manifest.yml's features.slash_commands, as the registry declares them."""
+    entries = []
+    for spec in COMMANDS:
+        if "slack" in spec.places:
+            entry: dict[str, Any] = {"command": f"/{spec.name}", "url": url, "description": slash_description(spec)}
+            if hint := spec.usage.removeprefix(f"/{spec.name}").strip():
+                entry["usage_hint"] = hint
+            entries.append({**entry, "should_escape": False})
+    return entries

@@ -86,7 +86,7 @@ class StorageSection(_Section):
 
     @field_validator("url")
     @classmethod
-    def _postgres_without_password(cls, url: str) -> str:
+    def _postgres_url(cls, url: str) -> str:
         if not url:
             return url
         if urlsplit(url).scheme not in ("postgresql", "postgres"):
@@ -113,6 +113,7 @@ class SlackSection(_Section):
     port: Annotated[int, Field(ge=0, le=65535)] = 3000
     approvals_channel: str = ""
     thinking_reaction: str = "hourglass_flowing_sand"
+    managers: list[str] = Field(default_factory=list)  # user ids that manage channels, besides admins and owners
 
 
 class DiscordSection(_Section):
@@ -193,6 +194,19 @@ class Settings(_Section):
     approvals: ApprovalsSection = ApprovalsSection()
     mailbox: MailboxSection = MailboxSection()
     tasks: TasksSection = TasksSection()
+    # A command's name, or name_verb ("moderate_prompt" for /moderate prompt), to whom it is open: [] anyone, or any of
+    # "manager" and "approver" (both: someone who is both). Unlisted commands keep their defaults.
+    permissions: dict[str, list[Literal["manager", "approver"]]] = Field(default_factory=dict)
+
+    @field_validator("permissions")
+    @classmethod
+    def _known_commands(cls, permissions: dict[str, list[str]]) -> dict[str, list[str]]:
+        from bot.commands import PERMISSIONS  # the registry reads this module's limits: imported when needed
+
+        unknown = [name for name in permissions if name not in PERMISSIONS]
+        if unknown:
+            raise ValueError(f"unknown command {unknown[0]!r} (known: {', '.join(PERMISSIONS)})")
+        return permissions
 
 
 @dataclass(frozen=True)

@@ -15,3 +15,4 @@ class Inbound:
     event_id: str | None = None  # the platform's id, for dedupe of redeliveries
     thread: str | None = None
     author_team: str | None = None  # on Slack, the author's workspace: approvers are matched on team and user
+    author_manages: bool = False  # the platform says the author may change the channel (bot/permissions.py)

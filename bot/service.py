@@ -28,39 +28,13 @@ from bot.approval_desk import (
 from bot.approvals import (
     unknown_outcome_notice,
 )
-from bot.commands import (
-    AllowRecruiting,
-    Command,
-    CommandError,
-    Decide,
-    Dismiss,
-    Invite,
-    ListApprovals,
-    ListPersonas,
-    Moderate,
-    NameNextSpeaker,
-    PauseReplies,
-    Revise,
-    SetApprovalMode,
-    SetModeratorPrompt,
-    SetScene,
-    SettleUnknown,
-    ShowHelp,
-    ShowMailbox,
-    ShowReasons,
-    ShowTrust,
-    StopRound,
-    Surface,
-    TaskCommand,
-    ViewArguments,
-    help_text,
-    parse_command,
-)
+from bot.command_handlers import Call
+from bot.command_values import Command, CommandError
+from bot.commands import HANDLERS, Surface, parse_command
 from bot.flood import FloodGate
 from bot.inbound import Inbound
-from bot.mailbox import REFUSED as MAILBOX_REFUSED
-from bot.mailbox import mailbox_report
 from bot.pacing import RoundStarts
+from bot.permissions import Permissions
 from bot.tasks import RunTask, TaskDesk
 from graph.engine import RoundEngine
 from graph.port import OutboundPort
@@ -68,7 +42,7 @@ from personas import Persona
 from storage import approvals, channels, history, inbox
 from storage.database import Database
 from storage.locks import channel_lock
-from storage.records import ApprovalMode, ApprovalStatus, LineKind
+from storage.records import ApprovalStatus, LineKind
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +65,6 @@ class AnswerInbox:
 WorkItem = AnswerInbox | ResumeApprovals | RunApproved | RunTask
 
 
-def surface_of(channel_key: str) -> Surface:
-    platform = channel_key.split(":", 1)[0]
-    return "slack" if platform == "slack" else "discord" if platform == "discord" else "console"
-
-
 class ChannelService:
     def __init__(
         self,
@@ -109,6 +78,7 @@ class ChannelService:
         approvals_surface: str = "same",
         flood: FloodGate,
         auto_detect_tasks: bool = False,
+        permissions: Permissions | None = None,
     ) -> None:
         self.db = db
         self.engine = engine
@@ -116,6 +86,7 @@ class ChannelService:
         self.port = port
         self.defaults = defaults
         self.flood = flood
+        self.permissions = permissions or Permissions()
         self._queues: dict[str, asyncio.Queue[WorkItem]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._draining = False
@@ -141,7 +112,7 @@ class ChannelService:
         except CommandError as exc:
             await self._ensure_channel(inbound.channel_key)
             return CommandReply(str(exc), ok=False)
-        actor = Actor(inbound.author_id, inbound.author_name, inbound.author_team)
+        actor = Actor(inbound.author_id, inbound.author_name, inbound.author_team, inbound.author_manages)
         if command is not None:
             return await self.run_command(inbound.channel_key, command, thread=inbound.thread, actor=actor)
         # Past a flood limit the line is still stored and delivered, but queues no round.
@@ -246,7 +217,7 @@ class ChannelService:
                         await self._work(item)
                 except Exception:
                     log.exception("queued work failed in %s", key)
-                    await self._notice(key, "Something went wrong in this channel; nothing was lost.", None)
+                    await self.notice(key, "Something went wrong in this channel; nothing was lost.", None)
         finally:
             # No await between the empty check and this: a message queued now starts a new worker.
             del self._workers[key]
@@ -280,7 +251,7 @@ class ChannelService:
                 raise
             except Exception:
                 log.exception("round failed in %s", item.channel_key)
-                await self._notice(
+                await self.notice(
                     item.channel_key, "Something went wrong in this round; the message was kept.", message.thread
                 )
 
@@ -308,7 +279,7 @@ class ChannelService:
             )
         await self.engine.start_approvals(waiting)
 
-    async def _notice(self, key: str, text: str, thread: str | None) -> None:
+    async def notice(self, key: str, text: str, thread: str | None) -> None:
         try:
             await self.port.notice(key, text, thread)
         except Exception:
@@ -341,154 +312,30 @@ class ChannelService:
     async def run_command(
         self, key: str, command: Command, *, thread: str | None = None, actor: Actor | None = None
     ) -> CommandReply:
+        """Carry out a parsed command in a channel, for `actor` (None: the operator, never refused)."""
         await self._ensure_channel(key)
-        match command:
-            case Decide(approval_id=approval_id, approve=approve, comment=comment, incident=incident):
-                return await self.approval_desk.decide(
-                    approval_id, actor or Actor("", "unknown"), approve, comment, incident
-                )
-            case ListApprovals():
-                return CommandReply(await self.approval_desk.pending_list(key))
-            case ViewArguments(approval_id=approval_id):
-                return await self.approval_desk.show_arguments(
-                    approval_id, actor or Actor("", "unknown"), decided_in=key
-                )
-            case Revise(approval_id=approval_id, args=args):
-                return await self.approval_desk.revise(approval_id, actor or Actor("", "unknown"), args, decided_in=key)
-            case SettleUnknown(approval_id=approval_id, retry=retry):
-                return await self.approval_desk.settle_unknown(approval_id, actor or Actor("", "unknown"), retry)
-            case SetApprovalMode(mode=mode):
-                if actor is None or not self.approval_desk.may_decide(key, actor):
-                    return CommandReply("Only approvers can change the approval mode.", ok=False)
-                await channels.set_approval_mode(self.db, key, ApprovalMode(mode))
-                announce = f"Approval mode is now {mode}."
-                await self._mark(key, f"approval mode {mode}", thread, announce=announce)
-                return CommandReply(announce, announced=True)
-            case ShowTrust():
-                return CommandReply(await self.approval_desk.trust_table())
-            case ShowMailbox():
-                if actor is None or not self.approval_desk.may_decide(key, actor):
-                    return CommandReply(MAILBOX_REFUSED, ok=False)
-                return CommandReply(await mailbox_report(self.db, key, self.personas))
-            case ShowHelp():
-                return CommandReply(help_text(surface_of(key)))
-            case TaskCommand():
-                who = actor or Actor("", "unknown")
-                reply, ok = await self.tasks.command(key, command, thread, who.id, who.name)
-                return CommandReply(reply, ok=ok)
-            case Moderate(mode="status"):
-                return CommandReply(await self._moderation_status(key, with_decisions=True))
-            case PauseReplies(pause=pause):
-                if not pause and not await self._may_resume(key, actor):
-                    return CommandReply(
-                        "Replies were paused after model failures in a row: only an approver can resume them.",
-                        ok=False,
-                    )
-                await channels.set_setting(self.db, key, "paused", pause)
-                if pause:
-                    announce = "Replies are paused: messages are kept, and no persona answers until /moderate resume."
-                else:
-                    announce = "Replies resumed: what came in meanwhile is answered now, in one round."
-                    await self.tasks.resume_all(key)  # a task that waited for the pause goes first
-                    self._enqueue(AnswerInbox(key, together=True))
-                await self._mark(key, "replies paused" if pause else "replies resumed", thread, announce=announce)
-                return CommandReply(announce, announced=True)
-            case ShowReasons(on=on):
-                await channels.set_setting(self.db, key, "show_reasons", on)
-                return CommandReply(
-                    f"The moderator's picks and reasons are {'shown' if on else 'no longer shown'} here."
-                )
-            case AllowRecruiting(on=on):
-                await channels.set_setting(self.db, key, "recruit", on)
-                return CommandReply(f"The moderator {'may' if on else 'may not'} invite personas into this channel.")
-            case SetModeratorPrompt(text=text):
-                await channels.set_setting(self.db, key, "moderator_prompt", text)
-                return CommandReply(
-                    "The moderator uses this channel's own prompt now."
-                    if text
-                    else "The moderator uses the default prompt again."
-                )
-            case StopRound():
-                if key not in self._workers:
-                    return CommandReply("No round is running here.", ok=False)
-                await channels.set_setting(self.db, key, "stop_requested", True)
-                return CommandReply("The round stops after the current turn; pending approvals stay pending.")
-            case NameNextSpeaker(persona=name):
-                return await self._name_next(key, name)
-            case Moderate(mode=mode, max_turns=max_turns):
-                on = mode == "on"
-                await channels.set_moderated(self.db, key, on, max_turns)
-                status = await self._moderation_status(key)
-                await self._mark(key, f"moderation {'on' if on else 'off'}", thread, announce=status)
-                return CommandReply(status, announced=True)
-            case Invite(persona_id=persona_id) | Dismiss(persona_id=persona_id):
-                return await self._membership(key, persona_id, isinstance(command, Invite), thread)
-            case ListPersonas():
-                return CommandReply(await self._persona_list(key))
-            case SetScene(text=text):
-                await channels.set_scene(self.db, key, text)
-                announce = f"Scene set: {text}" if text else "Scene cleared."
-                await self._mark(key, f"scene: {text}" if text else "scene cleared", thread, announce=announce)
-                return CommandReply(announce, announced=True)
-        raise AssertionError(f"unhandled command {command!r}")
+        if actor is not None and (refused := self.refusal(key, command, actor)) is not None:
+            return CommandReply(refused, ok=False)
+        return await HANDLERS[type(command)](Call(self, key, thread, actor), command)
 
-    async def _may_resume(self, key: str, actor: Actor | None) -> bool:
-        """Anyone may resume a /moderate pause; a pause after model failures waits for an approver."""
-        channel = await channels.get_channel(self.db, key)
-        paused_by_failures = channel is not None and channel.paused_after_failures
-        return not paused_by_failures or (actor is not None and self.approval_desk.may_decide(key, actor))
+    def refusal(self, key: str, command: Command, actor: Actor) -> str | None:
+        """The private line that refuses `actor` this command here, None when they may use it."""
+        manager = actor.manager or self.surface_of(key) == "console"  # the console user manages the console
+        return self.permissions.refusal(command, manager=manager, approver=self.approval_desk.may_decide(key, actor))
 
-    async def _mark(self, key: str, marker: str, thread: str | None, *, announce: str) -> None:
+    @staticmethod
+    def surface_of(channel_key: str) -> Surface:
+        platform = channel_key.split(":", 1)[0]
+        return "slack" if platform == "slack" else "discord" if platform == "discord" else "console"
+
+    def running(self, key: str) -> bool:
+        """Whether the channel has queued work in progress (a round, say)."""
+        return key in self._workers
+
+    def answer_waiting(self, key: str, *, together: bool = False) -> None:
+        self._enqueue(AnswerInbox(key, together))
+
+    async def mark(self, key: str, marker: str, thread: str | None, *, announce: str) -> None:
+        """A marker in the channel's history, and the news posted there."""
         await history.append_line(self.db, key, LineKind.MARKER, "system", "system", marker)
-        await self._notice(key, announce, thread)
-
-    async def _moderation_status(self, key: str, *, with_decisions: bool = False) -> str:
-        channel = await channels.get_channel(self.db, key)
-        assert channel is not None
-        if not channel.moderated:
-            status = "Moderation is off: addressed personas reply, otherwise a natural pick, once."
-        else:
-            turns = channel.max_turns or self.engine.deps.settings.max_turns
-            status = f"Moderation is on: the moderator picks who speaks next, up to {turns} turns a round."
-        if channel.paused_after_failures:
-            status += " Replies are paused after model failures in a row (an approver resumes: /moderate resume)."
-        elif channel.paused:
-            status += " Replies are paused (/moderate resume)."
-        if with_decisions and channel.last_decisions:
-            status += "\nThe last round's decisions:\n" + "\n".join(f"- {d}" for d in channel.last_decisions)
-        return status
-
-    async def _name_next(self, key: str, name: str) -> CommandReply:
-        present = [self.personas[p] for p in await channels.participants(self.db, key) if p in self.personas]
-        wanted = name.strip().lstrip("@").casefold()
-        persona = next((p for p in present if wanted in (p.id.casefold(), p.display_name.casefold())), None)
-        if persona is None:
-            names = ", ".join(p.display_name for p in present) or "nobody"
-            return CommandReply(f"{name[:40]!r} is not in this channel; choose one of {names}.", ok=False)
-        await channels.set_setting(self.db, key, "next_speaker", persona.id)
-        when = "next in this round" if key in self._workers else "first in the next round"
-        return CommandReply(f"{persona.display_name} speaks {when}.")
-
-    async def _membership(self, key: str, persona_id: str, join: bool, thread: str | None) -> CommandReply:
-        persona = self.personas.get(persona_id)
-        if persona is None:
-            return CommandReply(f"No persona {persona_id!r}; known: {', '.join(self.personas)}", ok=False)
-        text = f"{persona.display_name} {'joined' if join else 'left'}"
-        changed = await history.set_membership(self.db, key, persona_id, active=join, marker_text=text)
-        if not changed:
-            state = "already here" if join else "not in this channel"
-            return CommandReply(f"{persona.display_name} is {state}.", ok=False)
-        await self._notice(key, f"{text}.", thread)
-        return CommandReply(f"{text}.", announced=True)
-
-    async def _persona_list(self, key: str) -> str:
-        present = set(await channels.participants(self.db, key))
-        rows = [
-            f"{'*' if p.id in present else ' '} {p.id}: {p.display_name} (talkativeness {p.talkativeness:.1f})"
-            for p in self.personas.values()
-        ]
-        return "Personas (* = in this channel):\n" + "\n".join(rows)
-
-    def _persona_name(self, persona_id: str) -> str:
-        persona = self.personas.get(persona_id)
-        return persona.display_name if persona else persona_id
+        await self.notice(key, announce, thread)

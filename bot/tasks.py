@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.commands import TaskCommand
+from bot.command_values import TaskCommand
 from graph.engine import RoundEngine
 from graph.tasks import Plan, TaskStatus, render_plan
 from storage import tasks

@@ -66,6 +66,7 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
         "task",
         "mailbox",
         "roundtable",
+        "scene",  # issue 23: /scene on Discord, declared in the registry
     }
     assert fake.gateway_queries[0]["v"] == "10" and fake.gateway_queries[0]["encoding"] == "json"
     assert fake.identify_payloads[0]["intents"] & (1 << 15), "message content intent"
@@ -136,7 +137,9 @@ async def test_a_post_discord_refuses_is_logged_and_the_bot_carries_on(fake: Fak
 
 async def test_moderate_slash_command_changes_the_channel_and_answers_ephemerally(fake: FakeDiscord, open_bot) -> None:
     key = f"discord:{TEXT}"
-    async with open_bot({"manager_role": p.MANAGER_ROLE_NAME}) as bot:
+    # /moderate on and off are open to everyone by default; [permissions] closes off to channel managers.
+    closed = {"permissions": {"moderate_off": ["manager"]}}
+    async with open_bot({"manager_role": p.MANAGER_ROLE_NAME}, sections=closed) as bot:
         on = await fake.send_slash_command("moderate", {"mode": "on", "max_turns": 3})
         [followup] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{on}")
         [callback] = fake.find_calls("POST", rf"/interactions/{on}/[^/]+/callback")

@@ -1,6 +1,6 @@
 """Approvals on Discord, one feature in one file: the request text, the request messages edited as
 approvals are decided, who may click and what a click decides, the persistent buttons, the feedback
-and Revise forms, [View], and the /approvals and /trust commands. The rules and words are
+and Revise forms, [View], and the pending list /approvals shows. The rules and words are
 bot/approvals.py's and bot/revisions.py's."""
 
 from __future__ import annotations
@@ -12,15 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Literal, Self
 
 import discord
-from discord import app_commands
 
 from bot.approval_desk import Actor, CommandReply
 from bot.approvals import outcome, refusal
-from bot.commands import SetApprovalMode, ShowTrust
 from bot.discord_bot.approval_places import ApprovalPlaces, Place
 from bot.discord_bot.delivery import MESSAGE_LIMIT
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
-from bot.discord_bot.slash_commands import reply_now, run_service_command, send_privately
 from bot.numbers import ID_DIGITS
 from bot.revisions import FORM_HINT, arguments_json, code_blocks, read_arguments
 from bot.service import ChannelService
@@ -391,45 +388,11 @@ async def _may_decide(interaction: discord.Interaction, approval_id: int) -> boo
     return True
 
 
-# -- /approvals and /trust ---------------------------------------------------------------------------
-# /approvals and /trust. Decisions are made with the buttons on each request, so there is no /approve.
-#
-# /approvals lists this channel's pending approvals with links to their requests; `mode` changes the
-# channel's approval mode and, like every change, needs Manage Channels or the manager role.
+# -- /approvals ------------------------------------------------------------------------------------
+# /approvals (declared in bot/commands.py) lists this channel's pending approvals with links to their
+# requests: Discord renders that list itself. Decisions are made with the buttons on each request.
 
 log = logging.getLogger(__name__)
-
-Mode = Literal["in-command", "in-the-loop", "on-the-loop"]
-
-
-def add_approval_commands(
-    tree: app_commands.CommandTree, service: ChannelService, board: ApprovalBoard, manager_role: str
-) -> None:
-    @tree.command(name="approvals", description="List the actions waiting for approval here, or set the approval mode")
-    @app_commands.guild_only()
-    @app_commands.describe(
-        mode="in-command: every action waits; in-the-loop: sensitive ones wait; on-the-loop: none wait"
-    )
-    async def approvals_command(interaction: discord.Interaction, mode: Mode | None = None) -> None:
-        if mode is not None:
-            command = SetApprovalMode(mode)
-            await run_service_command(interaction, service, command, changes=True, manager_role=manager_role)
-            return
-        if interaction.channel_id is None:
-            await reply_now(interaction, "Use this in a server channel.")
-            return
-        await interaction.response.defer(ephemeral=True)
-        try:
-            text = await pending_list(service, board, interaction.channel_id, interaction.guild_id)
-        except Exception:
-            log.exception("/approvals failed")
-            text = "Something went wrong; try again."
-        await send_privately(interaction, text)
-
-    @tree.command(name="trust", description="How far each persona is trusted, from its record of actions")
-    @app_commands.guild_only()
-    async def trust(interaction: discord.Interaction) -> None:
-        await run_service_command(interaction, service, ShowTrust(), changes=False, manager_role=manager_role)
 
 
 async def pending_list(service: ChannelService, board: ApprovalBoard, channel_id: int, guild_id: int | None) -> str:

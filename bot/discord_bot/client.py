@@ -9,10 +9,11 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from bot.command_values import ListApprovals
 from bot.commands import CommandError, parse_command
-from bot.discord_bot.approvals import ApprovalButton, ApprovalDesk, add_approval_commands
+from bot.discord_bot.approvals import ApprovalButton, ApprovalDesk, pending_list
 from bot.discord_bot.inbound import to_inbound
-from bot.discord_bot.slash_commands import add_slash_commands
+from bot.discord_bot.slash_commands import Render, add_slash_commands
 from bot.service import ChannelService
 from personas import Persona
 
@@ -44,8 +45,13 @@ class RoundtableClient(discord.Client):
         """Hand events to the service. Separate from __init__ because the service's port needs this client."""
         self.service = service
         self.approval_desk = desk
-        add_slash_commands(self.tree, service, personas, self.manager_role)
-        add_approval_commands(self.tree, service, desk.board, self.manager_role)
+
+        async def pending_with_links(interaction: discord.Interaction) -> str:
+            assert interaction.channel_id is not None  # checked before anything is rendered
+            return await pending_list(service, desk.board, interaction.channel_id, interaction.guild_id)
+
+        renders: dict[type, Render] = {ListApprovals: pending_with_links}
+        add_slash_commands(self.tree, service, personas, self.manager_role, renders)
 
     async def setup_hook(self) -> None:
         # Before the gateway connects: the approval buttons of any request, also one posted before

@@ -1,33 +1,25 @@
-"""/moderate, /stop, /next, /persona, /task, /mailbox and /roundtable help: Discord's slash commands, carried out by the channel service.
+"""Discord's app commands: every command bot/commands.py declares for "discord", carried out by the channel service.
 
-Every answer is ephemeral (only the person who typed sees it); news such as "moderation on" reaches
-the channel separately, through the port. We defer first because a change also posts that news,
-and Discord wants some answer within 3 seconds; the followup may come up to 15 minutes later.
+Each command's options come from its declaration; what arrives is joined into the text the command
+would be typed as, and parsed as typed text. Every answer is ephemeral (only the person who typed
+sees it); news such as "moderation on" reaches the channel separately, through the port. A refusal
+or a usage line is answered at once; otherwise we defer first, because a change also posts that
+news and Discord wants some answer within 3 seconds; the followup may come up to 15 minutes later.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Mapping
-from typing import Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Optional
 
 import discord
 from discord import app_commands
 
 from bot.approval_desk import Actor
-from bot.commands import (
-    Command,
-    CommandError,
-    Dismiss,
-    Invite,
-    ListPersonas,
-    NameNextSpeaker,
-    ShowHelp,
-    ShowMailbox,
-    StopRound,
-    parse_moderate,
-    parse_task,
-)
+from bot.command_values import Command, CommandError
+from bot.commands import COMMANDS, Option, Spec, parse, slash_description
 from bot.discord_bot.delivery import split_message
 from bot.discord_bot.inbound import key_for_channel
 from bot.service import ChannelService
@@ -36,6 +28,9 @@ from personas import Persona
 log = logging.getLogger(__name__)
 
 NO_MENTIONS = discord.AllowedMentions.none()
+
+Render = Callable[[discord.Interaction], Awaitable[str]]
+"""An answer Discord writes itself (the pending list, with links to each request's message)."""
 
 
 def may_manage(interaction: discord.Interaction, manager_role: str) -> bool:
@@ -47,106 +42,99 @@ def may_manage(interaction: discord.Interaction, manager_role: str) -> bool:
 
 
 def add_slash_commands(
-    tree: app_commands.CommandTree, service: ChannelService, personas: Mapping[str, Persona], manager_role: str
+    tree: app_commands.CommandTree,
+    service: ChannelService,
+    personas: Mapping[str, Persona],
+    manager_role: str,
+    renders: Mapping[type, Render] | None = None,
 ) -> None:
-    async def run(interaction: discord.Interaction, command: Command, *, changes: bool) -> None:
-        await run_service_command(interaction, service, command, changes=changes, manager_role=manager_role)
+    """One app command per declared command; `renders` answer some parsed values Discord's own way."""
 
-    @tree.command(name="moderate", description="Let a moderator pick who speaks next, or answer once per message")
-    @app_commands.guild_only()
-    @app_commands.describe(
-        mode="on, off, status, pause, resume, reasons, recruit or prompt",
-        max_turns="with on: how many turns a moderated round may take (1-50)",
-        setting="with reasons or recruit: on or off",
-        text="with prompt: the moderator's prompt for this channel, or reset",
-    )
-    async def moderate(
-        interaction: discord.Interaction,
-        mode: Literal["on", "off", "status", "pause", "resume", "reasons", "recruit", "prompt"],
-        max_turns: app_commands.Range[int, 1, 50] | None = None,
-        setting: Literal["on", "off"] | None = None,
-        text: str | None = None,
-    ) -> None:
-        words = [str(mode)] + [str(v) for v in (max_turns, setting) if v is not None] + (text.split() if text else [])
-        try:
-            # Discord checks the option types and range, but whatever arrives is parsed as typed text.
-            command = parse_moderate(words)
-        except CommandError as exc:
-            await reply_now(interaction, str(exc))
-            return
-        await run(interaction, command, changes=mode != "status")
-
-    @tree.command(name="stop", description="End the running round after the current turn")
-    @app_commands.guild_only()
-    async def stop(interaction: discord.Interaction) -> None:
-        await run(interaction, StopRound(), changes=False)
-
-    @tree.command(name="next", description="Name the persona who speaks next")
-    @app_commands.guild_only()
-    @app_commands.describe(persona="the persona who speaks next")
-    async def next_speaker(interaction: discord.Interaction, persona: str) -> None:
-        await run(interaction, NameNextSpeaker(persona), changes=False)
-
-    @tree.command(name="persona", description="List the personas, or invite or dismiss one in this channel")
-    @app_commands.guild_only()
-    @app_commands.describe(action="list, invite or dismiss", persona_id="the persona to invite or dismiss")
-    async def persona(
-        interaction: discord.Interaction,
-        action: Literal["list", "invite", "dismiss"],
-        persona_id: str | None = None,
-    ) -> None:
-        if action == "list":
-            await run(interaction, ListPersonas(), changes=False)
-        elif not persona_id:
-            await reply_now(interaction, f"usage: /persona {action} persona_id")
-        else:
-            wanted = persona_id.strip().lower()
-            await run(interaction, Invite(wanted) if action == "invite" else Dismiss(wanted), changes=True)
-
-    @tree.command(name="task", description="Give the team a task, show its plan, stop it, or change what is left")
-    @app_commands.guild_only()
-    @app_commands.describe(text="the task; or status, stop, or replan TEXT")
-    async def task(interaction: discord.Interaction, text: str) -> None:
-        try:
-            command = parse_task(text)
-        except CommandError as exc:
-            await reply_now(interaction, str(exc))
-            return
-        await run(interaction, command, changes=False)  # anyone here may give the team work, as in a message
-
-    @tree.command(name="mailbox", description="The personas' private notes here, and the drops (approvers only)")
-    @app_commands.guild_only()
-    async def mailbox(interaction: discord.Interaction) -> None:
-        await run(interaction, ShowMailbox(), changes=False)  # the service lets approvers only read it
-
-    @tree.command(name="roundtable", description="List every command, one line each")
-    @app_commands.guild_only()
-    @app_commands.describe(action="help: list the commands")
-    async def roundtable(interaction: discord.Interaction, action: Literal["help"]) -> None:
-        await run(interaction, ShowHelp(), changes=False)
-
-    @persona.autocomplete("persona_id")
     async def persona_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         typed = current.casefold()
         matches = [p for p in personas.values() if typed in p.id or typed in p.display_name.casefold()]
         return [app_commands.Choice(name=f"{p.display_name} ({p.id})", value=p.id) for p in matches][:25]
 
+    async def carry_out(interaction: discord.Interaction, spec: Spec, text: str) -> None:
+        try:
+            # Discord checks the option types and range, but whatever arrives is parsed as typed text.
+            command = parse(spec, text)
+        except CommandError as exc:
+            await reply_now(interaction, str(exc))
+            return
+        await run(interaction, service, command, manager_role, (renders or {}).get(type(command)))
 
-async def run_service_command(
-    interaction: discord.Interaction, service: ChannelService, command: Command, *, changes: bool, manager_role: str
+    for spec in COMMANDS:
+        if "discord" in spec.places:
+            tree.add_command(_app_command(spec, carry_out, persona_choices))
+
+
+def _app_command(
+    spec: Spec,
+    carry_out: Callable[[discord.Interaction, Spec, str], Awaitable[None]],
+    persona_choices: Any,  # an autocomplete callback, as app_commands.autocomplete takes it
+) -> app_commands.Command[Any, ..., None]:
+    async def callback(interaction: discord.Interaction, **values: Any) -> None:
+        await carry_out(interaction, spec, _text(spec.options, values))
+
+    parameters = [
+        inspect.Parameter("interaction", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=discord.Interaction)
+    ]
+    parameters += [_parameter(option) for option in spec.options]
+    callback.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]  # discord.py reads it
+    decorated: Any = app_commands.guild_only()(callback)
+    if spec.options:
+        decorated = app_commands.describe(**{o.name: o.description for o in spec.options})(decorated)
+    if choices := {
+        o.name: [app_commands.Choice(name=c, value=c) for c in o.choices] for o in spec.options if o.choices
+    }:
+        decorated = app_commands.choices(**choices)(decorated)
+    if named := {o.name: persona_choices for o in spec.options if o.personas}:
+        decorated = app_commands.autocomplete(**named)(decorated)
+    return app_commands.Command(name=spec.name, description=slash_description(spec), callback=decorated)
+
+
+def _parameter(option: Option) -> inspect.Parameter:
+    kind: Any = app_commands.Range[int, option.whole[0], option.whole[1]] if option.whole else str
+    return inspect.Parameter(
+        option.name,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        annotation=kind if option.required else Optional[kind],  # noqa: UP045  # a runtime annotation
+        default=inspect.Parameter.empty if option.required else None,
+    )
+
+
+def _text(options: tuple[Option, ...], values: Mapping[str, Any]) -> str:
+    """The options' values as the command would be typed: in declared order, a keyword option after its name."""
+    words = []
+    for option in options:
+        value = values.get(option.name)
+        if value is not None and str(value).strip():
+            words += [option.name, str(value)] if option.keyword else [str(value)]
+    return " ".join(words)
+
+
+async def run(
+    interaction: discord.Interaction,
+    service: ChannelService,
+    command: Command,
+    manager_role: str,
+    render: Render | None = None,
 ) -> None:
-    """Carry out a command for this channel and answer privately; `changes` needs may_manage."""
-    if changes and not may_manage(interaction, manager_role):
-        needed = f"Manage Channels or the {manager_role} role" if manager_role else "Manage Channels"
-        await reply_now(interaction, f"Changing this needs {needed}.")
-        return
+    """Carry out a command for this channel and answer privately; a non-manager's refusal at once."""
     if interaction.channel_id is None:
         await reply_now(interaction, "Use this in a server channel.")
         return
+    key = key_for_channel(interaction.channel_id)
+    actor = Actor(
+        str(interaction.user.id), interaction.user.display_name, manager=may_manage(interaction, manager_role)
+    )
+    if (refused := service.permissions.manager_refusal(command, manager=actor.manager)) is not None:
+        await reply_now(interaction, refused)  # the interaction says who manages the channel: no need to wait
+        return
     await interaction.response.defer(ephemeral=True)
     try:
-        actor = Actor(str(interaction.user.id), interaction.user.display_name)
-        text = (await service.run_command(key_for_channel(interaction.channel_id), command, actor=actor)).reply
+        text = await render(interaction) if render else (await service.run_command(key, command, actor=actor)).reply
     except Exception:
         log.exception("slash command %r failed", command)
         text = "Something went wrong; nothing was changed."

@@ -42,7 +42,7 @@ def build_slack_app(
         process_before_response=True,
     )
     bolt.error(on_error)
-    bot = SlackBot(bolt=bolt, roundtable=roundtable, settings=settings, names=UserNames(client))
+    bot = SlackBot(bolt=bolt, roundtable=roundtable, settings=settings, names=UserNames(client, settings.managers))
     events.register(bot)
     commands.register(bot)
     approvals.register(bot)

@@ -1,5 +1,4 @@
-"""Slash commands: /moderate, /stop, /next, /persona, /approvals, /trust, /task, /mailbox and /roundtable help, carried out by
-the channel service.
+"""Slack's slash commands: every command bot/commands.py declares for "slack", carried out by the channel service.
 
 Slack wants an answer within 3 seconds. A malformed command is answered in the ack itself
 (ephemeral usage); a valid one is acked empty at once and carried out in the background, because
@@ -18,22 +17,8 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.approval_desk import Actor
-from bot.commands import (
-    USAGE,
-    Command,
-    CommandError,
-    Dismiss,
-    Invite,
-    ListPersonas,
-    NameNextSpeaker,
-    ShowHelp,
-    ShowMailbox,
-    ShowTrust,
-    StopRound,
-    parse_approvals,
-    parse_moderate,
-    parse_task,
-)
+from bot.command_values import Command, CommandError
+from bot.commands import COMMANDS, Spec, parse
 from bot.slack.keys import channel_key
 from bot.slack.slack_bot import SlackBot
 from bot.slack.text import escape_for_slack
@@ -41,68 +26,12 @@ from storage import events
 
 log = logging.getLogger(__name__)
 
-PERSONA_USAGE = f"usage: {USAGE['persona']}"
-
-Parser = Callable[[list[str]], Command]
-
-
-def parse_persona(args: list[str]) -> Command:
-    words = [a.lower() for a in args]
-    if words == ["list"]:
-        return ListPersonas()
-    if len(words) == 2 and words[0] == "invite":
-        return Invite(words[1])
-    if len(words) == 2 and words[0] == "dismiss":
-        return Dismiss(words[1])
-    raise CommandError(PERSONA_USAGE)
-
-
-def parse_trust(args: list[str]) -> Command:
-    if args:
-        raise CommandError(f"usage: {USAGE['trust']}")
-    return ShowTrust()
-
-
-def parse_stop(args: list[str]) -> Command:
-    if args:
-        raise CommandError(f"usage: {USAGE['stop']}")
-    return StopRound()
-
-
-def parse_next(args: list[str]) -> Command:
-    if len(args) != 1:
-        raise CommandError(f"usage: {USAGE['next']}")
-    return NameNextSpeaker(args[0])
-
-
-def parse_mailbox(args: list[str]) -> Command:
-    if args:
-        raise CommandError(f"usage: {USAGE['mailbox']}")
-    return ShowMailbox()
-
-
-def parse_roundtable(args: list[str]) -> Command:
-    if [a.lower() for a in args] not in ([], ["help"]):
-        raise CommandError(f"usage: {USAGE['roundtable']}")
-    return ShowHelp()
-
-
-SLASH_COMMANDS: dict[str, Parser] = {
-    "/moderate": parse_moderate,
-    "/stop": parse_stop,
-    "/next": parse_next,
-    "/persona": parse_persona,
-    "/approvals": parse_approvals,
-    "/trust": parse_trust,
-    "/mailbox": parse_mailbox,
-    "/task": lambda args: parse_task(" ".join(args)),
-    "/roundtable": parse_roundtable,
-}
+SLASH_COMMANDS: dict[str, Spec] = {f"/{spec.name}": spec for spec in COMMANDS if "slack" in spec.places}
 
 
 def register(bot: SlackBot) -> None:
-    for name, parse in SLASH_COMMANDS.items():
-        bot.bolt.command(name)(_listener(bot, parse))
+    for name, spec in SLASH_COMMANDS.items():
+        bot.bolt.command(name)(_listener(bot, spec))
 
 
 @dataclass(frozen=True)
@@ -130,7 +59,7 @@ def slash_command(body: Mapping[str, Any]) -> SlashCommand | None:
     return SlashCommand(*texts)
 
 
-def _listener(bot: SlackBot, parse: Parser) -> Callable[..., Any]:
+def _listener(bot: SlackBot, spec: Spec) -> Callable[..., Any]:
     async def on_command(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
         invoked = slash_command(command)
         if invoked is None:
@@ -138,7 +67,7 @@ def _listener(bot: SlackBot, parse: Parser) -> Callable[..., Any]:
             await ack()
             return
         try:
-            parsed = parse(invoked.text.split())
+            parsed = parse(spec, invoked.text)
         except CommandError as exc:
             await ack(text=escape_for_slack(str(exc)), response_type="ephemeral")
             return
@@ -154,7 +83,10 @@ async def carry_out(bot: SlackBot, invoked: SlashCommand, command: Command, resp
     if not await events.claim(bot.roundtable.db, invoked.event_id):
         log.info("replayed slash command %s ignored", invoked.event_id)
         return
-    actor = Actor(invoked.user_id, await bot.names.name_of(invoked.user_id), invoked.team_id)
+    names = bot.names
+    actor = Actor(
+        invoked.user_id, await names.name_of(invoked.user_id), invoked.team_id, await names.manages(invoked.user_id)
+    )
     key = channel_key(invoked.team_id, invoked.channel_id)
     reply = await bot.roundtable.service.run_command(key, command, actor=actor)
     if not reply.announced:

@@ -35,7 +35,12 @@ def register(bot: SlackBot) -> None:
         try:
             async with bot.roundtable.service.in_arrival_order(inbound.channel_key):
                 await start_thread(bot, inbound.channel_key, context.bot_id, context.bot_user_id)
-                named = replace(inbound, author_name=await bot.names.name_of(inbound.author_id))
+                named = replace(
+                    inbound,
+                    author_name=await bot.names.name_of(inbound.author_id),
+                    # Only a command asks who manages the channel (users.info, looked up once per user).
+                    author_manages=inbound.text.startswith("/") and await bot.names.manages(inbound.author_id),
+                )
                 reply = await bot.roundtable.service.handle(named)
         except Exception:
             bot.seen.forget(inbound.event_id)  # not stored: Slack's retry must get through

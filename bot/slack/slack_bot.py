@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Coroutine
+from collections.abc import Collection, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,36 +82,55 @@ class RecentlySeen:
         self._ids.pop(key, None)
 
 
-# -- user names --------------------------------------------------------------------------------------
-# Slack user ids to the names personas see, looked up once through users.info.
+# -- users ----------------------------------------------------------------------------------------
+# Slack user ids to the names personas see, and whether each is a channel manager (a workspace admin
+# or owner, or listed in [slack] managers), looked up once through users.info.
 
-log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class SlackUser:
+    name: str
+    admin: bool  # users.info: is_admin, is_owner or is_primary_owner
 
 
 class UserNames:
-    def __init__(self, client: AsyncWebClient, capacity: int = 2000) -> None:
+    def __init__(self, client: AsyncWebClient, managers: Collection[str] = (), capacity: int = 2000) -> None:
         self.client = client
+        self.managers = frozenset(managers)
         self.capacity = capacity
-        self._names: OrderedDict[str, str] = OrderedDict()
+        self._users: OrderedDict[str, SlackUser] = OrderedDict()
 
-    async def name_of(self, user_id: str) -> str:
-        """The display name, else the real name, else the user id (a failed lookup is not cached)."""
-        if user_id in self._names:
-            self._names.move_to_end(user_id)
-            return self._names[user_id]
+    async def user(self, user_id: str) -> SlackUser | None:
+        """What users.info says of the user; None when the lookup failed (and is not cached)."""
+        if user_id in self._users:
+            self._users.move_to_end(user_id)
+            return self._users[user_id]
         try:
             response = await self.client.users_info(user=user_id)
         except SlackClientError as exc:
             error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
             log.warning("users.info for %s failed: %s", user_id, error)
-            return user_id
+            return None
         user = response.get("user") or {}
         profile = user.get("profile") or {}
         name = profile.get("display_name") or profile.get("real_name") or user.get("real_name") or user.get("name")
-        self._names[user_id] = str(name or user_id)
-        if len(self._names) > self.capacity:
-            self._names.popitem(last=False)
-        return self._names[user_id]
+        admin = any(user.get(flag) is True for flag in ("is_admin", "is_owner", "is_primary_owner"))
+        self._users[user_id] = SlackUser(str(name or user_id), admin)
+        if len(self._users) > self.capacity:
+            self._users.popitem(last=False)
+        return self._users[user_id]
+
+    async def name_of(self, user_id: str) -> str:
+        """The display name, else the real name, else the user id."""
+        user = await self.user(user_id)
+        return user.name if user is not None else user_id
+
+    async def manages(self, user_id: str) -> bool:
+        """A channel manager: listed in [slack] managers, or a workspace admin or owner."""
+        if user_id in self.managers:
+            return True
+        user = await self.user(user_id)
+        return user is not None and user.admin
 
 
 # -- private answers ---------------------------------------------------------------------------------

@@ -49,6 +49,9 @@ class ScriptedAnswer:
 class FakeSlackApi(LoopbackServer):
     user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana", "UAPPROVER": "Bea"})
     slow_users: dict[str, float] = field(default_factory=dict)  # users.info of these users takes this long
+    # Workspace admins (users.info is_admin): the two users most tests act as may manage channels.
+    admins: set[str] = field(default_factory=lambda: {"UHUMAN", "UAPPROVER"})
+    owners: set[str] = field(default_factory=set)  # workspace owners (is_owner; the first one is_primary_owner)
     calls: list[SlackCall] = field(default_factory=list)
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (channel, ts): a message Slack has
     socket_connections: int = 0
@@ -180,7 +183,22 @@ class FakeSlackApi(LoopbackServer):
             user = str(args.get("user"))
             name = self.user_names.get(user, user.lower())
             profile = {"display_name": name, "real_name": name}
-            user_record = {"id": user, "team_id": TEAM_ID, "name": name.lower(), "real_name": name, "profile": profile}
+            owner = user in self.owners
+            user_record = {
+                "id": user,
+                "team_id": TEAM_ID,
+                "name": name.lower(),
+                "real_name": name,
+                "deleted": False,
+                "is_admin": user in self.admins or owner,  # Slack marks owners as admins too
+                "is_owner": owner,
+                "is_primary_owner": owner and user == min(self.owners),
+                "is_restricted": False,
+                "is_ultra_restricted": False,
+                "is_bot": False,
+                "is_app_user": False,
+                "profile": profile,
+            }
             return {"ok": True, "user": user_record}
         if method == "apps.connections.open":
             return {"ok": True, "url": self.ws_url}
