@@ -15,7 +15,7 @@ from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.mailbox import Mailbox
 from graph.nodes import RoundNodes
-from graph.state import initial_state
+from graph.state import RoundInput, initial_state
 from graph.task_flow import TaskRunner
 from storage import approvals, channels, history
 from storage.records import Approval, ToolCall
@@ -36,7 +36,7 @@ class RoundEngine:
         # one, and initial_state sets every key), so its saved state was written and never read.
         self.graph = build_round_graph(self.nodes)
         self.approval_graph = build_approval_graph(
-            ApprovalFlow(deps, self.runner, self.nodes.persona_prompt), checkpointer
+            ApprovalFlow(deps, self.runner, self.nodes.prompts.persona_prompt), checkpointer
         )
         self.tasks = TaskRunner(deps, self.nodes, checkpointer, self.start_approvals)
 
@@ -50,7 +50,7 @@ class RoundEngine:
         thread: str | None = None,
     ) -> list[Batch]:
         """Run one round; returns the action batches that now wait for approval (see start_approvals)."""
-        state = initial_state(channel_key, text=text, author_name=author_name, mentions=mentions or [], thread=thread)
+        state = initial_state(RoundInput(channel_key, text, author_name, tuple(mentions or ()), thread))
         turns = max(MAX_TURNS_LIMIT, len(self.deps.personas))
         config: RunnableConfig = {
             "configurable": {"thread_id": channel_key},
@@ -58,9 +58,9 @@ class RoundEngine:
             "recursion_limit": 20 + 10 * turns,
         }
         final = await self.graph.ainvoke(state, config)
-        if final["decisions"]:
-            await channels.set_last_decisions(self.deps.db, channel_key, final["decisions"])
-        return final["new_batches"]
+        if final["floor"].decisions:
+            await channels.set_last_decisions(self.deps.db, channel_key, final["floor"].decisions)
+        return final["batches"]
 
     async def start_approvals(self, batches: list[Batch]) -> None:
         """Start each batch's approval flow in its own thread; it stops at the interrupt."""
@@ -109,4 +109,4 @@ class RoundEngine:
         await history.append_tool_result(self.deps.db, approval.channel_key, persona.id, call, outcome)
 
     async def prompt_for(self, channel_key: str, persona_id: str) -> list[BaseMessage]:
-        return await self.nodes.persona_prompt(channel_key, self.deps.personas[persona_id])
+        return await self.nodes.prompts.persona_prompt(channel_key, self.deps.personas[persona_id])

@@ -140,6 +140,14 @@ def shown_reason(pick_name: str, reason: str, spoken_since_human: Sequence[str])
     return text[:MAX_REASON_CHARS] or "no reason given"
 
 
+def invitation_reason(shown: str, pick_name: str, expertise: Sequence[str]) -> str:
+    """Why an invited persona joins, as its notice says: the moderator's own words, or its
+    expertise when the reason is a fixed one (which says why a persona speaks, not why it was asked in)."""
+    if shown in {f"{pick_name} {reason}" for reason in NAMED_REASONS} | {"no reason given"} and expertise:
+        return "its expertise in " + ", ".join(expertise)
+    return shown
+
+
 def fixed_reasons(persona_names: Sequence[str]) -> frozenset[str]:
     """Every reason, as shown, that comes from the fixed sets or the code's own templates."""
     named = {f"{name} {reason}" for name in persona_names for reason in NAMED_REASONS}

@@ -1,66 +1,65 @@
-"""The state of one round: from a human line until the last persona of the round has spoken."""
+"""The state of one round, from a human line until the last persona of the round has spoken, in
+three typed parts: what started the round (RoundInput), who holds the floor (Floor, graph.floor's
+business), and how the last turn ended (TurnResult). One turn's draft and review stay inside the turn.
+"""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+Batch = dict[str, Any]
+"""A persona turn's actions waiting for approval, started after the round (graph.approval_flow)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoundInput:
+    """The human line that started the round, and where it was said."""
+
+    channel_key: str
+    text: str
+    author_name: str
+    mentions: tuple[str, ...] = ()
+    thread: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """Who has spoken, who speaks now and who is next; the round's settings, read when it begins."""
+
+    moderated: bool = False  # the mode the round started in
+    moderated_now: bool = False  # re-read after each turn: /moderate off stops a round after the current turn
+    max_turns: int = 0
+    queue: tuple[str, ...] = ()  # unmoderated rounds: who speaks after the current speaker
+    speaker: str | None = None
+    last_speaker: str | None = None
+    spoken_since_human: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()  # personas whose turn failed this round: they had their turn too
+    turns_taken: int = 0
+    planned_turns: int = 0
+    failures: int = 0
+    stopped: bool = False  # /stop, or replies paused after failures: the round ends after this turn
+    decisions: tuple[str, ...] = ()  # the moderator's picks and reasons, for /moderate status
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How one persona's turn ended: delivered (with the actions it left waiting), or skipped and why."""
+
+    speaker: str
+    delivered: bool
+    failure: str = ""  # why a skipped turn failed, as its notice says
+    batch: Batch | None = None
 
 
 class RoundState(TypedDict):
-    channel_key: str
-    thread: str | None
-    text: str  # the human line that started the round
-    author_name: str
-    mentions: list[str]
-    moderated: bool  # the mode the round started in
-    moderated_now: bool  # re-read after each turn: /moderate off stops a round after the current turn
-    max_turns: int
-    queue: list[str]  # unmoderated rounds: who speaks after the current speaker
-    speaker: str | None
-    last_speaker: str | None
-    spoken_since_human: list[str]
-    skipped: list[str]  # personas whose turn failed this round: they had their turn too
-    turns_taken: int
-    planned_turns: int
-    failures: int
-    turn_failed: bool
-    failure: str  # why the current turn failed, for the notice
-    draft: str
-    review_attempts: int
-    review_note: str
-    tool_calls: list[dict[str, Any]]  # the current turn's, as the model returned them
-    new_batches: list[dict[str, Any]]  # actions waiting for approval, started after the round
-    stopped: bool  # /stop: the round ends after the current turn
-    decisions: list[str]  # the moderator's picks and reasons, for /moderate status
+    round: RoundInput
+    floor: Floor
+    turn: TurnResult | None  # the last turn's
+    batches: Annotated[list[Batch], operator.add]  # each step adds the batches its turn left waiting
 
 
-def initial_state(
-    channel_key: str, *, text: str, author_name: str, mentions: list[str], thread: str | None
-) -> RoundState:
-    """Every key is set: the channel's thread is reused, so nothing may carry over from the last round."""
-    return RoundState(
-        channel_key=channel_key,
-        thread=thread,
-        text=text,
-        author_name=author_name,
-        mentions=mentions,
-        moderated=False,
-        moderated_now=False,
-        max_turns=0,
-        queue=[],
-        speaker=None,
-        last_speaker=None,
-        spoken_since_human=[],
-        skipped=[],
-        turns_taken=0,
-        planned_turns=0,
-        failures=0,
-        turn_failed=False,
-        failure="",
-        draft="",
-        review_attempts=0,
-        review_note="",
-        tool_calls=[],
-        new_batches=[],
-        stopped=False,
-        decisions=[],
-    )
+def initial_state(round_input: RoundInput) -> RoundState:
+    """A fresh floor: the channel's thread is reused, so nothing may carry over from the last round."""
+    return RoundState(round=round_input, floor=Floor(), turn=None, batches=[])

@@ -24,7 +24,7 @@ from langgraph.types import Checkpointer
 from graph import planner
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
-from graph.state import initial_state
+from graph.state import Floor, RoundInput
 from graph.tasks import (
     Plan,
     Step,
@@ -209,13 +209,10 @@ class TaskFlow:
         await self._show(state, plan, "running")
         note_text, asked = self._instruction(state, plan, step)
         note = await history.append_private_note(self.deps.db, key, persona.id, note_text)
-        turn = initial_state(
-            key, text=step.instruction, author_name=state["author_name"], mentions=[persona.id], thread=state["thread"]
-        )
-        turn["speaker"], turn["planned_turns"] = persona.id, STEP_PLANNED_TURNS
-        update = await self.nodes.turn(turn)
+        asking = RoundInput(key, step.instruction, state["author_name"], (persona.id,), state["thread"])
+        after, turn = await self.nodes.turn(asking, Floor(speaker=persona.id, planned_turns=STEP_PLANNED_TURNS))
         reply = await tasks.reply_after(self.deps.db, key, persona.id, note.id)
-        if update.get("failures") or reply is None:
+        if not turn.delivered or reply is None:
             plan = with_step(plan, step.id, "failed", "no usable answer")
         elif only_repeats(reply, asked):
             plan = with_step(plan, step.id, "failed", "it only repeated its instruction")
@@ -224,8 +221,8 @@ class TaskFlow:
         await self._show(state, plan, "running")
         return {
             "plan": plan.model_dump(),
-            "stop": bool(update.get("stopped")),
-            "new_batches": update.get("new_batches", []),
+            "stop": after.stopped,
+            "new_batches": [turn.batch] if turn.batch else [],
         }
 
     def _instruction(self, state: TaskState, plan: Plan, step: Step) -> tuple[str, str]:

@@ -31,6 +31,7 @@ def _channel(row: Row) -> Channel:
         stop_requested=bool(row["stop_requested"]),
         next_speaker=row["next_speaker"],
         last_decisions=tuple(json.loads(row["last_decisions"])),
+        failures_in_a_row=row["failures_in_a_row"],
     )
 
 
@@ -121,6 +122,20 @@ async def pause_after_failures(db: Database, key: str) -> bool:
             )
             == 1
         )
+
+
+async def count_failure(db: Database, key: str) -> int:
+    """One more model failure in a row in the channel; returns how many there are now."""
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE channels SET failures_in_a_row = failures_in_a_row + 1 WHERE key = ?", (key,))
+        row = await tx.fetch_one("SELECT failures_in_a_row FROM channels WHERE key = ?", (key,))
+    return int(row["failures_in_a_row"]) if row else 1
+
+
+async def reset_failures(db: Database, key: str) -> None:
+    """A turn spoke, or the failures paused the channel: the count starts again."""
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE channels SET failures_in_a_row = 0 WHERE key = ? AND failures_in_a_row > 0", (key,))
 
 
 async def take_stop_request(db: Database, key: str) -> bool:

@@ -222,6 +222,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (channel_key, recipient_id)
     );
     """,
+    # 14: model failures in a row per channel, toward [approvals] failures_before_pause: stored, so
+    # that a restart or another process goes on counting
+    """
+    ALTER TABLE channels ADD COLUMN failures_in_a_row INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 _APPROVAL_STATUSES = "'pending', 'approved', 'rejected', 'expired', 'executed', 'failed', 'running', 'unknown'"

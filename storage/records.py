@@ -45,6 +45,7 @@ class Channel:
     stop_requested: bool = False
     next_speaker: str | None = None
     last_decisions: tuple[str, ...] = ()
+    failures_in_a_row: int = 0  # model failures since the last turn that spoke
 
 
 @dataclass(frozen=True, slots=True)

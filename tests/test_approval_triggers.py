@@ -261,6 +261,35 @@ async def test_the_pause_is_stored_with_the_channel_and_a_resume_by_an_approver_
         assert channel is not None and not channel.paused and not channel.paused_after_failures
 
 
+async def test_the_failures_in_a_row_are_counted_on_across_a_restart(open_test_app, port) -> None:
+    key = "console:triggers"
+    async with open_test_app({"approvals": {"failures_before_pause": 3}}) as app:
+        await app.service.handle(Inbound(key, "u1", "Ana", "Rex? !!fail 1"))
+        await app.service.handle(Inbound(key, "u1", "Ana", "Rex? !!fail 1"))
+        await app.service.wait_idle()
+        channel = await channels.get_channel(app.db, key)
+        assert channel is not None and channel.failures_in_a_row == 2 and not channel.paused
+    async with open_test_app({"approvals": {"failures_before_pause": 3}}) as app:  # a restart
+        await app.service.handle(Inbound(key, "u1", "Ana", "Rex? !!fail 1"))
+        await app.service.wait_idle()
+        channel = await channels.get_channel(app.db, key)
+        assert channel is not None and channel.paused_after_failures
+    assert [text for kind, _, text in port.events if kind == "approvers"][-1] == (
+        "Replies in this channel are paused after 3 model failures in a row. Resume with /moderate resume."
+    )
+
+
+async def test_a_turn_that_speaks_ends_the_run_of_failures(open_test_app, port) -> None:
+    key = "console:triggers"
+    async with open_test_app({"approvals": {"failures_before_pause": 2}}) as app:
+        await app.service.handle(Inbound(key, "u1", "Ana", "Rex? !!fail 1"))
+        await app.service.handle(Inbound(key, "u1", "Ana", "Rex, how are you?"))
+        await app.service.handle(Inbound(key, "u1", "Ana", "Rex? !!fail 1"))
+        await app.service.wait_idle()
+        channel = await channels.get_channel(app.db, key)
+        assert channel is not None and channel.failures_in_a_row == 1 and not channel.paused
+
+
 # -- the embedded Gemma states its confidence under the decision schema --------------------------------
 
 

@@ -137,6 +137,20 @@ async def test_the_moderator_recruits_a_persona_with_the_expertise_needed(open_t
     assert all("logo question" not in m.text for m in prompt)
 
 
+async def test_a_recruited_persona_joins_for_its_expertise_when_the_reason_is_a_fixed_one(open_test_app, port) -> None:
+    # The embedded model picks from fixed reasons, which say why a persona speaks, not why it was invited.
+    models = FakeModels(
+        fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "knows this topic best"}]
+    )
+    async with open_test_app(models=models) as app:
+        await app.service.run_command(KEY, Moderate("on"))
+        await app.service.run_command(KEY, AllowRecruiting(True))
+        await say(app, "We have a logo question.")
+        await app.service.wait_idle()
+    joined = "Pixel joined (invited by the moderator: its expertise in design, logos, colour, visual identity)"
+    assert f"[system] {joined}." in port.notices()
+
+
 async def test_recruitment_off_offers_nobody_from_outside(open_test_app, port) -> None:
     models = FakeModels(fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "design"}])
     async with open_test_app(models=models) as app:

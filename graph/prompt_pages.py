@@ -1,0 +1,76 @@
+"""A persona's prompt, read from storage in pages: exactly what the persona receives, and also what
+`python -m bot prompt` prints. Lines rendered for an earlier prompt are kept (MessageCache), and
+how many rows the last prompt needed is the first guess for the next one."""
+
+from __future__ import annotations
+
+from langchain_core.messages import BaseMessage
+
+from graph.deps import EngineDeps
+from graph.floor import present_speakers
+from graph.policy import is_sensitive
+from graph.prompt import MessageCache, Rendered, max_lines_within, messages_within, prompt_from, system_text
+from graph.routing import Speaker
+from personas import Persona
+from storage import channels, history
+
+FIRST_PAGE = 64  # rows read first for a prompt nothing is known about yet
+PAGE_MARGIN = 8  # rows read beyond last time's prompt, which is usually enough for the next one
+MAX_PAGE_HINTS = 10_000
+
+
+class PromptPages:
+    def __init__(self, deps: EngineDeps) -> None:
+        self.deps = deps
+        # (channel, persona) -> rows to read first for its next prompt: only a guess, never a result.
+        self._page_hints: dict[tuple[str, str], int] = {}
+        self._messages = MessageCache()
+
+    async def persona_prompt(self, channel_key: str, persona: Persona) -> list[BaseMessage]:
+        """Exactly what the persona receives: also what `python -m bot prompt` prints."""
+        messages, _ = await self.prompt_and_speakers(channel_key, persona)
+        return messages
+
+    async def prompt_and_speakers(self, channel_key: str, persona: Persona) -> tuple[list[BaseMessage], list[Speaker]]:
+        channel = await channels.get_channel(self.deps.db, channel_key)
+        speakers = await present_speakers(self.deps, channel_key)
+        others = [s.name for s in speakers if s.id != persona.id]
+        budget = self.deps.settings.token_budget
+        needs_approval = [a for a in persona.actions if is_sensitive(a, self.deps.policy.sensitive)]
+        system = system_text(persona, others, channel.scene if channel else "", needs_approval)
+        newest_first = await self._messages_within_budget(channel_key, persona.id, system, budget)
+        return prompt_from(system, newest_first), speakers
+
+    async def _messages_within_budget(
+        self, channel_key: str, persona_id: str, system: str, budget: int
+    ) -> list[BaseMessage]:
+        """The messages of the newest lines delivered to the persona that fit the budget, newest
+        first, read in pages until the budget is full: the same as assemble_prompt over
+        max_lines_within(budget) rows read at once."""
+        limit = max_lines_within(budget)
+        hint = (channel_key, persona_id)
+        page = min(limit, self._page_hints.pop(hint, FIRST_PAGE))
+        ids: list[int] = []
+        known: dict[int, Rendered] = {}
+        before = None
+        while True:
+            # Ids first: most lines were rendered for an earlier prompt, and only the others are read.
+            page_ids = await history.recent_line_ids_for(
+                self.deps.db, channel_key, persona_id, limit=page, before_id=before
+            )
+            for line_id in page_ids:
+                if (item := self._messages.get(line_id, persona_id)) is not None:
+                    known[line_id] = item
+            for line in await history.lines_by_id(self.deps.db, [i for i in page_ids if i not in known]):
+                known[line.id] = self._messages.add(line, persona_id)
+            ids += page_ids
+            kept, full = messages_within(system, ids, budget, known.__getitem__)
+            if full or len(page_ids) < page or len(ids) >= limit:
+                break
+            before = page_ids[-1]
+            page = min(limit - len(ids), page * 2)
+        # Next time, one page should do: a prompt's length changes little from one turn to the next.
+        self._page_hints[hint] = len(kept) + PAGE_MARGIN
+        if len(self._page_hints) > MAX_PAGE_HINTS:
+            del self._page_hints[next(iter(self._page_hints))]
+        return kept
