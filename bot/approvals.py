@@ -1,12 +1,13 @@
 """The approvals core, shared by every surface: whose approvers decide a request, what a person who
 may not decide is told, how an outcome reads, and the pending list. The channel service applies
-these rules; Slack (Block Kit), Discord (discord.ui) and the console only render the words."""
+these rules; Slack (Block Kit), Discord (discord.ui) and the console only render the words. An
+outcome's wording (`outcome`) is graph.approval_flow's, since the persona reads the same words as
+its call's result."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from graph.actions import ActionCall
+from graph.approval_flow import outcome as outcome  # the one wording of an outcome, for the renderers
 from storage.records import Approval, ApprovalStatus
 
 PENDING_HEADING = "Pending approvals (/approve N, /reject N [feedback], /view N, /revise N {json}):"
@@ -41,32 +42,6 @@ def wanted(approval: Approval, persona_name: str) -> str:
     """ "#3 Nova wants publish_post(channel='news', text='We launched!')"."""
     call = ActionCall(approval.call_id, approval.action, approval.args)
     return f"#{approval.id} {persona_name} wants {call.describe()}"
-
-
-def outcome(approval: Approval, decider: str, at: str = "", clean: Callable[[str], str] = str) -> str:
-    """How an approval stands, for people. `decider` is a mention or a name, `at` a time if shown;
-    `clean` makes the action's result and the approver's feedback safe for the platform's markup."""
-    when = f" at {at}" if at else ""
-    if approval.original_args is not None:  # the request now shows what ran; say it is not what was asked
-        when += " with edited arguments"
-    result = clean(approval.result or "")
-    match approval.status:
-        case ApprovalStatus.EXECUTED:
-            return f"Approved by {decider}{when}, executed: {result}"
-        case ApprovalStatus.FAILED:
-            return f"Approved by {decider}{when}, but it {result}"
-        case ApprovalStatus.UNKNOWN:
-            return (
-                f"Approved by {decider}{when}, but {result}: it may or may not have run. "
-                f"Approvers: /approvals retry {approval.id} or /approvals close {approval.id}."
-            )
-        case ApprovalStatus.REJECTED:
-            return f"Rejected by {decider}: {clean(approval.comment or '') or 'no feedback given'}"
-        case ApprovalStatus.EXPIRED:
-            return "Expired: nobody decided in time."
-        case ApprovalStatus.APPROVED | ApprovalStatus.RUNNING:
-            return f"Approved by {decider}{when}; running it now."
-    return f"Still pending (approval #{approval.id})."
 
 
 def unknown_outcome_notice(approval: Approval) -> str:

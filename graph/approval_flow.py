@@ -22,7 +22,7 @@ from graph.models.retry import ainvoke_with_retry
 from graph.review import cut_impersonation
 from personas import Persona
 from storage import approvals, history
-from storage.records import ApprovalStatus, LineKind, ToolCall
+from storage.records import Approval, ApprovalStatus, LineKind, ToolCall
 
 PromptFor = Callable[[str, Persona], Awaitable[list[BaseMessage]]]
 
@@ -37,16 +37,41 @@ class ApprovalState(TypedDict):
     new_batches: list[dict[str, Any]]
 
 
-def outcome_text(status: ApprovalStatus, decided_by: str | None, comment: str | None, result: str | None) -> str:
-    if status is ApprovalStatus.EXECUTED:
-        return f"Approved by {decided_by}, executed: {result}"
-    if status is ApprovalStatus.FAILED:
-        return f"Approved by {decided_by}, but it {result}"
-    if status is ApprovalStatus.EXPIRED:
-        return "Rejected: timed out"
-    if status is ApprovalStatus.UNKNOWN:
-        return f"Approved by {decided_by}, but {result}: it may or may not have run"
-    return f"Rejected by {decided_by}: {comment or 'no feedback given'}"
+def outcome(
+    approval: Approval,
+    decider: str | None = None,
+    at: str = "",
+    clean: Callable[[str], str] = str,
+    *,
+    for_persona: bool = False,
+) -> str:
+    """How an approval stands, in the one wording every surface shows (Slack, Discord, notices) and
+    the persona reads as its call's result. `decider` is a mention or a name (by default the stored
+    name), `at` a time if shown; `clean` makes the action's result and the approver's feedback safe
+    for the platform's markup. The persona is not told what only approvers act on: that the request
+    now shows edited arguments, or how to retry or close an unknown outcome."""
+    decider = decider if decider is not None else str(approval.decided_by)
+    when = f" at {at}" if at else ""
+    if approval.original_args is not None and not for_persona:  # the request shows what ran, not what was asked
+        when += " with edited arguments"
+    result = clean(approval.result or "")
+    match approval.status:
+        case ApprovalStatus.EXECUTED:
+            return f"Approved by {decider}{when}, executed: {result}"
+        case ApprovalStatus.FAILED:
+            return f"Approved by {decider}{when}, but it {result}"
+        case ApprovalStatus.UNKNOWN:
+            unknown = f"Approved by {decider}{when}, but {result}: it may or may not have run"
+            if for_persona:
+                return unknown
+            return f"{unknown}. Approvers: /approvals retry {approval.id} or /approvals close {approval.id}."
+        case ApprovalStatus.REJECTED:
+            return f"Rejected by {decider}: {clean(approval.comment or '') or 'no feedback given'}"
+        case ApprovalStatus.EXPIRED:
+            return "Expired: nobody decided in time."
+        case ApprovalStatus.APPROVED | ApprovalStatus.RUNNING:
+            return f"Approved by {decider}{when}; running it now."
+    return f"Still pending (approval #{approval.id})."
 
 
 class ApprovalFlow:
@@ -95,13 +120,13 @@ class ApprovalFlow:
             if approval.status in (ApprovalStatus.PENDING, ApprovalStatus.RUNNING):
                 continue  # not decided, or another process is running it right now
             await self.deps.port.show_decision(approval, persona)
-            outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
+            result = outcome(approval, for_persona=True)
             if approval.original_args is not None:  # the persona learns what really ran
-                outcome += f" ({approval.decided_by} edited the arguments before approving: {json.dumps(call.args)})"
-            outcomes.append(outcome)
+                result += f" ({approval.decided_by} edited the arguments before approving: {json.dumps(call.args)})"
+            outcomes.append(result)
             # Run again after a crash, this adds a second result for the call; the prompt keeps one.
             await history.append_tool_result(
-                self.deps.db, key, persona.id, ToolCall(call.call_id, call.name, call.args), outcome
+                self.deps.db, key, persona.id, ToolCall(call.call_id, call.name, call.args), result
             )
         return {"outcomes": outcomes}
 

@@ -10,7 +10,7 @@ from langgraph.types import Checkpointer, Command
 
 from graph.action_runner import ActionRunner
 from graph.actions import ActionCall
-from graph.approval_flow import ApprovalFlow, build_approval_graph, outcome_text
+from graph.approval_flow import ApprovalFlow, build_approval_graph, outcome
 from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.mailbox import Mailbox
@@ -104,9 +104,9 @@ class RoundEngine:
         if persona is None:
             return
         await self.deps.port.show_decision(approval, persona)
-        outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
         call = ToolCall(approval.call_id, approval.action, approval.args)
-        await history.append_tool_result(self.deps.db, approval.channel_key, persona.id, call, outcome)
+        result = outcome(approval, for_persona=True)
+        await history.append_tool_result(self.deps.db, approval.channel_key, persona.id, call, result)
 
     async def prompt_for(self, channel_key: str, persona_id: str) -> list[BaseMessage]:
         return await self.nodes.prompts.persona_prompt(channel_key, self.deps.personas[persona_id])

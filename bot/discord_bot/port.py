@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager, suppress
 import aiohttp
 import discord
 
+from bot.approvals import outcome
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.discord_bot.approval_places import ApprovalPlaces
 from bot.discord_bot.approvals import ApprovalBoard, approval_view
@@ -23,7 +24,6 @@ from bot.discord_bot.delivery import MESSAGE_LIMIT, NO_MENTIONS, Delivery
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from graph.actions import ActionCall
-from graph.approval_flow import outcome_text
 from graph.port import OutboundPort
 from personas import Persona
 from storage.records import Approval
@@ -147,8 +147,8 @@ class DiscordPort:
         except _DELIVERY_ERRORS as exc:
             log.warning("approval #%s's request could not be updated: %s", approval.id, _describe(exc))
         # No request message to edit (sent to Slack, lost, or deleted): the outcome becomes a notice.
-        outcome = outcome_text(approval.status, approval.decided_by, approval.comment, approval.result)
-        await self.notice(approval.channel_key, f"Action #{approval.id} by {persona.display_name}: {outcome}", None)
+        shown = outcome(approval)
+        await self.notice(approval.channel_key, f"Action #{approval.id} by {persona.display_name}: {shown}", None)
 
     async def _shown_elsewhere(self, approval: Approval, persona: Persona) -> bool:
         assert self._elsewhere is not None
