@@ -112,9 +112,7 @@ class ApprovalDesk:
         decided_in: str | None = None,
     ) -> CommandReply:
         """An approver's decision. The first decision wins; anyone else is refused and nothing changes."""
-        approval = await approvals.get(self.db, approval_id)
-        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
-        if (refused := refusal(approval, approval_id, may_decide=may)) is not None:
+        if (refused := await self.why_not(approval_id, actor, decided_in=decided_in)) is not None:
             return CommandReply(refused, ok=False)
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
         decided = await approvals.decide(
@@ -124,6 +122,18 @@ class ApprovalDesk:
             return await self._decided_first(approval_id)
         await self._resume_if_complete(decided)
         return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
+
+    async def why_not(
+        self, approval_id: int, actor: Actor, *, decided_in: str | None = None, shown_in: str | None = None
+    ) -> str | None:
+        """Why this person cannot decide this approval now, in one line; None when they can. Told at
+        once when a button is pressed or a form opened; deciding checks again. `shown_in`: the channel
+        of the message whose button was pressed, when a request is only decided where it was posted."""
+        approval = await approvals.get(self.db, approval_id)
+        if approval is not None and shown_in is not None and approval.channel_key != shown_in:
+            return f"Approval #{approval_id} belongs to another channel."
+        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
+        return refusal(approval, approval_id, may_decide=may)
 
     async def _decided_first(self, approval_id: int) -> CommandReply:
         current = await approvals.get(self.db, approval_id)
@@ -135,8 +145,7 @@ class ApprovalDesk:
         """An approver's edited arguments, approved with them in one transaction (so the edit and the
         work it releases are stored together). Arguments the action's spec refuses change nothing."""
         approval = await approvals.get(self.db, approval_id)
-        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
-        if (refused := refusal(approval, approval_id, may_decide=may)) is not None or approval is None:
+        if (refused := await self.why_not(approval_id, actor, decided_in=decided_in)) is not None or approval is None:
             return CommandReply(refused or "", ok=False)
         persona = self.personas.get(approval.persona_id)
         checked = edited_arguments(approval, persona, args) if persona else f"no persona {approval.persona_id!r}"
@@ -214,12 +223,23 @@ class ApprovalDesk:
             await asyncio.sleep(0.05)
         await self._wait_idle()
 
-    async def pending_list(self, key: str) -> str:
+    async def pending_list(
+        self,
+        key: str,
+        *,
+        heading: str = PENDING_HEADING,
+        clean: Callable[[str], str] = str,
+        detail: Callable[[Approval], Awaitable[str]] | None = None,
+    ) -> str:
+        """The channel's pending approvals, one a line. A surface may say how its approvers decide
+        (`heading`), make the action safe for its markup (`clean`) and add to each line (`detail`)."""
         waiting = await approvals.pending(self.db, key)
         if not waiting:
             return NOTHING_PENDING
-        rows = [wanted(a, self._persona_name(a.persona_id)) for a in waiting]
-        return PENDING_HEADING + "\n" + "\n".join(rows)
+        rows = [
+            wanted(a, self._persona_name(a.persona_id), clean) + (await detail(a) if detail else "") for a in waiting
+        ]
+        return heading + "\n" + "\n".join(rows)
 
     async def trust_table(self) -> str:
         events = await approvals.audit_events(self.db)

@@ -6,6 +6,8 @@ its call's result."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from graph.actions import ActionCall
 from graph.approval_flow import outcome as outcome  # the one wording of an outcome, for the renderers
 from storage.records import Approval, ApprovalStatus
@@ -38,10 +40,10 @@ def already_decided(approval: Approval) -> str:
     return f"Approval #{approval.id} was already decided ({approval.status})."
 
 
-def wanted(approval: Approval, persona_name: str) -> str:
-    """ "#3 Nova wants publish_post(channel='news', text='We launched!')"."""
+def wanted(approval: Approval, persona_name: str, clean: Callable[[str], str] = str) -> str:
+    """ "#3 Nova wants publish_post(channel='news', text='We launched!')"; `clean` makes the call safe for markup."""
     call = ActionCall(approval.call_id, approval.action, approval.args)
-    return f"#{approval.id} {persona_name} wants {call.describe()}"
+    return f"#{approval.id} {persona_name} wants {clean(call.describe())}"
 
 
 def unknown_outcome_notice(approval: Approval) -> str:

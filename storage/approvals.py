@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from storage.database import Database, Row, Tx
-from storage.records import Approval, ApprovalStatus, AuditEvent
+from storage.records import Approval, ApprovalStatus, AuditEvent, RequestPlace
 
 
 def _approval(row: Row) -> Approval:
@@ -113,34 +113,28 @@ async def request(
     return approval, created
 
 
-async def remember_place(db: Database, approval_id: int, channel: str, message: str) -> None:
-    """Where the request was shown, in the platform's own ids (opaque here)."""
+async def remember_place(db: Database, approval_id: int, place: RequestPlace) -> None:
+    """Where the request was posted, in the platform's own ids (opaque here)."""
     async with db.transaction() as tx:
         await tx.execute(
-            "INSERT INTO approval_places (approval_id, channel, message) VALUES (?, ?, ?) "
-            "ON CONFLICT (approval_id) DO UPDATE SET channel = excluded.channel, message = excluded.message",
-            (approval_id, channel, message),
+            "INSERT INTO request_places (approval_id, platform, channel, message) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (approval_id) DO UPDATE SET platform = excluded.platform, channel = excluded.channel, "
+            "message = excluded.message",
+            (approval_id, place.platform, place.channel, place.message),
         )
-
-
-async def place_of(db: Database, approval_id: int) -> tuple[str, str] | None:
-    row = await db.fetch_one("SELECT channel, message FROM approval_places WHERE approval_id = ?", (approval_id,))
-    return (row["channel"], row["message"]) if row else None
 
 
 async def remember_decider(db: Database, approval_id: int, user_id: str) -> None:
-    """The platform user id of who decided, so the outcome can mention them."""
+    """The platform user id of who decided, beside the request they decided on."""
     async with db.transaction() as tx:
-        await tx.execute(
-            "INSERT INTO approval_deciders (approval_id, user_id) VALUES (?, ?) "
-            "ON CONFLICT (approval_id) DO UPDATE SET user_id = excluded.user_id",
-            (approval_id, user_id),
-        )
+        await tx.execute("UPDATE request_places SET decider = ? WHERE approval_id = ?", (user_id, approval_id))
 
 
-async def decider_of(db: Database, approval_id: int) -> str | None:
-    row = await db.fetch_one("SELECT user_id FROM approval_deciders WHERE approval_id = ?", (approval_id,))
-    return str(row["user_id"]) if row else None
+async def place_of(db: Database, approval_id: int) -> RequestPlace | None:
+    row = await db.fetch_one("SELECT * FROM request_places WHERE approval_id = ?", (approval_id,))
+    if row is None:
+        return None
+    return RequestPlace(row["platform"], row["channel"], row["message"], row["decider"])
 
 
 async def get(db: Database, approval_id: int) -> Approval | None:

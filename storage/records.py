@@ -49,6 +49,16 @@ class Channel:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestPlace:
+    """Where an approval request was posted, in its platform's own ids, and who decided it there."""
+
+    platform: str  # slack, discord
+    channel: str
+    message: str
+    decider: str | None = None  # a platform user id
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool call a persona made, as its model returned it (id, action name, arguments)."""
 

@@ -17,6 +17,7 @@ import yaml
 
 from bot.config import ConfigError
 from bot.platforms import run_platforms
+from bot.request_places import Place, RequestPlaces
 from bot.slack.action_targets import ActionFailed, target_of
 from bot.slack.app import make_web_client
 from bot.slack.approval_blocks import decision_blocks, feedback_modal, outcome_text, request_blocks
@@ -24,7 +25,7 @@ from bot.slack.approvals import ButtonClick, FeedbackSubmission, button_click, f
 from bot.slack.commands import SLASH_COMMANDS
 from bot.slack.inbound import inbound_from_event
 from bot.slack.keys import channel_id_of, channel_key, channel_key_of, thread_ts_of
-from bot.slack.port import ApprovalMessages, MessageRef, SlackPort, persona_identity, request_location
+from bot.slack.port import SlackPort, persona_identity, request_location
 from bot.slack.text import (
     CHUNK_CHARS,
     ZERO_WIDTH_SPACE,
@@ -411,19 +412,20 @@ async def test_request_messages_are_remembered_with_the_approvals(
         args={},
         timeout_seconds=60,
     )
-    await ApprovalMessages(db).remember(stored.id, MessageRef("C1", "9.9"))
-    assert await ApprovalMessages(db).find(stored.id) == MessageRef("C1", "9.9")  # another process, or a restart
-    assert await ApprovalMessages(db).find(stored.id + 1) is None
+    await RequestPlaces("slack", db).remember(stored.id, Place("C1", "9.9"))
+    assert await RequestPlaces("slack", db).place(stored.id) == Place("C1", "9.9")  # another process, or a restart
+    assert await RequestPlaces("slack", db).place(stored.id + 1) is None
+    assert await RequestPlaces("discord", db).place(stored.id) is None  # one table; another platform's place is not its
 
-    in_memory = ApprovalMessages()
-    await in_memory.remember(7, MessageRef("C1", "9.9"))
-    assert await in_memory.find(7) == MessageRef("C1", "9.9") and await ApprovalMessages().find(7) is None
+    in_memory = RequestPlaces("slack")
+    await in_memory.remember(7, Place("C1", "9.9"))
+    assert await in_memory.place(7) == Place("C1", "9.9") and await RequestPlaces("slack").place(7) is None
 
     await db.close()  # storage failing: still known in this process, and only a warning
-    failing = ApprovalMessages(db)
-    await failing.remember(1, MessageRef("C1", "1.1"))
-    assert await failing.find(1) == MessageRef("C1", "1.1")
-    assert await ApprovalMessages(db).find(1) is None
+    failing = RequestPlaces("slack", db)
+    await failing.remember(1, Place("C1", "1.1"))
+    assert await failing.place(1) == Place("C1", "1.1")
+    assert await RequestPlaces("slack", db).place(1) is None
     assert "could not store where approval 1 was posted" in caplog.text
 
 

@@ -1,11 +1,10 @@
-"""Approvals on Discord, one feature in one file: the request text, the request messages edited as
-approvals are decided, who may click and what a click decides, the persistent buttons, the feedback
-and Revise forms, [View], and the pending list /approvals shows. The rules and words are
-bot/approvals.py's and bot/revisions.py's."""
+"""Approvals on Discord, read from clicks: who may click and what a click decides, the persistent
+buttons, the feedback and Revise forms, [View], and the pending list /approvals shows. The request
+message itself is rendered in bot/discord_bot/approval_message.py. The rules and words are the
+approvals core's (bot/approval_desk.py, bot/approvals.py) and bot/revisions.py's."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from dataclasses import dataclass
@@ -14,151 +13,40 @@ from typing import Any, Literal, Self
 import discord
 
 from bot.approval_desk import Actor, CommandReply
-from bot.approvals import outcome, refusal
-from bot.discord_bot.approval_places import ApprovalPlaces, Place
+from bot.discord_bot.approval_message import NO_MENTIONS, ApprovalBoard
 from bot.discord_bot.delivery import MESSAGE_LIMIT
-from bot.discord_bot.inbound import channel_id_of, key_for_channel
+from bot.discord_bot.inbound import key_for_channel
 from bot.numbers import ID_DIGITS
+from bot.request_places import Place
 from bot.revisions import FORM_HINT, arguments_json, code_blocks, read_arguments
 from bot.service import ChannelService
-from graph.actions import ActionCall
-from personas import Persona
 from storage import approvals
-from storage.records import Approval, ApprovalStatus
+from storage.records import Approval
 
-# -- the request text --------------------------------------------------------------------------------
-# What an approval request says in Discord, while it waits and after it is decided.
-#
-# Plain text, no embed: Roundtable is invited without Embed Links (invite.py), and a bot's embeds
-# are hidden where it lacks that permission. The request and its outcome are the same message:
-# the last line changes from the expiry to who decided and what happened.
-
-VALUE_LIMIT = 300  # characters of one argument shown; the stored approval keeps all of it
-RESULT_LIMIT = 300
-_SPACE = re.compile(r"\s+")
-_MARK = {
-    ApprovalStatus.APPROVED: "\N{WHITE HEAVY CHECK MARK}",
-    ApprovalStatus.RUNNING: "\N{WHITE HEAVY CHECK MARK}",
-    ApprovalStatus.EXECUTED: "\N{WHITE HEAVY CHECK MARK}",
-    ApprovalStatus.FAILED: "\N{WARNING SIGN}",
-    ApprovalStatus.UNKNOWN: "\N{WARNING SIGN}",
-    ApprovalStatus.REJECTED: "\N{CROSS MARK}",
-    ApprovalStatus.EXPIRED: "\N{HOURGLASS}",
-}
-
-
-def approval_text(approval: Approval, persona: Persona, *, decider_id: int | None = None) -> str:
-    action = approval.action.replace("`", "")[:40]  # inside a code span: shown as is, no escapes
-    head = f"**Approval #{approval.id}**: {_safe(persona.display_name, 80)} wants to run `{action}`"
-    if approval.revises:
-        head += f" (revises #{approval.revises})"
-    if approval.reason:
-        head += f"\nWaits: {_safe(approval.reason, 200)}"
-    last = status_line(approval, decider_id)
-    budget = MESSAGE_LIMIT - len(head) - len(last) - 2
-    shown = [f"> {_safe(str(key), 40)}: {_safe(str(value), VALUE_LIMIT)}" for key, value in approval.args.items()]
-    args = _fit(shown, budget)
-    return "\n".join([head, *args, last])
-
-
-def status_line(approval: Approval, decider_id: int | None) -> str:
-    """The approval's state in one line; `decider_id` (a Discord user) is shown as a mention that pings nobody."""
-    who = f"<@{decider_id}>" if decider_id else _safe(approval.decided_by or "someone", 80)
-    if approval.status is ApprovalStatus.PENDING:
-        at = int(approval.expires_at)
-        return f"Expires <t:{at}:t> (<t:{at}:R>). Approvers: use the buttons below."
-    return f"{_MARK.get(approval.status, '')} {outcome(approval, who, clean=lambda text: _safe(text, RESULT_LIMIT))}".strip()
-
-
-def _safe(text: str, limit: int) -> str:
-    """One line, at most `limit` characters of the original, with markdown and mentions made inert."""
-    flat = _SPACE.sub(" ", text).strip()
-    if len(flat) > limit:
-        flat = flat[: limit - 1] + "\N{HORIZONTAL ELLIPSIS}"
-    return discord.utils.escape_mentions(discord.utils.escape_markdown(flat))
-
-
-def _fit(lines: list[str], budget: int) -> list[str]:
-    kept: list[str] = []
-    for line in lines:
-        if sum(len(k) + 1 for k in kept) + len(line) + 1 > budget - 20:
-            kept.append(f"> \N{HORIZONTAL ELLIPSIS} ({len(lines) - len(kept)} more)")
-            break
-        kept.append(line)
-    return kept
-
-
-# -- the request messages ----------------------------------------------------------------------------
-# The approval request messages: posted by the bot with buttons, then edited as the approval is decided.
-#
-# Two edits can race for one request: the click shows "Approved by …; running it now" while the
-# resumed flow shows the final outcome. A lock per approval orders them, and once a final outcome is
-# shown nothing replaces it. Edits go through the bot's own REST API (not the interaction token),
-# since an expiry or a late execution can come long after the click's 15 minutes.
-
-NO_MENTIONS = discord.AllowedMentions.none()
-_NOT_FINAL = (ApprovalStatus.PENDING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
-
-
-class ApprovalBoard:
-    def __init__(self, client: discord.Client, places: ApprovalPlaces) -> None:
-        self._client = client
-        self.places = places
-        self._locks: dict[int, asyncio.Lock] = {}
-        self._settled: set[int] = set()
-
-    async def post_request(self, approval: Approval, persona: Persona, buttons: discord.ui.View) -> None:
-        """Raises discord.py's and aiohttp's errors; the port decides what a failed post means."""
-        channel = self._client.get_partial_messageable(channel_id_of(approval.channel_key))
-        message = await channel.send(approval_text(approval, persona), view=buttons, allowed_mentions=NO_MENTIONS)
-        await self.places.remember(approval.id, Place(message.channel.id, message.id))
-
-    async def show(self, approval: Approval, persona: Persona) -> bool:
-        """Edit the request to show the approval's state, buttons removed. False when no request
-        message is known (the approval went to Slack, or its post failed). Raises on a failed edit."""
-        place = await self.places.place(approval.id)
-        if place is None:
-            return False
-        async with self._locks.setdefault(approval.id, asyncio.Lock()):
-            if approval.id in self._settled:
-                return True  # a final outcome is already showing
-            decider = await self.places.decider(approval.id)
-            message = self._client.get_partial_messageable(place.channel_id).get_partial_message(place.message_id)
-            text = approval_text(approval, persona, decider_id=decider)
-            await message.edit(content=text, view=None, allowed_mentions=NO_MENTIONS)
-            if approval.status not in _NOT_FINAL:
-                self._settled.add(approval.id)
-                self._locks.pop(approval.id, None)
-        return True
-
-
-# -- who may decide, and the decision ----------------------------------------------------------------
-# What a click on an approval button (or a feedback form) does: who may decide, and the decision.
-#
-# The channel service has the last word: it checks the approver list again and lets only the first
-# decision count. The check here only lets a refusal be told at once, privately, without a deferral.
+# -- the clicks ----------------------------------------------------------------------------------------
+# What a click on an approval button (or a form's submission) does: the approvals core
+# (bot/approval_desk.py) says who may decide and lets only the first decision count; here the
+# click is acknowledged, the request message edited and a refusal told privately. Asking the core
+# before a deferral only lets a refusal be told at once.
 
 log = logging.getLogger(__name__)
 
-NO_MENTIONS = discord.AllowedMentions.none()
 SOMETHING_WENT_WRONG = "Something went wrong; the approval is unchanged."
 
 
+def actor_of(interaction: discord.Interaction) -> Actor:
+    return Actor(str(interaction.user.id), interaction.user.display_name)
+
+
 @dataclass(frozen=True)
-class ApprovalDesk:
+class ApprovalClicks:
     service: ChannelService
     board: ApprovalBoard
 
     async def refusal(self, interaction: discord.Interaction, approval_id: int) -> str | None:
         """Why this user cannot decide this approval from here; None when they can."""
-        approval = await approvals.get(self.service.db, approval_id)
-        if approval is not None and (
-            interaction.channel_id is None or approval.channel_key != key_for_channel(interaction.channel_id)
-        ):
-            return f"Approval #{approval_id} belongs to another channel."
-        actor = Actor(str(interaction.user.id), interaction.user.display_name)
-        may = approval is not None and self.service.approval_desk.may_decide(approval.channel_key, actor)
-        return refusal(approval, approval_id, may_decide=may)
+        shown_in = key_for_channel(interaction.channel_id) if interaction.channel_id is not None else ""
+        return await self.service.approval_desk.why_not(approval_id, actor_of(interaction), shown_in=shown_in)
 
     async def decide(
         self,
@@ -171,10 +59,9 @@ class ApprovalDesk:
     ) -> None:
         """`edited`: the JSON typed into the Revise form; the approval then runs those arguments."""
         await interaction.response.defer()  # acknowledges the click; the message is edited below
-        if interaction.message is not None and await self.board.places.place(approval_id) is None:
-            await self.board.places.remember(approval_id, Place(interaction.message.channel.id, interaction.message.id))
-        user = interaction.user
-        actor = Actor(str(user.id), user.display_name)
+        if (message := interaction.message) is not None and await self.board.places.place(approval_id) is None:
+            await self.board.places.remember(approval_id, Place(str(message.channel.id), str(message.id)))
+        actor = actor_of(interaction)
         if edited is None:
             reply = await self.service.approval_desk.decide(approval_id, actor, approve, comment)
         elif isinstance(args := read_arguments(edited), str):
@@ -186,8 +73,8 @@ class ApprovalDesk:
             return
         # No await between the decision and this line, so the flow it resumes (a queued task that
         # cannot run before this coroutine yields) shows its outcome with this user as the decider.
-        self.board.places.note_decider(approval_id, user.id)
-        await self.board.places.save_decider(approval_id, user.id)
+        self.board.places.note_decider(approval_id, actor.id)
+        await self.board.places.save_decider(approval_id, actor.id)
         decided = await approvals.get(self.service.db, approval_id)
         persona = self.service.personas.get(decided.persona_id) if decided else None
         if decided is not None and persona is not None:
@@ -198,9 +85,7 @@ class ApprovalDesk:
 
     async def show_arguments(self, interaction: discord.Interaction, approval_id: int) -> None:
         """The full arguments, to the clicker alone: as many ephemeral messages as they need, never cut."""
-        reply = await self.service.approval_desk.show_arguments(
-            approval_id, Actor(str(interaction.user.id), interaction.user.display_name)
-        )
+        reply = await self.service.approval_desk.show_arguments(approval_id, actor_of(interaction))
         for text in code_blocks(reply.reply, MESSAGE_LIMIT) if reply.ok else [reply.reply]:
             await tell(interaction, text)
 
@@ -234,9 +119,7 @@ async def tell(interaction: discord.Interaction, text: str) -> None:
 #
 # The buttons are DynamicItems: their custom_id, "approval:<id>:<verb>", carries everything a click
 # needs, and the client registers the class in setup_hook, so a button on any request message works
-# after a restart too. Each click reaches the ApprovalDesk the client serves (interaction.client).
-
-log = logging.getLogger(__name__)
+# after a restart too. Each click reaches the ApprovalClicks the client serves (interaction.client).
 
 Verb = Literal["approve", "reject", "feedback", "view", "revise"]
 TEMPLATE = rf"approval:(?P<id>[0-9]{{1,{ID_DIGITS}}}):(?P<verb>approve|reject|feedback|view|revise)"  # ASCII digits
@@ -268,9 +151,9 @@ def approval_view(approval_id: int) -> discord.ui.View:
     return view
 
 
-def desk_of(interaction: discord.Interaction) -> ApprovalDesk | None:
-    desk = getattr(interaction.client, "approval_desk", None)
-    return desk if isinstance(desk, ApprovalDesk) else None
+def clicks_of(interaction: discord.Interaction) -> ApprovalClicks | None:
+    clicks = getattr(interaction.client, "approval_clicks", None)
+    return clicks if isinstance(clicks, ApprovalClicks) else None
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLATE):
@@ -292,19 +175,19 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
         return self.verb == "view" or await _may_decide(interaction, self.approval_id)
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        desk = desk_of(interaction)
+        clicks = clicks_of(interaction)
         try:
-            if desk is None:
+            if clicks is None:
                 await tell(interaction, STARTING)
             elif self.verb == "feedback":
                 await interaction.response.send_modal(FeedbackForm(self.approval_id, interaction.id))
             elif self.verb == "view":
-                await desk.show_arguments(interaction, self.approval_id)
+                await clicks.show_arguments(interaction, self.approval_id)
             elif self.verb == "revise":
-                form = await desk.revision_form(self.approval_id, interaction.id)
+                form = await clicks.revision_form(self.approval_id, interaction.id)
                 await (tell(interaction, form) if isinstance(form, str) else interaction.response.send_modal(form))
             else:
-                await desk.decide(interaction, self.approval_id, approve=self.verb == "approve")
+                await clicks.decide(interaction, self.approval_id, approve=self.verb == "approve")
         except Exception:
             log.exception("the %s button of approval #%s failed", self.verb, self.approval_id)
             await tell(interaction, SOMETHING_WENT_WRONG)
@@ -320,13 +203,13 @@ class _ApprovalForm(discord.ui.Modal):
         return await _may_decide(interaction, self.approval_id)
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
-        desk = desk_of(interaction)
-        if desk is None:
+        clicks = clicks_of(interaction)
+        if clicks is None:
             await tell(interaction, STARTING)
             return
-        await self.submitted(desk, interaction)
+        await self.submitted(clicks, interaction)
 
-    async def submitted(self, desk: ApprovalDesk, interaction: discord.Interaction) -> None:
+    async def submitted(self, clicks: ApprovalClicks, interaction: discord.Interaction) -> None:
         raise NotImplementedError
 
     async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:  # type: ignore[override]
@@ -348,8 +231,8 @@ class FeedbackForm(_ApprovalForm):
         )
         self.add_item(discord.ui.Label(text="What should the persona do differently?", component=self.feedback))
 
-    async def submitted(self, desk: ApprovalDesk, interaction: discord.Interaction) -> None:
-        await desk.decide(interaction, self.approval_id, approve=False, comment=self.feedback.value.strip())
+    async def submitted(self, clicks: ApprovalClicks, interaction: discord.Interaction) -> None:
+        await clicks.decide(interaction, self.approval_id, approve=False, comment=self.feedback.value.strip())
 
 
 class RevisionForm(_ApprovalForm):
@@ -371,14 +254,14 @@ class RevisionForm(_ApprovalForm):
         label = discord.ui.Label(text=f"Arguments of {action}"[:45], description=FORM_HINT, component=self.arguments)
         self.add_item(label)
 
-    async def submitted(self, desk: ApprovalDesk, interaction: discord.Interaction) -> None:
-        await desk.decide(interaction, self.approval_id, approve=True, edited=self.arguments.value)
+    async def submitted(self, clicks: ApprovalClicks, interaction: discord.Interaction) -> None:
+        await clicks.decide(interaction, self.approval_id, approve=True, edited=self.arguments.value)
 
 
 async def _may_decide(interaction: discord.Interaction, approval_id: int) -> bool:
-    desk = desk_of(interaction)
+    clicks = clicks_of(interaction)
     try:
-        refusal = STARTING if desk is None else await desk.refusal(interaction, approval_id)
+        refusal = STARTING if clicks is None else await clicks.refusal(interaction, approval_id)
     except Exception:
         log.exception("could not check who may decide approval #%s", approval_id)
         refusal = SOMETHING_WENT_WRONG
@@ -392,23 +275,20 @@ async def _may_decide(interaction: discord.Interaction, approval_id: int) -> boo
 # /approvals (declared in bot/commands.py) lists this channel's pending approvals with links to their
 # requests: Discord renders that list itself. Decisions are made with the buttons on each request.
 
-log = logging.getLogger(__name__)
+PENDING_HEADING = "Pending approvals (approvers decide with the buttons on each request):"
 
 
 async def pending_list(service: ChannelService, board: ApprovalBoard, channel_id: int, guild_id: int | None) -> str:
-    waiting = await approvals.pending(service.db, key_for_channel(channel_id))
-    if not waiting:
-        return "No approvals are pending here."
-    rows = []
-    for approval in waiting:
-        persona = service.personas.get(approval.persona_id)
-        wanted = ActionCall(approval.call_id, approval.action, approval.args).describe()
-        row = (
-            f"#{approval.id} {persona.display_name if persona else approval.persona_id} wants "
-            f"{discord.utils.escape_markdown(wanted)}, expires <t:{int(approval.expires_at)}:R>"
-        )
+    """The approvals core's list, each request with its expiry and a link to its message."""
+
+    async def expiry_and_link(approval: Approval) -> str:
         place = await board.places.place(approval.id)
-        if place is not None and guild_id is not None:
-            row += f": https://discord.com/channels/{guild_id}/{place.channel_id}/{place.message_id}"
-        rows.append(row)
-    return "Pending approvals (approvers decide with the buttons on each request):\n" + "\n".join(rows)
+        link = f"https://discord.com/channels/{guild_id}/{place.channel}/{place.message}" if place and guild_id else ""
+        return f", expires <t:{int(approval.expires_at)}:R>" + (f": {link}" if link else "")
+
+    return await service.approval_desk.pending_list(
+        key_for_channel(channel_id),
+        heading=PENDING_HEADING,
+        clean=discord.utils.escape_markdown,
+        detail=expiry_and_link,
+    )

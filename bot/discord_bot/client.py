@@ -11,7 +11,7 @@ from discord import app_commands
 
 from bot.command_values import ListApprovals
 from bot.commands import CommandError, parse_command
-from bot.discord_bot.approvals import ApprovalButton, ApprovalDesk, pending_list
+from bot.discord_bot.approvals import ApprovalButton, ApprovalClicks, pending_list
 from bot.discord_bot.inbound import to_inbound
 from bot.discord_bot.slash_commands import Render, add_slash_commands
 from bot.service import ChannelService
@@ -39,16 +39,16 @@ class RoundtableClient(discord.Client):
         self.tree = app_commands.CommandTree(self)
         self.manager_role = manager_role
         self.service: ChannelService | None = None
-        self.approval_desk: ApprovalDesk | None = None  # the approval buttons find it through interaction.client
+        self.approval_clicks: ApprovalClicks | None = None  # the approval buttons find it through interaction.client
 
-    def serve(self, service: ChannelService, personas: Mapping[str, Persona], desk: ApprovalDesk) -> None:
+    def serve(self, service: ChannelService, personas: Mapping[str, Persona], clicks: ApprovalClicks) -> None:
         """Hand events to the service. Separate from __init__ because the service's port needs this client."""
         self.service = service
-        self.approval_desk = desk
+        self.approval_clicks = clicks
 
         async def pending_with_links(interaction: discord.Interaction) -> str:
             assert interaction.channel_id is not None  # checked before anything is rendered
-            return await pending_list(service, desk.board, interaction.channel_id, interaction.guild_id)
+            return await pending_list(service, clicks.board, interaction.channel_id, interaction.guild_id)
 
         renders: dict[type, Render] = {ListApprovals: pending_with_links}
         add_slash_commands(self.tree, service, personas, self.manager_role, renders)

@@ -18,11 +18,12 @@ import discord
 
 from bot.approvals import outcome
 from bot.avatars import TWEMOJI_BASE_URL
-from bot.discord_bot.approval_places import ApprovalPlaces
-from bot.discord_bot.approvals import ApprovalBoard, approval_view
+from bot.discord_bot.approval_message import PLATFORM, ApprovalBoard
+from bot.discord_bot.approvals import approval_view
 from bot.discord_bot.delivery import MESSAGE_LIMIT, NO_MENTIONS, Delivery
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
+from bot.request_places import RequestPlaces
 from graph.actions import ActionCall
 from graph.port import OutboundPort
 from personas import Persona
@@ -53,7 +54,7 @@ class DiscordPort:
     ) -> None:
         self._client = client
         self._delivery = Delivery(client, twemoji_base_url)
-        self.board = board or ApprovalBoard(client, ApprovalPlaces())
+        self.board = board or ApprovalBoard(client, RequestPlaces(PLATFORM))
         self._elsewhere = approvals_elsewhere
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:

@@ -13,11 +13,12 @@ import discord
 
 from bot.app import App, open_app
 from bot.config import Config, ConfigError
-from bot.discord_bot.approval_places import ApprovalPlaces
-from bot.discord_bot.approvals import ApprovalBoard, ApprovalDesk
+from bot.discord_bot.approval_message import PLATFORM, ApprovalBoard
+from bot.discord_bot.approvals import ApprovalClicks
 from bot.discord_bot.client import RoundtableClient
 from bot.discord_bot.endpoints import discord_endpoints
 from bot.discord_bot.port import DiscordPort
+from bot.request_places import RequestPlaces
 from graph.models.base import Models
 from graph.port import OutboundPort
 from storage.database import Database
@@ -50,7 +51,7 @@ class DiscordAdapter:
         self.board: ApprovalBoard | None = None
 
     def port(self, db: Database) -> DiscordPort:
-        self.board = ApprovalBoard(self.client, ApprovalPlaces(db))
+        self.board = ApprovalBoard(self.client, RequestPlaces(PLATFORM, db))
         return DiscordPort(
             self.client,
             self.board,
@@ -62,7 +63,7 @@ class DiscordAdapter:
     async def connected(self, app: App) -> AsyncIterator[asyncio.Task[None]]:
         """Serve the app's service over the gateway; on exit, running rounds finish, then all closes."""
         assert self.board is not None, "open_app builds the port first"
-        self.client.serve(app.service, app.personas, ApprovalDesk(app.service, self.board))
+        self.client.serve(app.service, app.personas, ApprovalClicks(app.service, self.board))
         async with self.client:
             connection = asyncio.create_task(self.client.start(self.token), name="discord")
             try:

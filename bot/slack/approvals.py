@@ -11,15 +11,15 @@ submission whose JSON the action's spec refuses is answered in the modal, before
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.approval_desk import Actor, CommandReply
-from bot.approvals import refusal
 from bot.numbers import record_id
 from bot.revisions import arguments_json, code_blocks, edited_arguments, read_arguments
 from bot.slack.approval_blocks import (
@@ -137,35 +137,27 @@ VIEW_PIECE_CHARS = 3000  # of the full arguments per private message (escaped, f
 
 
 def register(bot: SlackBot) -> None:
-    bot.bolt.action(APPROVE_ACTION)(_on_decision_button(bot, approve=True))
-    bot.bolt.action(REJECT_ACTION)(_on_decision_button(bot, approve=False))
-    bot.bolt.action(FEEDBACK_ACTION)(_on_feedback_button(bot))
+    bot.bolt.action(APPROVE_ACTION)(_on_button(bot, partial(decide_click, approve=True), "slack approval"))
+    bot.bolt.action(REJECT_ACTION)(_on_button(bot, partial(decide_click, approve=False), "slack approval"))
+    bot.bolt.action(FEEDBACK_ACTION)(_on_button(bot, open_feedback_modal, "slack feedback form"))
     bot.bolt.view(FEEDBACK_MODAL)(_on_feedback_submitted(bot))
     bot.bolt.action(VIEW_ACTION)(_on_button(bot, show_arguments, "slack approval view"))
     bot.bolt.action(REVISE_ACTION)(_on_button(bot, open_revise_modal, "slack revise form"))
     bot.bolt.view(REVISE_MODAL)(_on_revision_submitted(bot))
 
 
-def _on_decision_button(bot: SlackBot, *, approve: bool) -> Listener:
+def _on_button(
+    bot: SlackBot, handle: Callable[[SlackBot, ButtonClick], Coroutine[Any, Any, None]], name: str
+) -> Listener:
+    """A button's listener: ack at once, then `handle` the click as the bot's own work."""
+
     async def on_click(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         click = button_click(body)
         if click is None:
-            log.warning("approval button payload without an approval id or user ignored")
+            log.warning("%s payload without an approval id or user ignored", name)
             return
-        bot.work.start(decide_click(bot, click, approve), name=f"slack approval {click.approval_id}")
-
-    return on_click
-
-
-def _on_feedback_button(bot: SlackBot) -> Listener:
-    async def on_click(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        click = button_click(body)
-        if click is None:
-            log.warning("feedback button payload without an approval id or user ignored")
-            return
-        bot.work.start(open_feedback_modal(bot, click), name=f"slack feedback form {click.approval_id}")
+        bot.work.start(handle(bot, click), name=f"{name} {click.approval_id}")
 
     return on_click
 
@@ -180,18 +172,6 @@ def _on_feedback_submitted(bot: SlackBot) -> Listener:
         bot.work.start(decide_feedback(bot, submission), name=f"slack feedback {submission.approval_id}")
 
     return on_submit
-
-
-def _on_button(bot: SlackBot, handle: Callable[[SlackBot, ButtonClick], Any], name: str) -> Listener:
-    async def on_click(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        click = button_click(body)
-        if click is None:
-            log.warning("%s payload without an approval id or user ignored", name)
-            return
-        bot.work.start(handle(bot, click), name=f"{name} {click.approval_id}")
-
-    return on_click
 
 
 def _on_revision_submitted(bot: SlackBot) -> Listener:
@@ -243,7 +223,7 @@ async def show_arguments(bot: SlackBot, click: ButtonClick) -> None:
 
 async def open_revise_modal(bot: SlackBot, click: ButtonClick) -> None:
     """The Revise modal, unless the clicker could not decide anyway or the JSON would not fit a form."""
-    problem = await why_not(bot, click.approval_id, click.user_id, click.team_id, click.workspace)
+    problem = await why_not(bot, click)
     approval = await stored_approvals.get(bot.roundtable.db, click.approval_id) if problem is None else None
     if approval is not None and len(arguments_json(approval.args)) > REVISE_MAX_CHARS:
         problem = (
@@ -277,7 +257,7 @@ async def decide_click(bot: SlackBot, click: ButtonClick, approve: bool) -> None
 
 async def open_feedback_modal(bot: SlackBot, click: ButtonClick) -> None:
     """The modal, unless the clicker could not decide anyway (then they are told why at once)."""
-    refusal = await why_not(bot, click.approval_id, click.user_id, click.team_id, click.workspace)
+    refusal = await why_not(bot, click)
     if refusal is not None:
         if click.channel:
             await tell_privately(bot.bolt.client, click.channel, click.user_id, refusal, click.thread)
@@ -318,16 +298,12 @@ async def _tell_where_requested(bot: SlackBot, submission: FeedbackSubmission, t
         await tell_privately(bot.bolt.client, channel, submission.user_id, text, thread)
 
 
-async def why_not(
-    bot: SlackBot, approval_id: int, user_id: str, team_id: str | None, workspace: str | None
-) -> str | None:
-    """Why this user cannot decide this approval now; None when they can. Only a courtesy before the
-    modal: the service checks again when the feedback arrives."""
-    service = bot.roundtable.service
-    approval = await stored_approvals.get(bot.roundtable.db, approval_id)
-    where = service.approval_desk.decided_where(approval, _approvals_key(bot, workspace)) if approval else ""
-    return refusal(
-        approval, approval_id, may_decide=bool(where) and service.approval_desk.is_approver(where, user_id, team_id)
+async def why_not(bot: SlackBot, click: ButtonClick) -> str | None:
+    """Why the clicker cannot decide this approval now; None when they can. Only a courtesy before
+    the modal: the approvals core checks again when the submission arrives."""
+    clicker = Actor(click.user_id, click.user_id, click.team_id)  # who may decide goes by id and team
+    return await bot.roundtable.service.approval_desk.why_not(
+        click.approval_id, clicker, decided_in=_approvals_key(bot, click.workspace)
     )
 
 

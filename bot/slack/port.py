@@ -1,7 +1,7 @@
 """SlackPort: the outbound port, posting through chat.postMessage under each persona's name and icon.
 
 Approval requests are Block Kit messages with buttons (approval_blocks.py); where each one was
-posted is remembered (ApprovalMessages, below) so that show_decision can replace its buttons with
+posted is remembered (bot/request_places.py) so that show_decision can replace its buttons with
 chat.update, also after a restart."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -19,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.avatars import slack_icon_emoji
 from bot.config import Config, slack_approver
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
+from bot.request_places import Place, RequestPlaces
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
 from bot.slack.inbound import message_of
@@ -27,24 +27,15 @@ from bot.slack.slack_bot import UserNames
 from bot.slack.text import escape_clipped, escape_for_slack, slack_messages
 from graph.actions import ActionCall
 from personas import Persona
-from storage import approvals
 from storage.database import Database
 from storage.records import Approval, ApprovalStatus
 
 # -- where approval requests are posted --------------------------------------------------------------
-# Where approval requests are posted, and where each one was posted, so its buttons can be
-# replaced (chat.update) after a restart, or by another process sharing the database.
-#
-# The places are stored with the approvals (storage.approvals.remember_place); in unit tests
-# without a database they are kept in memory only.
+# Where approval requests are posted. Where each one was posted is kept in bot/request_places.py
+# (one table for every platform), so its buttons can be replaced (chat.update) after a restart, or
+# by another process sharing the database.
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class MessageRef:
-    channel: str
-    ts: str
 
 
 def request_location(approval: Approval, approvals_channel: str) -> tuple[str | None, str | None]:
@@ -55,37 +46,12 @@ def request_location(approval: Approval, approvals_channel: str) -> tuple[str | 
     return channel_id_of(approval.channel_key), approval.thread
 
 
-class ApprovalMessages:
-    def __init__(self, db: Database | None = None) -> None:
-        self._db = db
-        self._known: dict[int, MessageRef] = {}
-
-    async def remember(self, approval_id: int, ref: MessageRef) -> None:
-        """Never raises: a lost row only means the decision is posted as a new message instead."""
-        self._known[approval_id] = ref
-        if self._db is None:
-            return
-        try:
-            await approvals.remember_place(self._db, approval_id, ref.channel, ref.ts)
-        except Exception as exc:
-            log.warning("could not store where approval %s was posted: %s", approval_id, type(exc).__name__)
-
-    async def find(self, approval_id: int) -> MessageRef | None:
-        if approval_id in self._known or self._db is None:
-            return self._known.get(approval_id)
-        try:
-            place = await approvals.place_of(self._db, approval_id)
-        except Exception as exc:
-            log.warning("could not read where approval %s was posted: %s", approval_id, type(exc).__name__)
-            return None
-        return MessageRef(*place) if place else None
-
-
 # -- the port -----------------------------------------------------------------------------------------
 
 log = logging.getLogger(__name__)
 
 NOTICE_NAME = "Roundtable"
+PLATFORM = "slack"
 
 _DELIVERY_ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError)
 _NO_DECIDER = (ApprovalStatus.PENDING, ApprovalStatus.EXPIRED)
@@ -115,7 +81,7 @@ def slack_port(config: Config, client: AsyncWebClient, db: Database | None = Non
         client,
         approvals_channel=config.settings.slack.approvals_channel,
         approvers_for=config.settings.approvals.approvers_for,
-        messages=ApprovalMessages(db),
+        places=RequestPlaces(PLATFORM, db),
         thinking_reaction=config.settings.slack.thinking_reaction,
     )
 
@@ -131,14 +97,14 @@ class SlackPort:
         *,
         approvals_channel: str = "",
         approvers_for: ApproversFor = _nobody,
-        messages: ApprovalMessages | None = None,
+        places: RequestPlaces | None = None,
         thinking_reaction: str = "",
     ) -> None:
         self.client = client
         self.thinking_reaction = thinking_reaction.strip(":")
         self.approvals_channel = approvals_channel
         self.approvers_for = approvers_for
-        self.messages = messages or ApprovalMessages()
+        self.places = places or RequestPlaces(PLATFORM)
         self.names = UserNames(client)
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
@@ -206,7 +172,7 @@ class SlackPort:
                 if not gone:
                     return shown_as
         ref = await self._post_message(channel_key, channel, thread or thread_ts_of(channel_key), {"text": shown})
-        return plan_message_id(ref.channel, ref.ts) if ref is not None and ref.ts else None
+        return plan_message_id(ref.channel, ref.message) if ref is not None and ref.message else None
 
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         """Mentions only the configured approvers' user ids; the text itself is escaped, so it cannot ping."""
@@ -229,7 +195,7 @@ class SlackPort:
         }
         ref = await self._post_message(approval.channel_key, channel, thread, message)
         if ref is not None:
-            await self.messages.remember(approval.id, ref)
+            await self.places.remember(approval.id, ref)
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         """Replace the request's buttons with the outcome; without a known request message, post the outcome."""
@@ -238,11 +204,11 @@ class SlackPort:
             "text": f"Approval #{approval.id}: {outcome}",
             "blocks": decision_blocks(approval, persona, outcome, name_the_channel=bool(self.approvals_channel)),
         }
-        ref = await self.messages.find(approval.id)
+        ref = await self.places.place(approval.id)
         if ref is not None:
             try:
                 await self.client.chat_update(
-                    channel=ref.channel, ts=ref.ts, text=message["text"], blocks=message["blocks"]
+                    channel=ref.channel, ts=ref.message, text=message["text"], blocks=message["blocks"]
                 )
                 return
             except _DELIVERY_ERRORS as exc:
@@ -295,7 +261,7 @@ class SlackPort:
 
     async def _post_message(
         self, channel_key: str, channel: str, thread: str | None, message: dict[str, Any]
-    ) -> MessageRef | None:
+    ) -> Place | None:
         arguments: dict[str, Any] = {"channel": channel, "unfurl_links": False, "username": NOTICE_NAME, **message}
         if thread:
             arguments["thread_ts"] = thread
@@ -304,7 +270,7 @@ class SlackPort:
         except _DELIVERY_ERRORS as exc:
             log.warning("chat.postMessage in %s failed: %s", channel_key, _describe(exc))
             return None
-        return MessageRef(str(response.get("channel") or channel), str(response.get("ts") or ""))
+        return Place(str(response.get("channel") or channel), str(response.get("ts") or ""))
 
 
 def _describe(exc: BaseException) -> str:
