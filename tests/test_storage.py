@@ -1,16 +1,17 @@
 """Storage on both backends: migrations, per-persona delivery, dedupe, windowed history, the inbox, locks."""
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from storage import channels, history, inbox
+from storage import approvals, channels, history, inbox
 from storage.database import Database, open_database
 from storage.locks import channel_lock
-from storage.migrations import MIGRATIONS
-from storage.records import LineKind
+from storage.migrations import MIGRATIONS, migration_sql
+from storage.records import LineKind, RequestPlace
 
 KEY = "console:t"
 
@@ -219,3 +220,28 @@ async def test_no_read_sees_a_transactions_uncommitted_lines(db):
         await writer
     assert seen == ["committed"] and channel == ["committed"]
     assert [line.text for line in await history.recent_lines_for(db, KEY, "nova", limit=10)] == ["committed"]
+
+
+async def test_request_places_of_both_platforms_are_carried_into_one_table(tmp_path) -> None:
+    """Migration 15: approval_places (Slack's raw channel ids, Discord's "discord:<id>") and
+    approval_deciders become request_places, one row per request with its platform and decider."""
+    path = tmp_path / "db.sqlite3"
+    with sqlite3.connect(path) as conn:
+        for step in MIGRATIONS[:14]:
+            conn.executescript(migration_sql(step, "sqlite"))
+        conn.execute("INSERT INTO channels (key, created_at) VALUES ('slack:T1:C1', 0), ('discord:5', 0)")
+        for approval_id, key in ((1, "slack:T1:C1"), (2, "discord:5")):
+            conn.execute(
+                "INSERT INTO approvals (id, batch, call_id, channel_key, persona_id, action, args, requested_at, "
+                "expires_at) VALUES (?, 'b', ?, ?, 'nova', 'publish_post', '{}', 0, 1)",
+                (approval_id, f"c{approval_id}", key),
+            )
+        conn.execute("INSERT INTO approval_places VALUES (1, 'C1', '9.9'), (2, 'discord:5', '77')")
+        conn.execute("INSERT INTO approval_deciders VALUES (2, '42')")
+        conn.execute("PRAGMA user_version = 14")
+    db = await open_database(path)
+    try:
+        assert await approvals.place_of(db, 1) == RequestPlace("slack", "C1", "9.9")
+        assert await approvals.place_of(db, 2) == RequestPlace("discord", "5", "77", decider="42")
+    finally:
+        await db.close()
