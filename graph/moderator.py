@@ -143,7 +143,7 @@ def shown_reason(pick_name: str, reason: str, spoken_since_human: Sequence[str])
 def invitation_reason(shown: str, pick_name: str, expertise: Sequence[str]) -> str:
     """Why an invited persona joins, as its notice says: the moderator's own words, or its
     expertise when the reason is a fixed one (which says why a persona speaks, not why it was asked in)."""
-    if shown in {f"{pick_name} {reason}" for reason in NAMED_REASONS} | {"no reason given"} and expertise:
+    if (shown in fixed_reasons([pick_name]) or shown == "no reason given") and expertise:
         return "its expertise in " + ", ".join(expertise)
     return shown
 
