@@ -7,6 +7,7 @@ connections, transactions and locks.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -15,6 +16,21 @@ from typing import Any, Protocol
 # aiosqlite.Row and asyncpg.Record both index by column name and position.
 Row = Any
 Params = Sequence[Any]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(params: Params) -> tuple[Any, ...]:
+    """The parameters with every lone UTF-16 surrogate in their text replaced by U+FFFD.
+
+    JSON's `\\ud800` escape puts one in a Python str, and neither SQLite nor PostgreSQL can encode
+    it, so a message (or a name, a feedback form, a command's argument) holding one would fail its
+    INSERT. Both backends pass every statement's parameters through here: what any platform sends is
+    stored, with the replacement character where the surrogate was."""
+    return tuple(
+        _LONE_SURROGATE.sub("\ufffd", value) if isinstance(value, str) and not value.isascii() else value
+        for value in params
+    )
 
 
 class Tx(Protocol):

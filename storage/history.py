@@ -49,7 +49,7 @@ async def _insert(tx: Tx, line: Line) -> Line:
     )
     row = await tx.fetch_one(
         "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at, tool_calls, call_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id, author_name, text",  # as stored: see storable()
         (
             line.channel_key,
             line.kind.value,
@@ -67,8 +67,8 @@ async def _insert(tx: Tx, line: Line) -> Line:
         line.channel_key,
         line.kind,
         line.author_id,
-        line.author_name,
-        line.text,
+        row[1],
+        row[2],
         line.created_at,
         line.tool_calls,
         line.call_id,

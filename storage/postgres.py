@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import asyncpg
 
-from storage.database import Params, Row
+from storage.database import Params, Row, storable
 from storage.locks import SETUP_LOCK
 from storage.migrations import MIGRATIONS, migration_sql
 
@@ -43,16 +43,16 @@ class PostgresTx:
         self._conn = conn
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        return _rows_changed(await self._conn.execute(numbered(sql), *params))
+        return _rows_changed(await self._conn.execute(numbered(sql), *storable(params)))
 
     async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
-        await self._conn.executemany(numbered(sql), [tuple(row) for row in rows])
+        await self._conn.executemany(numbered(sql), [storable(row) for row in rows])
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
-        return await self._conn.fetchrow(numbered(sql), *params)
+        return await self._conn.fetchrow(numbered(sql), *storable(params))
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(await self._conn.fetch(numbered(sql), *params))
+        return list(await self._conn.fetch(numbered(sql), *storable(params)))
 
     async def serialize(self, name: str) -> None:
         await self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", name)

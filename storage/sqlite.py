@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from storage.database import Params, Row
+from storage.database import Params, Row, storable
 from storage.migrations import MIGRATIONS, migration_sql
 
 log = logging.getLogger(__name__)
@@ -33,16 +33,16 @@ class SqliteTx:
         self._conn = conn
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        return self._conn.execute(sql, tuple(params)).rowcount
+        return self._conn.execute(sql, storable(params)).rowcount
 
     async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
-        self._conn.executemany(sql, [tuple(row) for row in rows])
+        self._conn.executemany(sql, [storable(row) for row in rows])
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
-        return self._conn.execute(sql, tuple(params)).fetchone()
+        return self._conn.execute(sql, storable(params)).fetchone()
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
-        return self._conn.execute(sql, tuple(params)).fetchall()
+        return self._conn.execute(sql, storable(params)).fetchall()
 
     async def serialize(self, name: str) -> None:
         """Nothing to do: BEGIN IMMEDIATE already lets one writer in at a time."""

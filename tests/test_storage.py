@@ -77,6 +77,14 @@ async def test_a_line_is_stored_once_and_delivered_to_the_participants_present(d
     assert await channels.participants(db, KEY) == ["nova", "rex"]
 
 
+async def test_text_with_lone_surrogates_is_stored_with_replacement_characters(db):
+    line = await inbox.accept(db, "Ev\udc00", KEY, "u1", "Ana \udfff", "a \ud800 b \U0001f600")
+    assert line is not None and line.text == "a \ufffd b \U0001f600"
+    [stored] = await history.lines_by_id(db, [line.id])
+    assert (stored.author_name, stored.text) == ("Ana \ufffd", "a \ufffd b \U0001f600")
+    assert await inbox.accept(db, "Ev\udc00", KEY, "u1", "Ana", "again") is None  # same event, once
+
+
 async def test_inviting_twice_or_dismissing_an_absent_persona_changes_nothing(db):
     assert not await history.set_membership(db, KEY, "nova", active=True, marker_text="Nova joined")
     assert not await history.set_membership(db, KEY, "rex", active=False, marker_text="Rex left")
