@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.slack.keys import channel_key_of
@@ -121,6 +121,18 @@ class DiscordSection(_Section):
     gateway_url: str = ""
     manager_role: str = ""
     twemoji_base_url: str = TWEMOJI_BASE_URL
+    shard_count: Annotated[int, Field(ge=0, le=65_536)] = 0  # 0: as many as GET /gateway/bot recommends
+    shard_ids: list[int] = Field(default_factory=list)  # empty: every shard, in this process
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shards_of_the_count(cls, shard_ids: list[int], info: ValidationInfo) -> list[int]:
+        count = info.data.get("shard_count", 0)
+        if shard_ids and not count:
+            raise ValueError("a shard_count above 0 as well (every process sets the same)")
+        if any(not 0 <= shard < count for shard in shard_ids) or len(set(shard_ids)) != len(shard_ids):
+            raise ValueError(f"distinct shard numbers from 0 to {count - 1}")
+        return shard_ids
 
 
 class ApprovalsSection(_Section):

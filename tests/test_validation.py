@@ -46,6 +46,18 @@ def test_a_storage_url_must_be_postgresql_and_carry_no_password(tmp_path):
     assert "[storage] url: expected a postgresql:// URL" in config_error(tmp_path, '[storage]\nurl = "mysql://db/x"\n')
 
 
+def test_discord_shard_ids_need_the_shared_count_and_must_lie_within_it(tmp_path):
+    assert config_error(tmp_path, "[discord]\nshard_ids = [0]\n").endswith(
+        "[discord] shard_ids: expected a shard_count above 0 as well (every process sets the same), got [0]"
+    )
+    message = config_error(tmp_path, "[discord]\nshard_count = 2\nshard_ids = [1, 2]\n")
+    assert message.endswith("[discord] shard_ids: expected distinct shard numbers from 0 to 1, got [1, 2]")
+    assert "distinct" in config_error(tmp_path, "[discord]\nshard_count = 2\nshard_ids = [1, 1]\n")
+    path = write_config(tmp_path, {"discord": {"shard_count": 4, "shard_ids": [2, 3]}})
+    discord = load_config(path).settings.discord
+    assert (discord.shard_count, discord.shard_ids) == (4, [2, 3])
+
+
 def test_the_shipped_config_is_valid():
     settings = load_config(REPO / "config.toml").settings
     assert settings.moderation.max_turns == 6 and settings.review.min_chars == 20

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import discord
@@ -33,9 +33,27 @@ def roundtable_intents() -> discord.Intents:
     return intents
 
 
-class RoundtableClient(discord.Client):
-    def __init__(self, *, manager_role: str = "", **options: Any) -> None:
+class RoundtableClient(discord.AutoShardedClient):
+    """Connects the shards `shard_ids` of `shard_count` (0: as many as Discord recommends; no ids:
+    all of them). Discord sends each server's events to one shard, so processes holding different
+    shards of one bot never see the same message; they share the database, so any of them can
+    decide an approval another one asked for."""
+
+    def __init__(
+        self,
+        *,
+        manager_role: str = "",
+        shard_count: int = 0,
+        shard_ids: Sequence[int] = (),
+        gateway_pinned: bool = False,
+        **options: Any,
+    ) -> None:
+        if shard_count:
+            options["shard_count"] = shard_count
+        if shard_ids:
+            options["shard_ids"] = list(shard_ids)
         super().__init__(intents=roundtable_intents(), allowed_mentions=discord.AllowedMentions.none(), **options)
+        self._gateway_pinned = gateway_pinned  # [discord] gateway_url set: connect there, not where Discord says
         self.tree = app_commands.CommandTree(self)
         self.manager_role = manager_role
         self.service: ChannelService | None = None
@@ -53,6 +71,12 @@ class RoundtableClient(discord.Client):
         renders: dict[type, Render] = {ListApprovals: pending_with_links}
         add_slash_commands(self.tree, service, personas, self.manager_role, renders)
 
+    async def launch_shards(self) -> None:
+        if self.shard_count is None and self._gateway_pinned:
+            # discord.py takes the count and the address from GET /gateway/bot; keep our address.
+            self.shard_count, _, _ = await self.http.get_bot_gateway()
+        await super().launch_shards()
+
     async def setup_hook(self) -> None:
         # Before the gateway connects: the approval buttons of any request, also one posted before
         # a restart, reach ApprovalButton through its custom_id template.
@@ -61,7 +85,14 @@ class RoundtableClient(discord.Client):
         log.info("slash commands synced: %s", ", ".join(f"/{c.name}" for c in synced))
 
     async def on_ready(self) -> None:
-        log.info("connected to Discord as %s in %d server(s)", self.user, len(self.guilds))
+        shards = ", ".join(str(shard) for shard in sorted(self.shards))
+        log.info(
+            "connected to Discord as %s in %d server(s), shard(s) %s of %s",
+            self.user,
+            len(self.guilds),
+            shards,
+            self.shard_count,
+        )
         if self.application_id is not None:
             log.info("invite it to a server with %s", invite_url(self.application_id))
 

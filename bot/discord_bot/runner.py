@@ -46,7 +46,13 @@ class DiscordAdapter:
     def __init__(self, config: Config, token: str, *, approvals_elsewhere: OutboundPort | None = None) -> None:
         self.config = config
         self.token = token
-        self.client = RoundtableClient(manager_role=config.settings.discord.manager_role)
+        settings = config.settings.discord
+        self.client = RoundtableClient(
+            manager_role=settings.manager_role,
+            shard_count=settings.shard_count,
+            shard_ids=settings.shard_ids,
+            gateway_pinned=bool(settings.gateway_url),
+        )
         self.approvals_elsewhere = approvals_elsewhere
         self.board: ApprovalBoard | None = None
 

@@ -2,6 +2,8 @@
 
 One guild ("Roundtable Test") with two text channels (#general and #news), one public thread in
 #general (#general > plans), the bot, and a human member. Only the fields discord.py reads are filled in.
+A second guild ("Second Table", one channel #lobby) sits on the other shard of two, for the shard tests:
+Discord sends a guild's events to shard (guild_id >> 22) % shard_count.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ BOT_ROLE_ID = 1_100_000_000_000_000_007
 MANAGER_ROLE_ID = 1_100_000_000_000_000_008
 MANAGER_ROLE_NAME = "Table Manager"
 NEWS_CHANNEL_ID = 1_100_000_000_000_000_009
+SECOND_GUILD_ID = GUILD_ID + (1 << 22)  # the next shard of two: (id >> 22) % 2 differs
+SECOND_CHANNEL_ID = SECOND_GUILD_ID + 1
+SECOND_BOT_ROLE_ID = SECOND_GUILD_ID + 2
 
 TIMESTAMP = "2026-01-02T03:04:05.000000+00:00"
 DISCORD_EPOCH_MS = 1_420_070_400_000
@@ -90,7 +95,7 @@ def role(role_id: int, name: str, permissions: int, *, managed: bool = False, bo
         "name": name,
         "color": 0,
         "hoist": False,
-        "position": 0 if role_id == GUILD_ID else 1,
+        "position": 0 if role_id in (GUILD_ID, SECOND_GUILD_ID) else 1,  # @everyone's id is its guild's
         "permissions": str(permissions),
         "managed": managed,
         "mentionable": False,
@@ -101,11 +106,20 @@ def role(role_id: int, name: str, permissions: int, *, managed: bool = False, bo
     return payload
 
 
+def shard_of(guild_id: int, shard_count: int) -> int:
+    """The shard Discord sends a guild's events to."""
+    return (guild_id >> 22) % shard_count
+
+
+def guild_of(channel_id: int) -> int:
+    return SECOND_GUILD_ID if channel_id == SECOND_CHANNEL_ID else GUILD_ID
+
+
 def text_channel(channel_id: int = TEXT_CHANNEL_ID, name: str = "general") -> Payload:
     return {
         "id": str(channel_id),
         "type": 0,
-        "guild_id": str(GUILD_ID),
+        "guild_id": str(guild_of(channel_id)),
         "name": name,
         "position": 0 if channel_id == TEXT_CHANNEL_ID else 1,
         "permission_overwrites": [],
@@ -141,7 +155,12 @@ def thread() -> Payload:
 
 
 def channels_by_id() -> dict[int, Payload]:
-    return {TEXT_CHANNEL_ID: text_channel(), NEWS_CHANNEL_ID: news_channel(), THREAD_ID: thread()}
+    return {
+        TEXT_CHANNEL_ID: text_channel(),
+        NEWS_CHANNEL_ID: news_channel(),
+        THREAD_ID: thread(),
+        SECOND_CHANNEL_ID: text_channel(SECOND_CHANNEL_ID, "lobby"),
+    }
 
 
 def news_channel() -> Payload:
@@ -165,7 +184,20 @@ def member(user_payload: Payload, roles: list[int], *, permissions: int | None =
     return payload
 
 
-def guild_create() -> Payload:
+def guild_create(guild_id: int = GUILD_ID) -> Payload:
+    if guild_id == SECOND_GUILD_ID:
+        return {
+            **guild_create(),
+            "id": str(SECOND_GUILD_ID),
+            "name": "Second Table",
+            "roles": [
+                role(SECOND_GUILD_ID, "@everyone", MEMBER_PERMISSIONS),
+                role(SECOND_BOT_ROLE_ID, "Roundtable", BOT_PERMISSIONS, managed=True, bot_id=BOT_USER_ID),
+            ],
+            "channels": [text_channel(SECOND_CHANNEL_ID, "lobby")],
+            "threads": [],
+            "members": [member(bot_user(), [SECOND_BOT_ROLE_ID]), member(human(), [])],
+        }
     return {
         "id": str(GUILD_ID),
         "name": "Roundtable Test",
@@ -194,15 +226,21 @@ def guild_create() -> Payload:
     }
 
 
-def ready(session_id: str, resume_gateway_url: str) -> Payload:
+def ready(
+    session_id: str,
+    resume_gateway_url: str,
+    *,
+    guild_ids: tuple[int, ...] = (GUILD_ID,),
+    shard: tuple[int, int] = (0, 1),
+) -> Payload:
     return {
         "v": 10,
         "user": bot_user(),
-        "guilds": [{"id": str(GUILD_ID), "unavailable": True}],
+        "guilds": [{"id": str(guild_id), "unavailable": True} for guild_id in guild_ids],
         "session_id": session_id,
         "resume_gateway_url": resume_gateway_url,
         "application": {"id": str(APPLICATION_ID), "flags": 0},
-        "shard": [0, 1],
+        "shard": list(shard),
     }
 
 
@@ -236,7 +274,7 @@ def message(
         "components": components or [],
     }
     if in_guild:
-        payload["guild_id"] = str(GUILD_ID)
+        payload["guild_id"] = str(guild_of(channel_id))
         if webhook_id is None:
             payload["member"] = {k: v for k, v in member(author, []).items() if k != "user"}
     if webhook_id is not None:
@@ -248,7 +286,7 @@ def webhook(webhook_id: int, token: str, channel_id: int, name: str) -> Payload:
     return {
         "id": str(webhook_id),
         "type": 1,
-        "guild_id": str(GUILD_ID),
+        "guild_id": str(guild_of(channel_id)),
         "channel_id": str(channel_id),
         "user": bot_user(),
         "name": name,
@@ -318,8 +356,8 @@ def interaction(
         "type": kind,  # 2 APPLICATION_COMMAND, 3 MESSAGE_COMPONENT, 5 MODAL_SUBMIT
         "token": token,
         "version": 1,
-        "guild_id": str(GUILD_ID),
-        "guild": {"id": str(GUILD_ID), "locale": "en-US", "features": []},
+        "guild_id": str(guild_of(channel_id)),
+        "guild": {"id": str(guild_of(channel_id)), "locale": "en-US", "features": []},
         "channel_id": str(channel_id),
         "channel": channels_by_id()[channel_id],
         "member": member_payload,
@@ -327,7 +365,7 @@ def interaction(
         "locale": "en-US",
         "guild_locale": "en-US",
         "entitlements": [],
-        "authorizing_integration_owners": {"0": str(GUILD_ID)},
+        "authorizing_integration_owners": {"0": str(guild_of(channel_id))},
         "context": 0,
         "attachment_size_limit": 10 * 1024 * 1024,
         "data": data,

@@ -9,6 +9,13 @@ for a slash command, a button click or a submitted form, with `send_message` / `
 are kept (with their components) in `messages` and edited in place, so a click can carry its message.
 Several clients may connect one after another (a restart): events go to the newest connection.
 
+Shards, as Discord does them: IDENTIFY's `shard` [shard_id, num_shards] (absent: [0, 1]) picks the
+guilds of `guild_ids` that connection hears, those with (guild_id >> 22) % num_shards == shard_id;
+READY lists only those, a GUILD_CREATE follows for each, and every event of a guild (a message, an
+interaction, the echo of a post) goes to the newest connection holding its shard; one without a
+guild (a DM) goes to shard 0. An impossible shard is closed with 4010 "Invalid shard". GET
+/gateway/bot recommends `recommended_shards`.
+
 Gateway: HELLO, then READY and GUILD_CREATE after IDENTIFY, heartbeat ACKs, RESUMED after RESUME.
 Frames follow what the client asked for in the query: `compress=zstd-stream` (discord.py when the
 zstandard package is installed), `compress=zlib-stream`, or plain JSON text without `compress`.
@@ -56,6 +63,7 @@ class GatewaySession:
         self.ws = ws
         self.compress = compress
         self.sequence = 0
+        self.shard: tuple[int, int] | None = None  # [shard_id, num_shards], once identified
         self._zlib = zlib.compressobj() if compress == "zlib-stream" else None
         self._zstd = None
         if compress == "zstd-stream":
@@ -77,6 +85,13 @@ class GatewaySession:
         self.sequence += 1
         await self.send({"op": 0, "t": event, "s": self.sequence, "d": data})
 
+    def hears(self, guild_id: int | None) -> bool:
+        """Whether Discord sends this connection the events of `guild_id` (None: a DM, shard 0)."""
+        if self.shard is None or self.ws.closed:
+            return False
+        shard_id, num_shards = self.shard
+        return shard_id == (0 if guild_id is None else p.shard_of(guild_id, num_shards))
+
 
 @dataclass
 class FakeDiscord(LoopbackServer):
@@ -89,7 +104,11 @@ class FakeDiscord(LoopbackServer):
     webhooks: dict[int, dict[str, Any]] = field(default_factory=dict)
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # posted by the bot, as last edited
     guilds_sent: int = 0  # connections that got READY and GUILD_CREATE
-    _session: GatewaySession | None = None
+    guild_ids: tuple[int, ...] = (p.GUILD_ID,)  # the guilds the bot is in
+    recommended_shards: int = 1  # what GET /gateway/bot answers
+    routed: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)  # (shard_id, event, data)
+    _sessions: list[GatewaySession] = field(default_factory=list)  # every connection, oldest first
+    _shards_by_session_id: dict[str, tuple[int, int]] = field(default_factory=dict)  # for RESUME
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -129,8 +148,9 @@ class FakeDiscord(LoopbackServer):
         return app
 
     async def before_close(self) -> None:
-        if self._session is not None and not self._session.ws.closed:
-            await self._session.ws.close()
+        for session in self._sessions:
+            if not session.ws.closed:
+                await session.ws.close()
 
     # -- what tests use -----------------------------------------------------------------------
 
@@ -142,6 +162,10 @@ class FakeDiscord(LoopbackServer):
             if loop.time() > deadline:
                 raise TimeoutError(f"{self.guilds_sent} of {count} clients connected")
             await asyncio.sleep(0.01)
+
+    def connected_shards(self) -> set[int]:
+        """The shard ids of the connections that identified and are still open."""
+        return {s.shard[0] for s in self._sessions if s.shard is not None and not s.ws.closed}
 
     async def send_message(
         self,
@@ -262,16 +286,32 @@ class FakeDiscord(LoopbackServer):
 
     # -- gateway ------------------------------------------------------------------------------
 
-    async def _dispatch(self, event: str, data: dict[str, Any]) -> None:
+    def _session_for(self, guild_id: int | None) -> GatewaySession | None:
+        return next((s for s in reversed(self._sessions) if s.hears(guild_id)), None)
+
+    async def _dispatch(self, event: str, data: dict[str, Any], timeout: float = 10) -> None:
+        """Send `event` to the connection holding its guild's shard, waiting for one to connect."""
         await self.wait_until_guild_sent()
-        assert self._session is not None
-        await self._session.dispatch(event, data)
+        guild_id = int(data["guild_id"]) if data.get("guild_id") else None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (session := self._session_for(guild_id)) is None:
+            if loop.time() > deadline:
+                raise TimeoutError(f"no connection holds the shard of guild {guild_id}")
+            await asyncio.sleep(0.01)
+        await self._send_routed(session, event, data)
+
+    async def _send_routed(self, session: GatewaySession, event: str, data: dict[str, Any]) -> None:
+        assert session.shard is not None
+        self.routed.append((session.shard[0], event, data))
+        await session.dispatch(event, data)
 
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         self.gateway_queries.append(dict(request.query))
-        session = self._session = GatewaySession(ws, request.query.get("compress"))
+        session = GatewaySession(ws, request.query.get("compress"))
+        self._sessions.append(session)
         await session.send({"op": 10, "d": {"heartbeat_interval": 41_250}})
         async for frame in ws:
             if frame.type != WSMsgType.TEXT:
@@ -285,10 +325,21 @@ class FakeDiscord(LoopbackServer):
                 if data.get("token") != self.token:
                     await ws.close(code=4004, message=b"Authentication failed.")
                     break
-                await session.dispatch("READY", p.ready(secrets.token_hex(8), self.gateway_url))
-                await session.dispatch("GUILD_CREATE", p.guild_create())
+                shard_id, num_shards = data.get("shard") or (0, 1)
+                if not 0 <= shard_id < num_shards:
+                    await ws.close(code=4010, message=b"Invalid shard.")
+                    break
+                guilds = tuple(g for g in self.guild_ids if p.shard_of(g, num_shards) == shard_id)
+                session_id = secrets.token_hex(8)
+                self._shards_by_session_id[session_id] = (shard_id, num_shards)
+                ready = p.ready(session_id, self.gateway_url, guild_ids=guilds, shard=(shard_id, num_shards))
+                await session.dispatch("READY", ready)
+                for guild_id in guilds:
+                    await session.dispatch("GUILD_CREATE", p.guild_create(guild_id))
+                session.shard = (shard_id, num_shards)
                 self.guilds_sent += 1
             elif op == 6:
+                session.shard = self._shards_by_session_id.get(data.get("session_id"), (0, 1))
                 await session.dispatch("RESUMED", {})
         return ws
 
@@ -319,7 +370,7 @@ class FakeDiscord(LoopbackServer):
 
     async def _gateway_info(self, request: web.Request) -> web.Response:
         limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
-        return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+        return _json({"url": self.gateway_url, "shards": self.recommended_shards, "session_start_limit": limit})
 
     async def _overwrite_commands(self, request: web.Request) -> web.Response:
         self.commands = [
@@ -412,8 +463,9 @@ class FakeDiscord(LoopbackServer):
         return {**message, "flags": body.get("flags", 0), "webhook_id": str(p.APPLICATION_ID)}
 
     async def _echo(self, message: dict[str, Any]) -> None:
-        if self._session is not None and not self._session.ws.closed:
-            await self._session.dispatch("MESSAGE_CREATE", message)
+        session = self._session_for(int(message["guild_id"]) if message.get("guild_id") else None)
+        if session is not None:
+            await self._send_routed(session, "MESSAGE_CREATE", message)
 
 
 def _is_channel_webhook(call: RecordedCall) -> bool:
