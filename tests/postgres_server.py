@@ -62,7 +62,7 @@ class PostgresServer:
     _names: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
-    def start(cls) -> PostgresServer:
+    def start(cls, *, max_connections: int = 100) -> PostgresServer:
         directory = Path(tempfile.mkdtemp(prefix="roundtable-pg-"))
         run_as = pwd.getpwnam(UNPRIVILEGED_USER) if os.geteuid() == 0 else None
         if run_as:
@@ -74,7 +74,7 @@ class PostgresServer:
         data = directory / "data"
         initdb = ("-U", SUPERUSER, "-A", "trust", "--no-sync", "-E", "UTF8", "--no-locale")
         server._run("initdb", "-D", str(data), *initdb)
-        options = f"-h 127.0.0.1 -p {server.port} -k {directory} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        options = f"-h 127.0.0.1 -p {server.port} -k {directory} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections={max_connections}"
         server._run("pg_ctl", "-D", str(data), "-l", str(directory / "server.log"), "-o", options, "-w", "start")
         return server
 
