@@ -154,7 +154,7 @@ class Run:
                 break
             except TimeoutError:
                 pass
-            running = [bot for bot in self.bots if bot.running]
+            running = [bot for bot in self.bots if bot.ready]
             if len(running) < 2:
                 continue
             victim = self.rng.choice(running)

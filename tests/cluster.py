@@ -142,6 +142,7 @@ class BotProcess:
     config: Path
     process: asyncio.subprocess.Process | None = None
     starts: int = 0
+    ready: bool = False  # started and listening
 
     @property
     def url(self) -> str:
@@ -163,6 +164,7 @@ class BotProcess:
             OPENAI_API_KEY="sk-fake-chaos",
         )
         self.starts += 1
+        self.ready = False
         with open(self.directory / "bot.log", "ab") as log:
             log.write(f"--- start {self.starts} at {time.time():.3f}\n".encode())
             log.flush()
@@ -181,10 +183,12 @@ class BotProcess:
                     await asyncio.sleep(0.05)
                     continue
                 writer.close()
+                self.ready = True
                 return
 
     async def kill(self) -> None:
         """SIGKILL: no drain, no goodbye; whatever was in flight is cut."""
+        self.ready = False
         if self.process is not None and self.process.returncode is None:
             self.process.send_signal(signal.SIGKILL)
             await self.process.wait()
