@@ -51,6 +51,7 @@ class Measured:
     postgres_cpu: float
     harness_cpu: float
     peak_in_flight: int
+    machine_cpu: float  # % of all cores busy, whoever used them
 
     @property
     def per_second(self) -> float:
@@ -63,6 +64,13 @@ def cpu_of(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine, every process of every user (/proc/stat)."""
+    numbers = [float(n) for n in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = numbers[3] + numbers[4]  # idle, iowait
+    return sum(numbers) - idle, sum(numbers)
 
 
 def postgres_cpu(server: PostgresServer) -> float:
@@ -122,6 +130,7 @@ async def measure(
             model.busy_peak = 0
             bots_before = [bot.cpu_seconds() for bot in bots]
             postgres_before, harness_before = postgres_cpu(server), time.process_time()
+            machine_before = machine_busy()
             started = time.monotonic()
             await burst(balancer, channels, per_channel, "m")
             await wait_answered(slack, channels * per_channel, timeout=600)
@@ -136,14 +145,21 @@ async def measure(
                 postgres_cpu=100 * (postgres_cpu(server) - postgres_before) / seconds,
                 harness_cpu=100 * (time.process_time() - harness_before) / seconds,
                 peak_in_flight=model.busy_peak,
+                machine_cpu=busy_share(machine_before, machine_busy()),
             )
         finally:
             await asyncio.gather(*(bot.stop() for bot in bots))
 
 
+def busy_share(before: tuple[float, float], after: tuple[float, float]) -> float:
+    return 100 * (after[0] - before[0]) / max(after[1] - before[1], 1.0)
+
+
 def verdict(row: Measured, latency: float) -> str:
     busy = sum(row.bot_cpu) + row.postgres_cpu + row.harness_cpu
     lock_cap = CHANNEL_LOCK_POOL_SIZE * row.processes
+    if row.machine_cpu >= 85:
+        return f"CPU: the machine was {row.machine_cpu:.0f}% busy, {busy / CORES:.0f}% of it ours"
     if busy >= 0.85 * 100 * CORES:
         heaviest = max(
             ("the bot processes", sum(row.bot_cpu)),
