@@ -135,6 +135,19 @@ class ApprovalDesk:
         may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
         return refusal(approval, approval_id, may_decide=may)
 
+    async def withdraw(self, approval_ids: list[int], actor: Actor, reason: str) -> list[int]:
+        """Reject requests whose work was called off (a cancelled task's steps), on behalf of who called
+        it off, with why; the ones still pending are rejected, and their flows go on as for any rejection."""
+        rejected: list[int] = []
+        for approval_id in approval_ids:
+            decided = await approvals.decide(
+                self.db, approval_id, ApprovalStatus.REJECTED, actor=actor.name, comment=reason
+            )
+            if decided is not None:
+                rejected.append(approval_id)
+                await self._resume_if_complete(decided)
+        return rejected
+
     async def _decided_first(self, approval_id: int) -> CommandReply:
         current = await approvals.get(self.db, approval_id)
         return CommandReply(already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False)

@@ -222,7 +222,7 @@ async def mailbox(call: Call, command: ShowMailbox) -> CommandReply:
 
 
 async def task(call: Call, command: TaskCommand) -> CommandReply:
-    reply, ok = await call.service.tasks.command(call.key, command, call.thread, call.who.id, call.who.name)
+    reply, ok = await call.service.tasks.command(call.key, command, call.thread, call.who)
     return CommandReply(reply, ok=ok)
 
 

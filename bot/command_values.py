@@ -284,10 +284,15 @@ def parse_revise(rest: str) -> Revise:
     return Revise(approval_id, args)
 
 
+TaskVerb = Literal["start", "status", "stop", "replan", "pause", "resume", "takeover", "done", "cancel"]
+TASK_VERBS: tuple[str, ...] = ("status", "stop", "replan", "pause", "resume", "takeover", "done", "cancel")
+
+
 @dataclass(frozen=True)
 class TaskCommand:
-    verb: Literal["start", "status", "stop", "replan"]
-    text: str = ""  # the task, or the replan's instruction
+    verb: TaskVerb
+    text: str = ""  # the task, the replan's instruction, a takeover's or cancellation's reason, a step's result
+    step: int = 0  # /task done N
 
     @property
     def permission(self) -> str:
@@ -300,14 +305,21 @@ TASK_TEXT_LIMIT = 2000  # characters
 def parse_task(rest: str) -> TaskCommand:
     text = rest.strip()
     verb, _, more = text.partition(" ")
-    if not text or (verb.lower() == "replan" and not more.strip()):
+    verb, more = verb.lower(), more.strip()
+    if not text or (verb == "replan" and not more):
         raise UsageError()
     if len(text) > TASK_TEXT_LIMIT:
         raise CommandError(f"the task is {len(text)} characters; the most is {TASK_TEXT_LIMIT}")
-    if verb.lower() in ("status", "stop") and not more.strip():
-        return TaskCommand(verb.lower())  # type: ignore[arg-type]
-    if verb.lower() == "replan":
-        return TaskCommand("replan", more.strip())
+    if verb in ("status", "stop", "pause", "resume") and not more:
+        return TaskCommand(verb)  # type: ignore[arg-type]
+    if verb in ("replan", "takeover", "cancel"):
+        return TaskCommand(verb, more)  # type: ignore[arg-type]
+    if verb == "done":
+        number, _, result = more.partition(" ")
+        step = record_id(number)
+        if step is None:
+            raise UsageError()
+        return TaskCommand("done", result.strip(), step)
     return TaskCommand("start", text)
 
 

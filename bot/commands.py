@@ -18,6 +18,7 @@ from bot import command_handlers as run
 from bot.approval_desk import CommandReply
 from bot.command_values import (
     APPROVAL_MODES,
+    TASK_VERBS,
     AllowRecruiting,
     Command,
     CommandError,
@@ -273,12 +274,20 @@ COMMANDS: tuple[Spec, ...] = (
     ),
     Spec(
         "task",
-        "/task TEXT | status | stop | replan TEXT",
-        "give the team a task (planned, then done step by step), show its plan, stop it, or replan the rest",
+        "/task TEXT | status | stop | replan TEXT | pause | resume | takeover [reason] | done N [result]"
+        " | cancel [reason]",
+        "give the team a task (planned, then done step by step), show its plan, stop or replan it, pause it,"
+        " take it over, or cancel it",
         parse_task,
         {TaskCommand: run.task},
-        options=(Option("text", "the task; or status, stop, or replan TEXT", required=True),),
-        verbs=("status", "stop", "replan"),
+        options=(
+            Option(
+                "text",
+                "the task; or status, stop, replan TEXT, pause, resume, takeover, done N, cancel",
+                required=True,
+            ),
+        ),
+        verbs=TASK_VERBS,
     ),
     Spec("help", "/help", "list these commands", lambda rest: ShowHelp(), {ShowHelp: run.show_help}, places=TYPED),
     Spec(

@@ -92,7 +92,6 @@ class ChannelService:
         self._draining = False
         self._known_channels: set[str] = set()
         self._arrivals: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # lock, [holders and waiters]
-        self.tasks = TaskDesk(db, engine, self._enqueue, auto_detect=auto_detect_tasks)
         self.approval_desk = ApprovalDesk(
             db,
             engine,
@@ -101,6 +100,14 @@ class ChannelService:
             surface=approvals_surface,
             enqueue=self._enqueue,
             wait_idle=self.wait_idle,
+        )
+        self.tasks = TaskDesk(
+            db,
+            engine,
+            self._enqueue,
+            auto_detect=auto_detect_tasks,
+            may_decide=self.approval_desk.may_decide,
+            withdraw=self.approval_desk.withdraw,
         )
         self._starts = RoundStarts()  # a burst of rounds must not stall the loop (and the acks) at once
 
@@ -225,14 +232,16 @@ class ChannelService:
                 del self._queues[key]
 
     async def _work(self, item: WorkItem) -> None:
-        if isinstance(item, ResumeApprovals):
-            await self.engine.resume_approvals(item.batch)
-            return
-        if isinstance(item, RunApproved):
-            await self.engine.run_approved(item.approval_id)
+        if isinstance(item, ResumeApprovals | RunApproved):
+            if isinstance(item, ResumeApprovals):
+                await self.engine.resume_approvals(item.batch)
+            else:
+                await self.engine.run_approved(item.approval_id)
+            await self.tasks.resume_all(item.channel_key)  # a step waiting for that approval goes on
             return
         if isinstance(item, RunTask):
             await self.engine.tasks.run(item.task_id)
+            await self.tasks.after_run(item.task_id)
             return
         while (message := await inbox.oldest(self.db, item.channel_key)) is not None:
             channel = await channels.get_channel(self.db, item.channel_key)

@@ -1,21 +1,41 @@
-"""Task mode in a channel: /task TEXT, /task status, /task stop, /task replan TEXT, and the
-coordinator's reading of human lines when [tasks] auto_detect is on.
+"""Task mode in a channel: /task TEXT, status, stop, replan TEXT; the people steering a running task
+(pause, resume, takeover, done N, cancel); and the coordinator's reading of human lines when
+[tasks] auto_detect is on.
 
-A task runs in its channel's queue like a round (graph/task_flow.py supervises it); /task stop and
-/task replan are stored at once and taken by the supervisor between steps.
+A task runs in its channel's queue like a round (graph/task_flow.py supervises it). What people ask
+of it is stored at once and taken by the supervisor between steps; a task that waits for a person
+(a pause, a takeover, an approval) is queued again here when that person acts. Only the task's
+requester or an approver may pause, resume, take over, finish steps of or cancel it. Cancelling
+rejects the approvals its steps are waiting for, with the reason, through the approvals core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bot.approval_desk import Actor
 from bot.command_values import TaskCommand
 from graph.engine import RoundEngine
-from graph.tasks import Plan, TaskStatus, render_plan
-from storage import tasks
+from graph.task_text import handover, render_plan
+from graph.tasks import Plan, Steering, TaskStatus, why_not_hand_in
+from storage import approvals, tasks
 from storage.database import Database
 from storage.tasks import TaskRecord
+
+STEERING_VERBS = {
+    "pause": "pause",
+    "resume": "resume",
+    "takeover": "take over",
+    "done": "finish steps of",
+    "cancel": "cancel",
+}
+NO_REASON = "no reason given"
+
+
+def steering_refusal(verb: str, task_id: int) -> str:
+    """The one answer to someone who may not steer the task."""
+    return f"Only the task's requester or an approver can {STEERING_VERBS[verb]} task #{task_id}."
 
 
 @dataclass(frozen=True)
@@ -27,21 +47,33 @@ class RunTask:
 
 
 Enqueue = Callable[[RunTask], None]
+MayDecide = Callable[[str, Actor], bool]
+Withdraw = Callable[[list[int], Actor, str], Awaitable[list[int]]]
+"""(approval ids, who, why) -> the ids of those rejected now (they were still pending)."""
 
 
 class TaskDesk:
-    def __init__(self, db: Database, engine: RoundEngine, enqueue: Enqueue, *, auto_detect: bool) -> None:
+    def __init__(
+        self,
+        db: Database,
+        engine: RoundEngine,
+        enqueue: Enqueue,
+        *,
+        auto_detect: bool,
+        may_decide: MayDecide,
+        withdraw: Withdraw,
+    ) -> None:
         self.db = db
         self.engine = engine
         self.enqueue = enqueue
         self.auto_detect = auto_detect
+        self.may_decide = may_decide
+        self.withdraw = withdraw
 
-    async def command(
-        self, key: str, command: TaskCommand, thread: str | None, author_id: str, author_name: str
-    ) -> tuple[str, bool]:
-        """What to answer the person who typed it, and whether it was done."""
+    async def command(self, key: str, command: TaskCommand, thread: str | None, actor: Actor) -> tuple[str, bool]:
+        """What to answer the person who typed it (privately), and whether it was done."""
         if command.verb == "start":
-            task = await tasks.start(self.db, key, thread, command.text, author_id, author_name)
+            task = await tasks.start(self.db, key, thread, command.text, actor.id, actor.name)
             if task is None:
                 return "A task is already running here: /task status shows it, /task stop ends it.", False
             self.enqueue(RunTask(key, task.id))
@@ -54,14 +86,68 @@ class TaskDesk:
         if command.verb == "stop":
             await tasks.request_stop(self.db, latest.id)
             return f"Task #{latest.id} stops before its next step; finished steps stay done.", True
-        await tasks.request_replan(self.db, latest.id, command.text)
-        return f"Task #{latest.id} is replanned before its next step; completed steps are kept.", True
+        if command.verb == "replan":
+            await tasks.request_replan(self.db, latest.id, command.text)
+            return f"Task #{latest.id} is replanned before its next step; completed steps are kept.", True
+        if not (actor.id and actor.id == latest.author_id) and not self.may_decide(key, actor):
+            return steering_refusal(command.verb, latest.id), False
+        reply, ok = await self._steer(latest, command, actor)
+        if ok:
+            self.enqueue(RunTask(key, latest.id))  # it shows what changed, and goes on if it may
+        return reply, ok
+
+    async def _steer(self, task: TaskRecord, command: TaskCommand, actor: Actor) -> tuple[str, bool]:
+        number = task.id
+        if command.verb == "pause":
+            if task.paused_by:
+                return f"Task #{number} is paused already (by {task.paused_by}).", False
+            await tasks.set_paused(self.db, number, actor.name)
+            return f"Task #{number} pauses: the current step finishes, no new one starts until /task resume.", True
+        if command.verb == "resume":
+            if not task.paused_by and not task.taken_by:
+                return f"Task #{number} is not paused.", False
+            await tasks.set_paused(self.db, number, None)
+            await tasks.take_over(self.db, number, None)
+            return f"Task #{number} goes on: the personas take its remaining steps.", True
+        plan = Plan.model_validate_json(task.plan) if task.plan else None
+        if command.verb == "takeover":
+            await tasks.take_over(self.db, number, actor.name)
+            return handover(number, task.request, plan, self._names()), True
+        if command.verb == "done":
+            if (why := why_not_hand_in(plan, command.step)) is not None:
+                return f"Step {command.step} of task #{number} is not marked done: {why}.", False
+            await tasks.hand_in(self.db, number, command.step, actor.name, command.text)
+            return f"Step {command.step} of task #{number} is marked done by you.", True
+        reason = command.text or NO_REASON
+        if not await tasks.cancel(self.db, number, actor.name, reason):
+            return f"Task #{number} is being cancelled already.", False
+        rejected = await self.withdraw(await self._pending_approvals(task), actor, reason)
+        told = f" Rejected its pending approvals: {', '.join(f'#{n}' for n in rejected)}." if rejected else ""
+        return f"Task #{number} is cancelled ({reason}).{told}", True
+
+    async def _pending_approvals(self, task: TaskRecord) -> list[int]:
+        """The approvals the task's steps raised that are still pending."""
+        plan = Plan.model_validate_json(task.plan) if task.plan else None
+        batches = [batch for step in (plan.steps if plan else []) for batch in step.batches]
+        found = [a for batch in batches for a in await approvals.in_batch(self.db, batch)]
+        return [a.id for a in found if a.status.value == "pending"]
+
+    async def after_run(self, task_id: int) -> None:
+        """A cancelled task's steps may have raised approvals while it was cancelled: they are rejected too."""
+        task = await tasks.get(self.db, task_id)
+        if task is not None and task.cancelled_by and not task.active:
+            pending = await self._pending_approvals(task)
+            if pending:
+                await self.withdraw(pending, Actor("", task.cancelled_by), task.cancel_reason or NO_REASON)
+
+    def _names(self) -> dict[str, str]:
+        return {p.id: p.display_name for p in self.engine.deps.personas.values()}
 
     def status_text(self, task: TaskRecord) -> str:
         plan = Plan.model_validate_json(task.plan) if task.plan else None
-        names = {p.id: p.display_name for p in self.engine.deps.personas.values()}
         status: TaskStatus = task.status  # type: ignore[assignment]  # the table's CHECK keeps it one of them
-        return render_plan(task.id, plan, status, names, task.note)
+        steering = Steering(task.paused_by, task.taken_by, task.cancelled_by, task.cancel_reason)
+        return render_plan(task.id, plan, status, self._names(), task.note, steering=steering)
 
     async def start_if_task(self, key: str, thread: str | None, text: str, author_name: str) -> bool:
         """With auto_detect on, a human line the coordinator reads as a task runs as one, in place of
@@ -75,8 +161,8 @@ class TaskDesk:
         return True
 
     async def resume_all(self, channel_key: str | None = None) -> None:
-        """Every unfinished task (of one channel) runs on from its last checkpoint: at start-up, and
-        when a channel's replies resume."""
+        """Every unfinished task (of one channel) runs on from its last checkpoint: at start-up, when a
+        channel's replies resume, and when an approval a step waits for has ended."""
         for task in await tasks.unfinished(self.db):
             if channel_key in (None, task.channel_key):
                 self.enqueue(RunTask(task.channel_key, task.id))

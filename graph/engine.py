@@ -16,7 +16,7 @@ from graph.deps import EngineDeps
 from graph.mailbox import Mailbox
 from graph.nodes import RoundNodes
 from graph.state import RoundInput, initial_state
-from graph.task_flow import TaskRunner
+from graph.task_runner import TaskRunner
 from storage import approvals, channels, history
 from storage.records import Approval, ToolCall
 

@@ -1,13 +1,16 @@
 """The supervisor: a task's plan run step by step, as a LangGraph thread per task ("task:<id>").
 
-Each invocation of the task graph does one thing (plan, replan, run the next step, or finish) and
-its state, the plan with every step's status, is checkpointed before the next: a task a stop
-interrupted resumes from its last checkpoint at start-up. Between invocations the runner starts the
-approval flows of the step's actions (each a graph run of its own) and reads the people's
-/task stop and /task replan from storage.
+Each invocation of the task graph does one thing (plan, replan, run the next step, settle a step
+whose approvals have ended, take the steps people finished, or finish) and its state, the plan
+with every step's status, is checkpointed before the next: a task a stop interrupted resumes from
+its last checkpoint at start-up. Between invocations the runner (graph/task_runner.py) starts the
+approval flows of the step's actions and reads what people asked of the task from storage.
 
 A step is a persona turn like any other (RoundNodes.turn: draft, review, deliver or skip), after a
-private note to the assigned persona with the step's instruction and the results it builds on.
+private note to the assigned persona with the step's instruction and the results it builds on. The
+note and the step's start are stored together; a step begun before (a stop cut it short) takes the
+persona's committed answer to that note, if there is one, rather than running the turn again, so
+nothing of a step is posted twice.
 """
 
 from __future__ import annotations
@@ -16,37 +19,44 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypedDict
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from graph import planner
+from graph.approval_flow import outcome
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
 from graph.state import Floor, RoundInput
+from graph.task_text import outcome_note, render_plan
 from graph.tasks import (
+    FINAL_APPROVAL,
+    Ended,
     Plan,
+    Steering,
     Step,
     TaskStatus,
+    after_approvals,
     all_completed,
     assign,
     assign_all,
+    cancelled,
     capabilities_of,
     grounded,
+    handed_in,
     merge_replan,
     next_runnable,
     only_repeats,
-    outcome_note,
+    people_wait,
     plan_problem,
-    render_plan,
     summary_of,
     too_many_failed,
+    waiting_step,
     with_step,
+    with_waiting,
 )
 from personas import Persona
-from storage import channels, history, tasks
-from storage.tasks import TaskRecord
+from storage import approvals, channels, tasks
 
 log = logging.getLogger(__name__)
 
@@ -69,23 +79,45 @@ class TaskState(TypedDict):
     instruction: str  # a replan asked for, not done yet
     stop: bool
     new_batches: list[Batch]  # the last step's actions waiting for approval
+    # What people asked, read from storage before each move (see graph/task_runner.py):
+    paused_by: str | None
+    taken_by: str | None
+    cancelled_by: str | None
+    cancel_reason: str
+    handed_in: list[dict[str, Any]]  # /task done: step, by, result
 
 
-Next = Literal["plan", "replan", "step", "finish"]
+Next = Literal["plan", "replan", "step", "settle", "hand_in", "finish", "wait"]
 
 
-def next_move(state: TaskState) -> Next:
-    """What the supervisor does next, from the task's state alone."""
-    if state["stop"] or state["status"] in DONE:
+def steering_of(state: TaskState) -> Steering:
+    return Steering(
+        paused_by=state.get("paused_by"),
+        taken_by=state.get("taken_by"),
+        cancelled_by=state.get("cancelled_by"),
+        cancel_reason=state.get("cancel_reason", ""),
+    )
+
+
+def next_move(state: TaskState, *, undecided: bool = False) -> Next:
+    """What the supervisor does next, from the task's state alone; "wait" is no move: the task
+    waits for a person (an approval that is not decided yet, a pause, a takeover's /task done)."""
+    if state["stop"] or state.get("cancelled_by") or state["status"] in DONE:
         return "finish"
     if state["plan"] is None:
         return "plan"
+    plan = Plan.model_validate(state["plan"])
+    if waiting_step(plan) is not None:
+        return "wait" if undecided else "settle"
+    if state.get("handed_in"):
+        return "hand_in"
     if state["instruction"]:
         return "replan"
-    plan = Plan.model_validate(state["plan"])
-    if too_many_failed(plan) or next_runnable(plan) is None:
+    if too_many_failed(plan) or all_completed(plan):
         return "finish"
-    return "step"
+    if people_wait(plan, steering_of(state)):
+        return "wait"
+    return "finish" if next_runnable(plan) is None else "step"
 
 
 async def _route(state: TaskState) -> str:
@@ -96,6 +128,13 @@ class TaskFlow:
     def __init__(self, deps: EngineDeps, nodes: RoundNodes) -> None:
         self.deps = deps
         self.nodes = nodes
+        self._shown: dict[int, str] = {}  # each task's plan message as last shown
+
+    async def show_now(self, state: TaskState) -> None:
+        """Show the plan as it stands, with what people asked of it (a pause, a takeover, an approval
+        it waits for), when that changed how it reads."""
+        plan = Plan.model_validate(state["plan"]) if state["plan"] is not None else None
+        await self._show(state, plan, state["status"])
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -106,13 +145,30 @@ class TaskFlow:
     def _names(self) -> dict[str, str]:
         return {p.id: p.display_name for p in self.deps.personas.values()}
 
+    async def waiting_for(self, plan: Plan | None) -> dict[int, list[int]]:
+        """Each step waiting for approval, with the numbers of its approvals that have not ended."""
+        step = waiting_step(plan) if plan else None
+        if step is None:
+            return {}
+        found = [a for batch in step.batches for a in await approvals.in_batch(self.deps.db, batch)]
+        return {step.id: [a.id for a in found if a.status.value not in FINAL_APPROVAL]}
+
     async def _show(self, state: TaskState, plan: Plan | None, status: TaskStatus, note: str = "") -> None:
-        """Store the task's plan and status, then show it: the plan message is posted once and edited after."""
+        """Store the task's plan and status, then show it: the plan message is posted once and edited
+        after (not when it would read the same)."""
         task_id = state["task_id"]
         await tasks.save(self.deps.db, task_id, status=status, plan=plan.model_dump_json() if plan else None, note=note)
         record = await tasks.get(self.deps.db, task_id)
         shown_as = record.shown_as if record else None
-        text = render_plan(task_id, plan, status, self._names(), note)
+        steering = steering_of(state)
+        if record is not None:  # what people asked since this move began shows at once
+            steering = Steering(record.paused_by, record.taken_by, record.cancelled_by, record.cancel_reason)
+        text = render_plan(
+            task_id, plan, status, self._names(), note, steering=steering, waiting=await self.waiting_for(plan)
+        )
+        if self._shown.get(task_id) == text and shown_as is not None:
+            return
+        self._shown[task_id] = text
         try:
             shown = await self.deps.port.show_plan(state["channel_key"], text, state["thread"], shown_as)
         except Exception:
@@ -208,22 +264,49 @@ class TaskFlow:
         plan = with_step(plan, step.id, "in_progress")
         await self._show(state, plan, "running")
         note_text, asked = self._instruction(state, plan, step)
-        note = await history.append_private_note(self.deps.db, key, persona.id, note_text)
-        asking = RoundInput(key, step.instruction, state["author_name"], (persona.id,), state["thread"])
-        after, turn = await self.nodes.turn(asking, Floor(speaker=persona.id, planned_turns=STEP_PLANNED_TURNS))
-        reply = await tasks.reply_after(self.deps.db, key, persona.id, note.id)
-        if not turn.delivered or reply is None:
+        note, begun_before = await tasks.begin_step(self.deps.db, state["task_id"], step.id, persona.id, note_text)
+        # A step a stop cut short after its persona answered is not run again: its answer stands.
+        reply = await tasks.reply_after(self.deps.db, key, persona.id, note) if begun_before else None
+        stopped, delivered, batches = False, reply is not None, []
+        if reply is None:
+            asking = RoundInput(key, step.instruction, state["author_name"], (persona.id,), state["thread"])
+            after, turn = await self.nodes.turn(asking, Floor(speaker=persona.id, planned_turns=STEP_PLANNED_TURNS))
+            stopped, delivered, batches = after.stopped, turn.delivered, [turn.batch] if turn.batch else []
+            reply = await tasks.reply_after(self.deps.db, key, persona.id, note)
+        if not delivered or reply is None:
             plan = with_step(plan, step.id, "failed", "no usable answer")
         elif only_repeats(reply, asked):
             plan = with_step(plan, step.id, "failed", "it only repeated its instruction")
+        elif batches:  # its actions wait for approval, and the step with them
+            plan = with_waiting(plan, step.id, [b["batch"] for b in batches], summary_of(reply))
         else:
             plan = with_step(plan, step.id, "completed", summary_of(reply))
         await self._show(state, plan, "running")
-        return {
-            "plan": plan.model_dump(),
-            "stop": after.stopped,
-            "new_batches": [turn.batch] if turn.batch else [],
-        }
+        return {"plan": plan.model_dump(), "stop": stopped, "new_batches": batches}
+
+    async def settle(self, state: TaskState) -> dict[str, Any]:
+        """The step whose approvals have all ended completes with what its actions did, or fails with why."""
+        assert state["plan"] is not None
+        plan = Plan.model_validate(state["plan"])
+        step = waiting_step(plan)
+        assert step is not None
+        found = [a for batch in step.batches for a in await approvals.in_batch(self.deps.db, batch)]
+        if any(a.status.value not in FINAL_APPROVAL for a in found):
+            return {"new_batches": []}  # not decided yet after all
+        ended = [Ended(a.id, a.status.value, f"{a.action}: {outcome(a, for_persona=True)}") for a in found]
+        plan = after_approvals(plan, step.id, ended)
+        await self._show(state, plan, "running")
+        return {"plan": plan.model_dump(), "new_batches": []}
+
+    async def hand_in(self, state: TaskState) -> dict[str, Any]:
+        """The steps people finished (/task done) are completed, credited to them."""
+        assert state["plan"] is not None
+        plan = Plan.model_validate(state["plan"])
+        for given in state["handed_in"]:
+            plan = handed_in(plan, int(given["step"]), str(given["by"]), str(given["result"]))
+        await self._show(state, plan, "running")
+        await tasks.clear_handed_in(self.deps.db, state["task_id"], [int(g["step"]) for g in state["handed_in"]])
+        return {"plan": plan.model_dump(), "handed_in": [], "new_batches": []}
 
     def _instruction(self, state: TaskState, plan: Plan, step: Step) -> tuple[str, str]:
         """The assigned persona's private note (its step, and the results of the steps it builds on),
@@ -247,19 +330,34 @@ class TaskFlow:
         if state["status"] in DONE:
             return {"new_batches": []}
         plan = Plan.model_validate(state["plan"]) if state["plan"] is not None else None
-        if state["stop"]:
-            status: TaskStatus = "stopped"
-            note = "Stopped (/task stop)." + (f" {outcome_note(plan)}" if plan else "")
+        names = self._names()
+        status: TaskStatus = "stopped"
+        if by := state.get("cancelled_by"):
+            reason = state.get("cancel_reason") or "no reason given"
+            withdrawn = await self._withdrawn(plan, by)
+            plan = cancelled(plan, f"cancelled: {reason}") if plan else None
+            note = f"Cancelled by {by}: {reason}.{withdrawn}" + (f" {outcome_note(plan, names)}" if plan else "")
+        elif state["stop"]:
+            note = "Stopped (/task stop)." + (f" {outcome_note(plan, names)}" if plan else "")
         elif plan is not None and all_completed(plan):
-            status, note = "completed", outcome_note(plan)
+            status, note = "completed", outcome_note(plan, names)
         else:
             assert plan is not None
             status = "failed"
             why = "more than half of its steps failed" if too_many_failed(plan) else "no step can run any more"
-            note = f"Stopped: {why}. {outcome_note(plan)}"
+            note = f"Stopped: {why}. {outcome_note(plan, names)}"
         await self._show(state, plan, status, note)
         await self.deps.port.notice(state["channel_key"], f"Task #{state['task_id']}: {note}", state["thread"])
-        return {"status": status, "note": note, "new_batches": []}
+        return {"status": status, "note": note, "new_batches": [], "plan": plan.model_dump() if plan else None}
+
+    async def _withdrawn(self, plan: Plan | None, by: str) -> str:
+        """The approvals a cancellation rejects (bot/ rejects those still pending once the task ends)."""
+        batches = [b for s in (plan.steps if plan else []) for b in s.batches]
+        found = [a for batch in batches for a in await approvals.in_batch(self.deps.db, batch)]
+        gone = [
+            a.id for a in found if a.status.value == "pending" or (a.status.value == "rejected" and a.decided_by == by)
+        ]
+        return f" Its pending approvals are rejected: {', '.join(f'#{n}' for n in gone)}." if gone else ""
 
 
 def build_task_graph(flow: TaskFlow, checkpointer: Checkpointer = None) -> CompiledStateGraph:
@@ -267,72 +365,11 @@ def build_task_graph(flow: TaskFlow, checkpointer: Checkpointer = None) -> Compi
     graph.add_node("plan", flow.plan)
     graph.add_node("replan", flow.replan)
     graph.add_node("step", flow.step)
+    graph.add_node("settle", flow.settle)
+    graph.add_node("hand_in", flow.hand_in)
     graph.add_node("finish", flow.finish)
-    moves = ("plan", "replan", "step", "finish")
+    moves = ("plan", "replan", "step", "settle", "hand_in", "finish")
     for name in moves:
         graph.add_edge(name, END)
     graph.add_conditional_edges(START, _route, {name: name for name in moves})
     return graph.compile(checkpointer=checkpointer)
-
-
-class TaskRunner:
-    """Starts, resumes and runs tasks: one task graph invocation per move, approvals started in between."""
-
-    def __init__(
-        self, deps: EngineDeps, nodes: RoundNodes, checkpointer: Checkpointer, start_approvals: StartApprovals
-    ) -> None:
-        self.deps = deps
-        self.graph = build_task_graph(TaskFlow(deps, nodes), checkpointer)
-        self.start_approvals = start_approvals
-
-    async def run(self, task_id: int) -> None:
-        """Run the task until it ends, or resume it where its last checkpoint left it."""
-        config: RunnableConfig = {"configurable": {"thread_id": f"task:{task_id}"}}
-        snapshot = await self.graph.aget_state(config)
-        if snapshot.next:  # stopped inside a move: it runs again from its start
-            result = await self.graph.ainvoke(None, config, durability="sync")
-            await self.start_approvals(list(result.get("new_batches", [])))
-        while True:
-            record = await tasks.get(self.deps.db, task_id)
-            if record is None:
-                return
-            values = (await self.graph.aget_state(config)).values
-            if values and values["status"] in DONE:
-                return
-            given: dict[str, Any] = dict(values) if values else _first_state(record)
-            if record.stop_requested:
-                given["stop"] = True
-            if record.instruction:
-                given["instruction"] = record.instruction
-            channel = await channels.get_channel(self.deps.db, record.channel_key)
-            if channel is not None and channel.paused and next_move(given) == "step":  # type: ignore[arg-type]
-                # Steps are persona replies: a paused channel gets none. /moderate resume runs it on.
-                text = f"Task #{task_id} waits while replies are paused here; /moderate resume continues it."
-                await self.deps.port.notice(record.channel_key, text, record.thread)
-                return
-            result = await self.graph.ainvoke(given, config, durability="sync")
-            await self.start_approvals(list(result.get("new_batches", [])))
-
-    async def is_task(self, text: str, author_name: str) -> bool:
-        """The coordinator's reading of a human line: a task for the team, or chat."""
-        model = self.deps.models.coordinator_model(planner.COORDINATOR_SCHEMA)
-        settings = self.deps.settings
-        return await planner.is_task(
-            model, text, author_name, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
-        )
-
-
-def _first_state(record: TaskRecord) -> dict[str, Any]:
-    return TaskState(
-        task_id=record.id,
-        channel_key=record.channel_key,
-        thread=record.thread,
-        request=record.request,
-        author_name=record.author_name,
-        plan=None,
-        status="planning",
-        note="",
-        instruction="",
-        stop=False,
-        new_batches=[],
-    )  # type: ignore[return-value]

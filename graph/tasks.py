@@ -2,14 +2,18 @@
 when a task stops, how a revised plan keeps the finished work, and how a plan reads in the channel.
 
 A step's status is pending, in_progress, completed, blocked (a step it depends on failed or was
-blocked, so it can never run) or failed (its persona's turn failed). The supervisor in
-graph/task_flow.py runs the plan step by step with these rules.
+blocked, so it can never run) or failed (its persona's turn failed, or an action it asked for was
+not carried out). A step whose actions wait for approval stays in_progress, with their batches,
+until every one of them has ended. The supervisor in graph/task_flow.py runs the plan step by step
+with these rules; what people ask of a running task (pause, takeover, /task done, cancel) is
+`Steering`, and how a plan reads in the channel is in graph/task_text.py.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
@@ -35,6 +39,8 @@ class Step(BaseModel):
     status: StepStatus = "pending"
     result_summary: str = ""
     assignee: str | None = None  # a persona id, set by assign()
+    batches: list[str] = Field(default_factory=list)  # its actions' approval batches, while they wait
+    done_by: str | None = None  # the person who did it (/task done), instead of its assignee
 
 
 class Plan(BaseModel):
@@ -243,41 +249,100 @@ def grounded(plan: Plan, capabilities: Collection[str]) -> Plan:
     )
 
 
-MARKS: Mapping[str, str] = {
-    "pending": "[ ]",
-    "in_progress": "[>]",
-    "completed": "[x]",
-    "blocked": "[-]",
-    "failed": "[!]",
-}
+# -- people steering a task, and steps that wait for their approvals ---------------------------------
+
+FINAL_APPROVAL: frozenset[str] = frozenset({"executed", "failed", "rejected", "expired", "unknown"})
 
 
-def render_plan(task_id: int, plan: Plan | None, status: TaskStatus, names: Mapping[str, str], note: str = "") -> str:
-    """The plan as the channel sees it: a title line, one line per step (mark, number, title,
-    assignee, short result), and how the task ended when it did."""
+@dataclass(frozen=True)
+class Steering:
+    """What people asked of a running task, as stored: who paused it, who took over its remaining
+    steps, and who cancelled it (with why)."""
+
+    paused_by: str | None = None
+    taken_by: str | None = None
+    cancelled_by: str | None = None
+    cancel_reason: str = ""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How one approval a step waited for ended: its number, status and the outcome in words."""
+
+    approval_id: int
+    status: str
+    outcome: str
+
+
+def waiting_step(plan: Plan) -> Step | None:
+    """The step whose actions wait for approval (it stays in progress until they have ended)."""
+    return next((s for s in plan.steps if s.status == "in_progress" and s.batches), None)
+
+
+def with_waiting(plan: Plan, step_id: int, batches: Sequence[str], reply_summary: str) -> Plan:
+    """The step keeps going after its persona's turn: its actions wait for approval."""
+    return plan.model_copy(
+        update={
+            "steps": [
+                s.model_copy(update={"batches": list(batches), "result_summary": reply_summary})
+                if s.id == step_id
+                else s
+                for s in plan.steps
+            ]
+        }
+    )
+
+
+def after_approvals(plan: Plan, step_id: int, ended: Sequence[Ended]) -> Plan:
+    """The step whose approvals have all ended: completed, with what its actions did, when every
+    one was carried out; otherwise failed with why (its dependents are blocked)."""
+    step = next(s for s in plan.steps if s.id == step_id)
+    lost = next((e for e in ended if e.status != "executed"), None)
+    cleared = plan.model_copy(
+        update={"steps": [s.model_copy(update={"batches": []}) if s.id == step_id else s for s in plan.steps]}
+    )
+    if lost is not None:
+        return with_step(cleared, step_id, "failed", summary_of(f"approval #{lost.approval_id}: {lost.outcome}"))
+    done = "; ".join(e.outcome for e in ended)
+    result = f"{step.result_summary} ({done})" if step.result_summary else done
+    return with_step(cleared, step_id, "completed", summary_of(result, 2 * SUMMARY_CHARS))
+
+
+def why_not_hand_in(plan: Plan | None, step_id: int) -> str | None:
+    """Why a person may not mark this step done (None: they may)."""
     if plan is None:
-        head = f"Task #{task_id} ({status})"
-        return f"{head}\n{note}" if note else head
-    lines = [f"Task #{task_id}: {plan.title} ({status})"]
-    for step in plan.steps:
-        who = names.get(step.assignee or "", step.assignee or "nobody")
-        after = f" (after {', '.join(str(d) for d in step.depends_on)})" if step.depends_on else ""
-        result = f": {step.result_summary}" if step.result_summary else ""
-        lines.append(f"{MARKS[step.status]} {step.id}. {step.title} — {who}{after}{result}")
-    if note:
-        lines.append(note)
-    return "\n".join(lines)
+        return "the task has no plan yet"
+    step = next((s for s in plan.steps if s.id == step_id), None)
+    if step is None:
+        return f"it has no step {step_id}"
+    if step.status == "in_progress":
+        return f"step {step_id} is under way"
+    if step.status != "pending":
+        return f"step {step_id} is {step.status} already"
+    return None
 
 
-def outcome_note(plan: Plan) -> str:
-    """How a finished task ended, in one line."""
-    total = len(plan.steps)
-    done = sum(1 for s in plan.steps if s.status == "completed")
-    failed = sum(1 for s in plan.steps if s.status == "failed")
-    blocked = sum(1 for s in plan.steps if s.status == "blocked")
-    if done == total:
-        return f"Done: all {total} steps completed."
-    parts = [f"{done} of {total} steps completed", f"{failed} failed"]
-    if blocked:
-        parts.append(f"{blocked} blocked")
-    return ", ".join(parts) + "."
+def handed_in(plan: Plan, step_id: int, by: str, result: str) -> Plan:
+    """A step a person finished: completed, credited to them, with what they said they did."""
+    if why_not_hand_in(plan, step_id) is not None:
+        return plan
+    plan = plan.model_copy(
+        update={"steps": [s.model_copy(update={"done_by": by}) if s.id == step_id else s for s in plan.steps]}
+    )
+    return with_step(plan, step_id, "completed", summary_of(result) if result.strip() else f"done by {by}")
+
+
+def people_wait(plan: Plan, steering: Steering) -> bool:
+    """No step goes to a persona now: the task is paused, or a person took over and steps remain."""
+    remaining = any(s.status == "pending" for s in plan.steps)
+    return steering.paused_by is not None or (steering.taken_by is not None and remaining)
+
+
+def cancelled(plan: Plan, reason: str) -> Plan:
+    """A cancelled task's step under way (or waiting for approval) fails with the cancellation (it
+    keeps its batches: their approvals are rejected with it)."""
+    steps = [
+        s.model_copy(update={"status": "failed", "result_summary": reason}) if s.status == "in_progress" else s
+        for s in plan.steps
+    ]
+    return plan.model_copy(update={"steps": steps})

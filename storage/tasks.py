@@ -2,20 +2,32 @@
 id of the plan message, so the message can still be edited after a restart.
 
 The plan's progress is the LangGraph checkpoint's business; this table mirrors it after every
-change for /task status and start-up, and carries the people's /task stop and /task replan to the
-supervisor, which reads them between steps.
+change for /task status and start-up, and carries what people ask of a running task (stop, replan,
+pause, takeover, steps they finished, cancel) to the supervisor, which reads them between steps.
+It also records the step under way with its private note, so a step a crash cut short is not run
+again once its persona answered.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from storage.database import Database, Row
-from storage.history import insert_line
-from storage.records import LineKind
+from storage.history import insert_line, insert_private_line
+from storage.records import Line, LineKind
 
 ACTIVE = ("planning", "running")
+
+
+@dataclass(frozen=True, slots=True)
+class HandIn:
+    """A step a person says they finished: /task done N [result]."""
+
+    step: int
+    by: str
+    result: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +43,14 @@ class TaskRecord:
     shown_as: str | None  # the plan message's platform id
     stop_requested: bool
     instruction: str | None  # a /task replan the supervisor has not taken yet
+    author_id: str = ""  # the requester's platform id ("" for tasks stored before it was kept)
+    paused_by: str | None = None
+    taken_by: str | None = None  # who does the remaining steps instead of the personas
+    handed_in: list[HandIn] = field(default_factory=list)  # /task done, not taken by the supervisor yet
+    cancelled_by: str | None = None
+    cancel_reason: str = ""
+    step_id: int | None = None  # the step under way (or last begun)
+    step_note: int | None = None  # the line id of its private note
 
     @property
     def active(self) -> bool:
@@ -50,6 +70,14 @@ def _task(row: Row) -> TaskRecord:
         shown_as=row["shown_as"],
         stop_requested=bool(row["stop_requested"]),
         instruction=row["instruction"],
+        author_id=row["author_id"],
+        paused_by=row["paused_by"],
+        taken_by=row["taken_by"],
+        handed_in=[HandIn(int(h["step"]), str(h["by"]), str(h["result"])) for h in json.loads(row["handed_in"])],
+        cancelled_by=row["cancelled_by"],
+        cancel_reason=row["cancel_reason"],
+        step_id=row["step_id"],
+        step_note=row["step_note"],
     )
 
 
@@ -76,9 +104,9 @@ async def start(
         if record_line:
             await insert_line(tx, channel_key, LineKind.HUMAN, author_id, author_name, request)
         row = await tx.fetch_one(
-            "INSERT INTO tasks (channel_key, thread, request, author_name, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) RETURNING *",
-            (channel_key, thread, request, author_name, now, now),
+            "INSERT INTO tasks (channel_key, thread, request, author_id, author_name, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *",
+            (channel_key, thread, request, author_id, author_name, now, now),
         )
     assert row is not None
     return _task(row)
@@ -137,6 +165,72 @@ async def clear_instruction(db: Database, task_id: int, instruction: str) -> Non
     """The replan with `instruction` is done (a newer one, asked meanwhile, stays)."""
     async with db.transaction() as tx:
         await tx.execute("UPDATE tasks SET instruction = NULL WHERE id = ? AND instruction = ?", (task_id, instruction))
+
+
+async def set_paused(db: Database, task_id: int, by: str | None) -> bool:
+    """Pause the task (by that person) or, with None, resume it; whether it was active."""
+    return await _set_active(db, task_id, "paused_by = ?", (by,))
+
+
+async def take_over(db: Database, task_id: int, by: str | None) -> bool:
+    """A person does the remaining steps (None: they go back to the personas); whether it was active."""
+    return await _set_active(db, task_id, "taken_by = ?", (by,))
+
+
+async def cancel(db: Database, task_id: int, by: str, reason: str) -> bool:
+    """The task ends before its next step; whether it was active (and not cancelled already)."""
+    return await _set_active(
+        db, task_id, "cancelled_by = ?, cancel_reason = ?", (by, reason), extra="AND cancelled_by IS NULL"
+    )
+
+
+async def _set_active(db: Database, task_id: int, assignment: str, params: tuple[object, ...], extra: str = "") -> bool:
+    async with db.transaction() as tx:
+        changed = await tx.execute(
+            f"UPDATE tasks SET {assignment}, updated_at = ? WHERE id = ? AND status IN ('planning', 'running') {extra}",
+            (*params, time.time(), task_id),
+        )
+    return changed == 1
+
+
+async def hand_in(db: Database, task_id: int, step: int, by: str, result: str) -> bool:
+    """A step a person finished, for the supervisor to mark done; whether the task was active."""
+    async with db.transaction() as tx:
+        await tx.serialize(f"task:{task_id}")
+        row = await tx.fetch_one(
+            "SELECT handed_in FROM tasks WHERE id = ? AND status IN ('planning', 'running')", (task_id,)
+        )
+        if row is None:
+            return False
+        given = [h for h in json.loads(row["handed_in"]) if h["step"] != step]
+        given.append({"step": step, "by": by, "result": result})
+        await tx.execute("UPDATE tasks SET handed_in = ? WHERE id = ?", (json.dumps(given), task_id))
+    return True
+
+
+async def clear_handed_in(db: Database, task_id: int, steps: list[int]) -> None:
+    """The supervisor took these steps' hand-ins (others, handed in meanwhile, stay)."""
+    async with db.transaction() as tx:
+        await tx.serialize(f"task:{task_id}")
+        row = await tx.fetch_one("SELECT handed_in FROM tasks WHERE id = ?", (task_id,))
+        if row is not None:
+            left = [h for h in json.loads(row["handed_in"]) if h["step"] not in steps]
+            await tx.execute("UPDATE tasks SET handed_in = ? WHERE id = ?", (json.dumps(left), task_id))
+
+
+async def begin_step(db: Database, task_id: int, step_id: int, persona_id: str, note: str) -> tuple[int, bool]:
+    """The step's private note to its persona, and the step recorded as under way, in one transaction:
+    (the note's line id, whether the step had begun before: a stop cut it short and it runs on from
+    what was committed, with the same note)."""
+    async with db.transaction() as tx:
+        row = await tx.fetch_one("SELECT channel_key, step_id, step_note FROM tasks WHERE id = ?", (task_id,))
+        assert row is not None
+        if row["step_id"] == step_id and row["step_note"] is not None:
+            return int(row["step_note"]), True
+        line = Line(0, row["channel_key"], LineKind.MARKER, "system", "system", note, time.time())
+        stored = await insert_private_line(tx, line, persona_id)
+        await tx.execute("UPDATE tasks SET step_id = ?, step_note = ? WHERE id = ?", (step_id, stored.id, task_id))
+    return stored.id, False
 
 
 async def reply_after(db: Database, channel_key: str, persona_id: str, after_line_id: int) -> str | None:

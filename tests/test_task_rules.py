@@ -5,29 +5,37 @@ from __future__ import annotations
 
 import json
 
+from graph.task_text import handover, outcome_note, render_plan
 from graph.tasks import (
+    Ended,
     Plan,
+    Steering,
     Step,
+    after_approvals,
     all_completed,
     assign,
     assign_all,
+    cancelled,
     grounded,
+    handed_in,
     merge_replan,
     next_runnable,
     only_repeats,
-    outcome_note,
     parse_plan,
     plan_problem,
-    render_plan,
     summary_of,
     too_many_failed,
+    waiting_step,
+    why_not_hand_in,
     with_step,
+    with_waiting,
 )
 from personas import load_personas
 
 PERSONAS = load_personas()
 TEAM = [PERSONAS["nova"], PERSONAS["sage"], PERSONAS["rex"]]
 CAPABILITIES = {c for p in TEAM for c in p.capabilities}
+NAMES = {p.id: p.display_name for p in TEAM}
 
 
 def step(id: int, capability: str = "research", depends_on: list[int] | None = None, **changes: object) -> Step:
@@ -220,3 +228,103 @@ def test_a_step_takes_the_capability_its_own_words_name() -> None:
         "design",  # two capabilities named: the planner's pick stands
         "analysis",  # none named: the planner's pick stands
     ]
+
+
+# -- people steering a task, and steps that wait for their approvals ---------------------------------
+
+
+def test_a_step_waiting_for_approval_completes_with_what_its_action_did_or_fails_with_why() -> None:
+    work = assign_all(plan(step(1, "writing"), step(2, "review", [1]), step(3, "research")), TEAM)
+    work = with_waiting(with_step(work, 1, "in_progress"), 1, ["approval:b1"], "I drafted the post.")
+    assert waiting_step(work) is not None and waiting_step(work).id == 1  # type: ignore[union-attr]
+    text = render_plan(2, work, "running", NAMES, waiting={1: [7]})
+    assert text.splitlines()[1] == "[>] 1. step 1 — Nova: waiting for approval #7"
+
+    ran = after_approvals(work, 1, [Ended(7, "executed", "publish_post: Approved by Bea, executed: posted in #news")])
+    assert ran.steps[0].status == "completed" and waiting_step(ran) is None
+    assert ran.steps[0].result_summary == (
+        "I drafted the post. (publish_post: Approved by Bea, executed: posted in #news)"
+    )
+    refused = after_approvals(work, 1, [Ended(7, "rejected", "publish_post: Rejected by Bea: not today")])
+    assert [(s.status, s.result_summary) for s in refused.steps] == [
+        ("failed", "approval #7: publish_post: Rejected by Bea: not today"),
+        ("blocked", "step 1 did not finish"),  # its dependent never runs
+        ("pending", ""),
+    ]
+    timed_out = after_approvals(work, 1, [Ended(7, "expired", "publish_post: Rejected: timed out")])
+    assert timed_out.steps[0].status == "failed" and timed_out.steps[1].status == "blocked"
+
+
+def test_a_person_takes_over_marks_steps_done_and_is_credited() -> None:
+    work = assign_all(plan(step(1), step(2, "writing", [1]), step(3, "review", [2])), TEAM)
+    work = with_step(work, 1, "completed", "three venues")
+    taken = Steering(taken_by="Ana")
+    lines = render_plan(3, work, "running", NAMES, steering=taken).splitlines()
+    assert lines == [
+        "Task #3: Launch (taken over by Ana)",
+        "[x] 1. step 1 — Sage: three venues",
+        "[ ] 2. step 2 — with Ana (after 1)",
+        "[ ] 3. step 3 — with Ana (after 2)",
+    ]
+    context = handover(3, "Plan the launch", work, NAMES)
+    assert context.splitlines() == [
+        "You have task #3 now. The request: Plan the launch",
+        "Done so far:",
+        "- 1. step 1 (Sage): three venues",
+        "Left to you (/task done N [result] as you finish each):",
+        "- 2. step 2 (after 1): do 2",
+        "- 3. step 3 (after 2): do 3",
+    ]
+    assert why_not_hand_in(work, 1) == "step 1 is completed already"
+    assert why_not_hand_in(work, 9) == "it has no step 9"
+    assert why_not_hand_in(None, 1) == "the task has no plan yet"
+    work = handed_in(work, 2, "Ana", "wrote the invitation")
+    work = handed_in(work, 3, "Ana", "")
+    assert [(s.status, s.done_by, s.result_summary) for s in work.steps[1:]] == [
+        ("completed", "Ana", "wrote the invitation"),
+        ("completed", "Ana", "done by Ana"),
+    ]
+    assert render_plan(3, work, "running", NAMES, steering=taken).splitlines()[2] == (
+        "[x] 2. step 2 — Ana (after 1): wrote the invitation"
+    )
+    assert outcome_note(work, NAMES) == "Done: all 3 steps completed. Who did what: Sage 1; Ana 2, 3."
+
+
+def test_a_paused_or_taken_over_task_waits_and_a_cancelled_one_finishes() -> None:
+    from graph.task_flow import TaskState, next_move
+
+    def state(work: Plan, **changes: object) -> TaskState:
+        base = TaskState(
+            task_id=1,
+            channel_key="console:t",
+            thread=None,
+            request="r",
+            author_name="Ana",
+            plan=work.model_dump(),
+            status="running",
+            note="",
+            instruction="",
+            stop=False,
+            new_batches=[],
+            paused_by=None,
+            taken_by=None,
+            cancelled_by=None,
+            cancel_reason="",
+            handed_in=[],
+        )
+        return {**base, **changes}  # type: ignore[typeddict-item]
+
+    work = plan(step(1), step(2, depends_on=[1]))
+    assert next_move(state(work, paused_by="Ana")) == "wait"
+    assert render_plan(1, work, "running", NAMES, steering=Steering(paused_by="Ana")).startswith(
+        "Task #1: Launch (paused by Ana)"
+    )
+    assert next_move(state(work, taken_by="Ana")) == "wait"
+    assert next_move(state(work, taken_by="Ana", handed_in=[{"step": 1, "by": "Ana", "result": ""}])) == "hand_in"
+    assert next_move(state(work, paused_by="Ana", cancelled_by="Bea")) == "finish"
+    waiting = with_waiting(with_step(work, 1, "in_progress"), 1, ["b"], "ok")
+    assert next_move(state(waiting), undecided=True) == "wait"
+    assert next_move(state(waiting)) == "settle"  # its approvals have ended
+    assert next_move(state(waiting, paused_by="Ana"), undecided=True) == "wait"
+    gone = cancelled(waiting, "cancelled: not needed")
+    assert [(s.status, s.result_summary) for s in gone.steps] == [("failed", "cancelled: not needed"), ("pending", "")]
