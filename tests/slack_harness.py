@@ -4,9 +4,10 @@ with signed requests. Its fixtures (fake_slack, start_slack, slack) are register
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -45,6 +46,8 @@ class SlackHarness:
     http: aiohttp.ClientSession
     _commands: int = 0
     _interactions: int = 0
+    # Slack gives every invocation a trigger_id of its own: unique across restarts of the harness too.
+    _run: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
     async def post_signed(
         self,
@@ -87,7 +90,7 @@ class SlackHarness:
             "text": text,
             "api_app_id": APP_ID,
             "response_url": self.fake.response_url(f"cmd{self._commands}"),
-            "trigger_id": f"trigger.{self._commands}",
+            "trigger_id": f"trigger.{self._run}.{self._commands}",
         }
         result = await self.post_signed(urlencode(form), "application/x-www-form-urlencoded")
         await self.bot.wait_idle()

@@ -306,9 +306,10 @@ def slash_command_interaction(
     channel_id: int,
     permissions: int,
     roles: list[int],
+    user: Payload | None = None,
 ) -> Payload:
     data = {"id": str(command_id), "name": name, "type": 1, "options": options}
-    by = member(human(), roles, permissions=permissions)
+    by = member(user or human(), roles, permissions=permissions)
     return interaction(interaction_id, token, 2, data, channel_id=channel_id, member_payload=by)
 
 

@@ -189,8 +189,10 @@ class FakeDiscord(LoopbackServer):
         channel_id: int = p.TEXT_CHANNEL_ID,
         permissions: int = p.MEMBER_PERMISSIONS | p.MANAGE_CHANNELS,
         roles: list[int] | None = None,
+        user: p.Payload | None = None,
     ) -> int:
-        """An INTERACTION_CREATE of type 2 for a command the bot registered. Returns the interaction id."""
+        """An INTERACTION_CREATE of type 2 for a command the bot registered (typed by `user`, Ana unless
+        given). Returns the interaction id."""
         command = next((c for c in self.commands if c["name"] == name), None)
         if command is None:
             raise AssertionError(f"/{name} was never registered; registered: {[c['name'] for c in self.commands]}")
@@ -205,6 +207,7 @@ class FakeDiscord(LoopbackServer):
             channel_id=channel_id,
             permissions=permissions,
             roles=roles or [],
+            user=user,
         )
         await self._dispatch("INTERACTION_CREATE", interaction)
         return interaction_id
