@@ -223,9 +223,14 @@ async def begin_step(db: Database, task_id: int, step_id: int, persona_id: str, 
     (the note's line id, whether the step had begun before: a stop cut it short and it runs on from
     what was committed, with the same note)."""
     async with db.transaction() as tx:
-        row = await tx.fetch_one("SELECT channel_key, step_id, step_note FROM tasks WHERE id = ?", (task_id,))
+        row = await tx.fetch_one(
+            "SELECT t.channel_key, t.step_id, t.step_note, l.text FROM tasks t LEFT JOIN lines l ON l.id = t.step_note "
+            "WHERE t.id = ?",
+            (task_id,),
+        )
         assert row is not None
-        if row["step_id"] == step_id and row["step_note"] is not None:
+        # The same step (a replan may give a new step an old number: its note differs) was begun before.
+        if row["step_id"] == step_id and row["step_note"] is not None and row["text"] == note:
             return int(row["step_note"]), True
         line = Line(0, row["channel_key"], LineKind.MARKER, "system", "system", note, time.time())
         stored = await insert_private_line(tx, line, persona_id)

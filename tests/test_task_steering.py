@@ -12,7 +12,7 @@ from typing import Any
 from bot.inbound import Inbound
 from graph.models.scripted import ScriptedModels
 from personas import Persona
-from storage import tasks
+from storage import channels, tasks
 from storage.records import LineKind
 from tests.conftest import run_console, write_config
 from tests.interactive_console import InteractiveConsole
@@ -208,3 +208,18 @@ async def test_a_step_stopped_after_it_posted_takes_its_committed_answer_instead
     assert [post[1] for post in port.posts] == ["sage", "nova", "rex"]  # each step posted once
     assert task is not None and task.status == "completed"
     assert port.plans["plan-1"].splitlines()[2].startswith("[x] 2. write the invite — Nova (after 1): ")
+
+
+async def test_a_step_begun_before_is_found_by_its_number_and_its_note(app: Any) -> None:
+    await channels.ensure_channel(app.db, "console:general", participants=["sage", "nova"], moderated=False)
+    task = await tasks.start(app.db, "console:general", None, "Research venues", "u1", "Ana")
+    assert task is not None
+    note, again = await tasks.begin_step(app.db, task.id, 1, "sage", "Task #1 (Venues), step 1 of 2. Ana: research")
+    assert not again
+    assert await tasks.begin_step(app.db, task.id, 1, "sage", "Task #1 (Venues), step 1 of 2. Ana: research") == (
+        note,
+        True,
+    )
+    # A replan that gives a new step the same number gives it a new note: it is a step of its own.
+    renumbered, again = await tasks.begin_step(app.db, task.id, 1, "nova", "Task #1 (Venues), step 1 of 1. Ana: write")
+    assert renumbered != note and not again
