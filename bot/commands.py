@@ -276,8 +276,7 @@ COMMANDS: tuple[Spec, ...] = (
         "task",
         "/task TEXT | status | stop | replan TEXT | pause | resume | takeover [reason] | done N [result]"
         " | cancel [reason]",
-        "give the team a task (planned, then done step by step), show its plan, stop or replan it, pause it,"
-        " take it over, or cancel it",
+        "give the team a task done step by step; show, stop, replan, pause, take over or cancel it",
         parse_task,
         {TaskCommand: run.task},
         options=(
