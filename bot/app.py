@@ -14,6 +14,7 @@ from bot.config import Config, ConfigError
 from bot.flood import FloodGate
 from bot.permissions import Permissions
 from bot.persistence import open_persistence
+from bot.recovery import recover
 from bot.service import ChannelDefaults, ChannelService
 from bot.timers import DurableTimers
 from graph.actions import ACTIONS
@@ -151,7 +152,7 @@ async def open_app(
         )
         await stored.timers.start(service.approval_desk)
         try:
-            await service.resume_waiting()
+            await recover(service)
             # Everything loaded so far lives as long as the app: moving it out of the collector's
             # reach stops full collections from pausing the event loop for ~100 ms under load.
             gc.collect()

@@ -35,7 +35,9 @@ def _parser() -> argparse.ArgumentParser:
 
     console = commands.add_parser("console", parents=[common], help="chat in a local console channel")
     console.add_argument("--channel", default="general", help="channel name (default: general)")
-    console.add_argument("--script", type=Path, help="read lines from FILE, print the transcript and exit")
+    console.add_argument(
+        "--script", type=Path, help="read lines from FILE ('-' for standard input), print the transcript and exit"
+    )
     console.add_argument("--verbose", action="store_true", help="also print the moderator's decisions")
 
     prompt = commands.add_parser("prompt", parents=[common], help="print the messages a persona would receive next")
@@ -56,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _console(config: Config, channel: str, script: Path | None, verbose: bool) -> int:
+async def _console(config: Config, channel: str, script: str | None, verbose: bool) -> int:
     port = ConsolePort(verbose=verbose, user=config.settings.bot.console_user)
     async with open_app(config, port) as app:
         session = ConsoleSession(app, channel)
@@ -66,6 +68,18 @@ async def _console(config: Config, channel: str, script: Path | None, verbose: b
         else:
             await session.run_interactive()
     return 0
+
+
+def read_script(path: Path) -> str:
+    """The script's text: standard input for "-", else the file (/dev/stdin included)."""
+    if str(path) == "-":
+        try:
+            return sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"standard input: not UTF-8 text (at byte {exc.start})") from None
+    if not path.exists():
+        raise ConfigError(f"{path}: script file not found")
+    return read_text(path)
 
 
 async def _prompt(config: Config, channel: str, persona_id: str) -> int:
@@ -119,11 +133,10 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(try_persona(config, args.persona, args.line))
         ensure_data_dir(config)
         if args.command == "console":
-            if args.script is not None:
-                if not args.script.exists():
-                    raise ConfigError(f"{args.script}: script file not found")
-                read_text(args.script)  # a one-line error now rather than a traceback mid-session
-            return asyncio.run(_until_stopped(_console(config, args.channel, args.script, args.verbose)))
+            # Read once, before the session: a one-line error now rather than a traceback mid-session,
+            # and a pipe (- or /dev/stdin) can only be read once.
+            script = None if args.script is None else read_script(args.script)
+            return asyncio.run(_until_stopped(_console(config, args.channel, script, args.verbose)))
         if args.command == "prompt":
             return asyncio.run(_prompt(config, args.channel, args.persona))
         return asyncio.run(_until_stopped(_run(config)))

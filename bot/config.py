@@ -148,6 +148,7 @@ class ApprovalsSection(_Section):
     max_cost: Annotated[float, Field(ge=0)] = math.inf
     action_costs: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
     min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.0
+    # Counts model failures in a row (not approvals); it lives here because only an approver resumes.
     failures_before_pause: Annotated[int, Field(ge=0, le=100)] = 5
 
     @field_validator("action_costs")

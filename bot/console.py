@@ -7,7 +7,6 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
-from pathlib import Path
 
 from bot.app import App
 from bot.inbound import Inbound
@@ -131,8 +130,9 @@ class ConsoleSession:
             for line in reply.reply.splitlines():
                 self.write(f"[system] {line}")
 
-    async def run_script(self, path: Path) -> None:
-        for raw in path.read_text(encoding="utf-8").splitlines():
+    async def run_script(self, script: str) -> None:
+        """Each line of the script's text as if typed; blank lines and # comments are skipped."""
+        for raw in script.splitlines():
             text = raw.strip()
             if not text or text.startswith("#"):
                 continue

@@ -1,4 +1,4 @@
-"""The channel service: dedupe, one queue per channel, and commands.
+"""The channel service: the inbound gate, one queue per channel, and commands.
 
 Rounds in one channel run strictly one at a time, in the order their messages were recorded;
 different channels run concurrently. A message is recorded in the inbox before anything else
@@ -25,9 +25,6 @@ from bot.approval_desk import (
     RunApproved,
     nobody,
 )
-from bot.approvals import (
-    unknown_outcome_notice,
-)
 from bot.command_handlers import Call
 from bot.command_values import Command, CommandError
 from bot.commands import HANDLERS, Surface, parse_command
@@ -39,10 +36,10 @@ from bot.tasks import RunTask, TaskDesk
 from graph.engine import RoundEngine
 from graph.port import OutboundPort
 from personas import Persona
-from storage import approvals, channels, history, inbox
+from storage import channels, history, inbox
 from storage.database import Database
 from storage.locks import channel_lock
-from storage.records import ApprovalStatus, LineKind
+from storage.records import LineKind
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +95,13 @@ class ChannelService:
             personas,
             is_approver=is_approver,
             surface=approvals_surface,
-            enqueue=self._enqueue,
+            enqueue=self.enqueue,
             wait_idle=self.wait_idle,
         )
         self.tasks = TaskDesk(
             db,
             engine,
-            self._enqueue,
+            self.enqueue,
             auto_detect=auto_detect_tasks,
             may_decide=self.approval_desk.may_decide,
             withdraw=self.approval_desk.withdraw,
@@ -147,7 +144,7 @@ class ChannelService:
             return None
         self._known_channels.add(inbound.channel_key)
         if admission.starts_round:
-            self._enqueue(AnswerInbox(inbound.channel_key))
+            self.enqueue(AnswerInbox(inbound.channel_key))
         return CommandReply(admission.notice, ok=False) if admission.notice else None
 
     @asynccontextmanager
@@ -167,34 +164,6 @@ class ChannelService:
             if not users[0]:
                 del self._arrivals[channel_key]
 
-    async def resume_waiting(self) -> None:
-        """At start-up: finish what a stop interrupted. Approved actions that never ran are run;
-        a run that started and was never confirmed is reported to the approvers, not run again;
-        messages recorded before the stop whose rounds never ran are answered."""
-        runner = self.engine.runner.runner_id
-        await self.db.claim(f"runner:{runner}")  # held while this process lives: its claims are alive
-        for approval in await approvals.with_status(self.db, ApprovalStatus.RUNNING):
-            owner = approval.runner or ""
-            if owner != runner and await self.db.claim(f"runner:{owner}"):  # its process is gone
-                if await approvals.mark_unknown(self.db, approval.id, owner) is not None:
-                    await self._tell_approvers(approval.channel_key, unknown_outcome_notice(approval))
-        batches: dict[str, str] = {}
-        for status in (ApprovalStatus.APPROVED, ApprovalStatus.UNKNOWN):
-            for approval in await approvals.with_status(self.db, status):
-                batches.setdefault(approval.batch, approval.channel_key)
-        for batch, key in batches.items():
-            if not any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(self.db, batch)):
-                self._enqueue(ResumeApprovals(key, batch))  # a finished flow resumes as a no-op
-        await self.tasks.resume_all()  # before the channels' waiting messages, as they came first
-        for key in await inbox.channels_waiting(self.db):
-            self._enqueue(AnswerInbox(key))
-
-    async def _tell_approvers(self, key: str, text: str) -> None:
-        try:
-            await self.port.notify_approvers(key, text)
-        except Exception:
-            log.exception("could not notify the approvers of %s", key)
-
     async def _ensure_channel(self, key: str) -> None:
         if key in self._known_channels:  # channels are never deleted: no read on a message's way to its ack
             return
@@ -207,7 +176,7 @@ class ChannelService:
         """How a channel this process has not seen yet starts, should it not be stored either."""
         return None if key in self._known_channels else (self.defaults.participants, self.defaults.moderated)
 
-    def _enqueue(self, item: WorkItem) -> None:
+    def enqueue(self, item: WorkItem) -> None:
         key = item.channel_key
         self._queues.setdefault(key, asyncio.Queue()).put_nowait(item)
         if key not in self._workers:
@@ -342,7 +311,7 @@ class ChannelService:
         return key in self._workers
 
     def answer_waiting(self, key: str, *, together: bool = False) -> None:
-        self._enqueue(AnswerInbox(key, together))
+        self.enqueue(AnswerInbox(key, together))
 
     async def mark(self, key: str, marker: str, thread: str | None, *, announce: str) -> None:
         """A marker in the channel's history, and the news posted there."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
 from apscheduler.jobstores.memory import MemoryJobStore
@@ -82,6 +82,7 @@ class DurableTimers:
         self._shared = shared
         self._poll_seconds = poll_seconds
         self._poller: asyncio.Task[None] | None = None
+        self._pruning: asyncio.Task[None] | None = None
 
     @property
     def running_jobs(self) -> bool:
@@ -94,16 +95,17 @@ class DurableTimers:
         async with self._db.exclusive(SETUP_LOCK):  # starting creates the job table if it is missing
             self.scheduler.start(paused=True)
         self.scheduler.add_job(
-            self.forget_old_events,
+            self._start_pruning,
             "interval",
             seconds=PRUNE_EVERY_SECONDS,
-            next_run_time=datetime.now(timezone.utc),
+            next_run_time=datetime.now(timezone.utc) + timedelta(seconds=PRUNE_EVERY_SECONDS),
             id=PRUNE_JOB,
             jobstore="upkeep",
             replace_existing=True,
         )
         if await self._db.claim(TIMERS_CLAIM):
             self.scheduler.resume()
+            await self._start_pruning()  # at start, then hourly
         if self._shared:
             self._poller = asyncio.create_task(self._poll(), name="timers:poll")
 
@@ -116,8 +118,16 @@ class DurableTimers:
                 elif await self._db.claim(TIMERS_CLAIM):
                     log.info("this process now runs the timers")
                     self.scheduler.resume()
+                    await self._start_pruning()
             except Exception:
                 log.exception("timer poll failed; trying again in %.0f s", self._poll_seconds)
+
+    async def _start_pruning(self) -> None:
+        """The pruning runs in a task of ours, started when this process takes the timers and then by
+        the hourly job, which returns at once: a stop cancels our task quietly, where a job that is
+        still running (or not yet started) when APScheduler shuts down is logged with a traceback."""
+        if self._pruning is None or self._pruning.done():
+            self._pruning = asyncio.create_task(self.forget_old_events(), name="timers:forget-processed-events")
 
     async def forget_old_events(self) -> None:
         try:
@@ -129,10 +139,11 @@ class DurableTimers:
 
     async def shutdown(self) -> None:
         global _target
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
+        for task in (self._poller, self._pruning):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         _target = None
@@ -147,11 +158,6 @@ class DurableTimers:
             replace_existing=True,
             misfire_grace_time=None,
         )
-
-    def cancel_expiry(self, approval_id: int) -> None:
-        job = self.scheduler.get_job(f"approval-{approval_id}")
-        if job is not None:
-            job.remove()
 
     def schedule_post(self, at: float, channel_key: str, persona_id: str, call: ActionCall) -> str:
         post = {"channel": call.args["channel"], "text": call.args["text"]}

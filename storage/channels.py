@@ -159,7 +159,3 @@ async def take_next_speaker(db: Database, key: str) -> str | None:
 async def set_last_decisions(db: Database, key: str, decisions: Sequence[str]) -> None:
     async with db.transaction() as tx:
         await tx.execute("UPDATE channels SET last_decisions = ? WHERE key = ?", (json.dumps(list(decisions)), key))
-
-
-async def paused_channels(db: Database) -> set[str]:
-    return {row["key"] for row in await db.fetch_all("SELECT key FROM channels WHERE paused = 1")}

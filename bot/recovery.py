@@ -1,0 +1,49 @@
+"""Start-up recovery: finish what a stop interrupted, before the platforms take new events.
+
+- Approved actions that never ran are run: each batch whose approvals are all decided is resumed in
+  its channel's queue (a flow that had finished resumes as a no-op).
+- A run that started in a process that is gone, and was never confirmed, is marked unknown and
+  reported to the approvers, never run again blindly (/approvals retry N or close N settles it).
+- Tasks that were running continue, then every channel's messages that were recorded but not
+  answered are answered, oldest first, as they came.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bot.approval_desk import ResumeApprovals
+from bot.approvals import unknown_outcome_notice
+from bot.service import AnswerInbox, ChannelService
+from storage import approvals, inbox
+from storage.records import ApprovalStatus
+
+log = logging.getLogger(__name__)
+
+
+async def recover(service: ChannelService) -> None:
+    db = service.db
+    runner = service.engine.runner.runner_id
+    await db.claim(f"runner:{runner}")  # held while this process lives: its claims are alive
+    for approval in await approvals.with_status(db, ApprovalStatus.RUNNING):
+        owner = approval.runner or ""
+        if owner != runner and await db.claim(f"runner:{owner}"):  # its process is gone
+            if await approvals.mark_unknown(db, approval.id, owner) is not None:
+                await _tell_approvers(service, approval.channel_key, unknown_outcome_notice(approval))
+    batches: dict[str, str] = {}
+    for status in (ApprovalStatus.APPROVED, ApprovalStatus.UNKNOWN):
+        for approval in await approvals.with_status(db, status):
+            batches.setdefault(approval.batch, approval.channel_key)
+    for batch, key in batches.items():
+        if not any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(db, batch)):
+            service.enqueue(ResumeApprovals(key, batch))
+    await service.tasks.resume_all()  # before the channels' waiting messages, as they came first
+    for key in await inbox.channels_waiting(db):
+        service.enqueue(AnswerInbox(key))
+
+
+async def _tell_approvers(service: ChannelService, key: str, text: str) -> None:
+    try:
+        await service.port.notify_approvers(key, text)
+    except Exception:
+        log.exception("could not notify the approvers of %s", key)
