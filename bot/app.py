@@ -13,6 +13,7 @@ from pathlib import Path
 from bot.config import Config, ConfigError
 from bot.flood import FloodGate
 from bot.permissions import Permissions
+from bot.mcp_servers import McpServers, known_tools
 from bot.persistence import open_persistence
 from bot.recovery import recover
 from bot.service import ChannelDefaults, ChannelService
@@ -21,6 +22,7 @@ from graph.actions import ACTIONS
 from graph.deps import EngineDeps
 from graph.engine import RoundEngine
 from graph.models.base import Models
+from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
 from graph.policy import PolicySettings
 from graph.port import OutboundPort
@@ -40,6 +42,7 @@ class App:
     engine: RoundEngine
     service: ChannelService
     timers: DurableTimers
+    mcp: McpServers | None = None
 
 
 def provider_config(config: Config) -> ProviderConfig:
@@ -92,7 +95,7 @@ def policy_settings(config: Config) -> PolicySettings:
 
 
 def load_checked_personas(config: Config) -> dict[str, Persona]:
-    personas = load_personas(config.personas_dir, known_actions=ACTIONS)
+    personas = load_personas(config.personas_dir, known_actions=ACTIONS, known_tools=known_tools(config))
     unknown = [p for p in config.settings.bot.participants if p not in personas]
     if unknown:
         raise ConfigError(
@@ -117,6 +120,10 @@ async def open_app(
     personas = load_checked_personas(config)
     models = models or build_models(provider_config(config), environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
+    catalog = McpServers.catalog_for(config)
+    servers = McpServers(config, catalog, environ) if config.settings.mcp.servers else None
+    if isinstance(models, ChatModels):
+        models.use_tools(catalog)
     async with open_persistence(config) as stored:
         if callable(port):  # persistence first, then the adapters on it: nothing is set up in two phases
             port = port(stored.db)
@@ -129,6 +136,8 @@ async def open_app(
             rng=rng or random.Random(),
             policy=policy_settings(config),
             timers=stored.timers,
+            tools=catalog,
+            mcp=servers,
         )
         engine = RoundEngine(deps, stored.checkpointer)
         limits = config.settings.limits
@@ -152,6 +161,8 @@ async def open_app(
         )
         await stored.timers.start(service.approval_desk)
         try:
+            if servers is not None:
+                await servers.start()
             await recover(service)
             # Everything loaded so far lives as long as the app: moving it out of the collector's
             # reach stops full collections from pausing the event loop for ~100 ms under load.
@@ -168,9 +179,12 @@ async def open_app(
                 engine=engine,
                 service=service,
                 timers=stored.timers,
+                mcp=servers,
             )
             await service.wait_idle()
         finally:
             # After a stop signal: running rounds get the grace period, queued work waits durably.
             await service.drain(config.settings.bot.shutdown_grace_seconds)
+            if servers is not None:
+                await servers.stop()
             await stored.timers.shutdown()

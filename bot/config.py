@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.slack.keys import channel_key_of
@@ -154,9 +154,9 @@ class ApprovalsSection(_Section):
     @field_validator("action_costs")
     @classmethod
     def _known_actions(cls, costs: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(costs) - set(ACTIONS))
+        unknown = sorted(name for name in set(costs) - set(ACTIONS) if "." not in name)  # "SERVER.TOOL": an MCP tool
         if unknown:
-            raise ValueError(f"action names ({', '.join(ACTIONS)})")
+            raise ValueError(f"action names ({', '.join(ACTIONS)}) or MCP tools as SERVER.TOOL")
         return costs
 
     def approvers_for(self, channel_key: str) -> set[str]:
@@ -194,6 +194,41 @@ class MailboxSection(_Section):
     max_pending: Annotated[int, Field(ge=1, le=1000)] = 5
 
 
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class McpServerSection(_Section):
+    """One MCP server: a stdio child process (`command`) or a streamable HTTP endpoint (`url`)."""
+
+    command: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    url: str = ""
+    env: list[Annotated[str, Field(pattern=_ENV_NAME)]] = Field(
+        default_factory=list
+    )  # names only: values stay in the environment
+    read_only: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        if url and urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError("an http:// or https:// URL of a streamable HTTP endpoint")
+        return url
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSection:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("either command (a stdio server) or url (streamable HTTP), not both")
+        return self
+
+
+class McpSection(_Section):
+    max_result_chars: Annotated[int, Field(ge=100, le=200_000)] = 4000
+    servers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")], McpServerSection] = Field(
+        default_factory=dict
+    )
+
+
 class Settings(_Section):
     bot: BotSection = BotSection()
     moderation: ModerationSection = ModerationSection()
@@ -207,6 +242,7 @@ class Settings(_Section):
     approvals: ApprovalsSection = ApprovalsSection()
     mailbox: MailboxSection = MailboxSection()
     tasks: TasksSection = TasksSection()
+    mcp: McpSection = McpSection()
     # A command's name, or name_verb ("moderate_prompt" for /moderate prompt), to whom it is open: [] anyone, or any of
     # "manager" and "approver" (both: someone who is both). Unlisted commands keep their defaults.
     permissions: dict[str, list[Literal["manager", "approver"]]] = Field(default_factory=dict)

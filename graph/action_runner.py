@@ -11,15 +11,30 @@ from typing import Any
 
 from graph.actions import ActionCall, check_call, cost_of
 from graph.mailbox import NOTE_ACTION, Mailbox
-from graph.policy import PolicySettings, Trust, Verdict, revision_of, verdict
+from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
+from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, revision_of, verdict
 from graph.port import OutboundPort, Timers
 from graph.trust import trust_record
 from personas import Persona
-from storage import approvals, channels, history
+from storage import approvals, channels, history, tool_grants
 from storage.database import Database
 from storage.records import Approval, ApprovalMode, ToolCall
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """How a run ended: what the persona reads, and what people are shown (the same, except for an
+    MCP tool, whose answer reaches only the persona that called it)."""
+
+    for_persona: str
+    summary: str = ""
+    tool_answer: str | None = None  # an MCP tool's own answer (or its error), for the persona alone
+
+    @property
+    def shown(self) -> str:
+        return self.summary or self.for_persona
 
 
 @dataclass
@@ -32,6 +47,10 @@ class ActionRunner:
     # Claims approved runs; a claim by a process that is gone is reported as an unknown outcome.
     runner_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     mailbox: Mailbox | None = None  # delivers note_to calls
+    tools: ToolCatalog | None = None  # what the MCP servers offer
+    mcp: McpClient | None = None  # runs MCP tool calls
+    # Channels told that a server is down, per (server, outage): told once per outage.
+    _told_down: set[tuple[str, int, str]] = field(default_factory=set)
 
     async def handle(
         self,
@@ -49,7 +68,7 @@ class ActionRunner:
         """
         checked: list[ActionCall] = []
         for call in tool_calls:
-            result = check_call(persona, call.id, call.name, call.args)
+            result = check_call(persona, call.id, call.name, call.args, self.tools)
             if isinstance(result, str):
                 await approvals.audit(
                     self.db,
@@ -84,16 +103,17 @@ class ActionRunner:
                 settings=self.policy,
                 cost=cost_of(action.name, self.policy.action_costs),
                 confidence=action.confidence,
+                tool=await self._standing(channel_key, action.name),
             )
             if decision.verdict is Verdict.WAIT:
                 waiting.append((action, decision.reason))
                 continue
-            outcome = await self.run(channel_key, persona, action)
+            outcome = await self.run(channel_key, persona, action, thread=thread)
             made = ToolCall(action.call_id, action.name, action.args)
-            await history.append_tool_result(self.db, channel_key, persona.id, made, outcome)
+            await history.append_tool_result(self.db, channel_key, persona.id, made, outcome.for_persona)
             if decision.verdict is Verdict.ANNOUNCE:
                 await self.port.notice(
-                    channel_key, f"{persona.display_name} ran {action.describe()}: {outcome}", thread
+                    channel_key, f"{persona.display_name} ran {action.describe()}: {outcome.shown}", thread
                 )
         if not waiting:
             return None
@@ -115,13 +135,28 @@ class ActionRunner:
             ],
         }
 
-    async def run(self, channel_key: str, persona: Persona, call: ActionCall, approval_id: int | None = None) -> str:
+    async def _standing(self, channel_key: str, name: str) -> ToolStanding | None:
+        if not is_mcp_action(name):
+            return None
+        read_only = self.tools is not None and self.tools.is_read_only(name)
+        return ToolStanding(read_only, not read_only and await tool_grants.is_granted(self.db, channel_key, name))
+
+    async def run(
+        self,
+        channel_key: str,
+        persona: Persona,
+        call: ActionCall,
+        approval_id: int | None = None,
+        thread: str | None = None,
+    ) -> Ran:
         """Execute one action and audit it. Never raises: a failure becomes the persona's tool result.
 
         An approved action's run is claimed (committed) first, so a stop between the platform call
         and its outcome leaves a claim that start-up reports, never a run that happens twice."""
         if approval_id is not None and await approvals.claim_run(self.db, approval_id, self.runner_id) is None:
-            return "not run: it was not waiting to run"
+            return Ran("not run: it was not waiting to run")
+        if is_mcp_action(call.name):
+            return await self._run_tool(channel_key, persona, call, approval_id, thread)
         try:
             if call.name == "schedule_post":
                 if self.timers is None:
@@ -148,7 +183,40 @@ class ActionRunner:
             )
         else:
             await approvals.finish(self.db, approval_id, ok=ok, result=result)
-        return f"executed: {result}" if ok else result
+        return Ran(f"executed: {result}" if ok else result)
+
+    async def _run_tool(
+        self, channel_key: str, persona: Persona, call: ActionCall, approval_id: int | None, thread: str | None
+    ) -> Ran:
+        """An MCP tool call, on its server. The tool's answer is untrusted: it becomes the persona's
+        tool result and nothing else; the approval message and the audit log get its summary."""
+        server, _, tool = call.name.partition(QUALIFIER)
+        if self.mcp is None:
+            outcome = McpOutcome(False, "failed: no MCP servers run here", "failed: no MCP servers run here")
+        else:
+            outcome = await self.mcp.call(server, tool, call.args)
+            if outcome.server_down and (server, self.mcp.outage(server), channel_key) not in self._told_down:
+                self._told_down.add((server, self.mcp.outage(server), channel_key))
+                await self.port.notice(
+                    channel_key,
+                    f"The MCP server {server} is down; its tools answer with an error until it is back.",
+                    thread,
+                )
+        if approval_id is None:
+            stated = "" if call.confidence is None else f" (stated confidence {call.confidence:g})"
+            await approvals.audit(
+                self.db,
+                channel_key=channel_key,
+                persona_id=persona.id,
+                action=call.name,
+                event="executed" if outcome.ok else "failed",
+                actor=None,
+                detail=outcome.summary + stated,
+            )
+        else:
+            await approvals.finish(self.db, approval_id, ok=outcome.ok, result=outcome.summary)
+        text = f"executed: {outcome.text}" if outcome.ok else outcome.text
+        return Ran(text, outcome.summary, tool_answer=outcome.text)
 
     async def _trust(self, persona: Persona) -> Trust:
         events = await approvals.audit_events(self.db, [persona.id])

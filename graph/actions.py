@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from graph.mcp import ToolCatalog, check_arguments
 from personas import Persona
 
 
@@ -94,9 +95,16 @@ _CONFIDENCE_SCHEMA = {
 }
 
 
+def confidence_schema() -> dict[str, Any]:
+    """The optional `confidence` property every tool call may state."""
+    return dict(_CONFIDENCE_SCHEMA)
+
+
 def cost_of(name: str, overrides: Mapping[str, float]) -> float:
-    """An action's estimated cost: the deployment's figure when it set one, else the action's own."""
-    return overrides.get(name, ACTIONS[name].estimated_cost)
+    """An action's estimated cost: the deployment's figure when it set one, else the action's own
+    (an MCP tool, "SERVER.TOOL", costs 1 unless [approvals] action_costs names it)."""
+    spec = ACTIONS.get(name)
+    return overrides.get(name, spec.estimated_cost if spec else _Args.estimated_cost)
 
 
 def action_description(name: str) -> str:
@@ -151,19 +159,30 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_call(persona: Persona, call_id: str, name: str, args: Any) -> ActionCall | str:
-    """The call, validated; or the tool error the persona gets back instead."""
-    if name not in persona.actions:
-        allowed = ", ".join(persona.actions) or "none"
-        return f"error: {name} is not an action {persona.display_name} may use (allowed: {allowed})"
-    spec = ACTIONS.get(name)
-    if spec is None:
-        return f"error: {name} is not a known action"
+def check_call(
+    persona: Persona, call_id: str, name: str, args: Any, tools: ToolCatalog | None = None
+) -> ActionCall | str:
+    """The call, validated; or the tool error the persona gets back instead. A call of an MCP tool
+    (from `tools`) is checked against the tool's input schema and named "SERVER.TOOL" from here on."""
+    mcp_tool = tools.find(persona, name) if tools is not None and name not in ACTIONS else None
+    if name not in persona.actions and mcp_tool is None:
+        names = (
+            [*persona.actions, *(tools.exposed_name(t) for t in tools.allowed(persona))] if tools else persona.actions
+        )
+        return f"error: {name} is not an action {persona.display_name} may use (allowed: {', '.join(names) or 'none'})"
     arguments = dict(args) if isinstance(args, dict) else {}
     stated = arguments.pop(CONFIDENCE, None)
     confidence = _confidence(stated)
     if stated is not None and confidence is None:
         return f"error: bad arguments for {name}: {CONFIDENCE}: a number from 0 to 1, got {_short(stated, 20)!r}"
+    if mcp_tool is not None:
+        problem = check_arguments(mcp_tool, arguments)
+        if problem:
+            return f"error: bad arguments for {name}: {problem}"
+        return ActionCall(call_id=call_id, name=mcp_tool.qualified, args=arguments, confidence=confidence)
+    spec = ACTIONS.get(name)
+    if spec is None:
+        return f"error: {name} is not a known action"
     try:
         parsed = spec.model_validate(arguments)
     except ValidationError as exc:

@@ -74,6 +74,11 @@ def outcome(
     return f"Still pending (approval #{approval.id})."
 
 
+def with_answer(outcome: str, answer: str | None) -> str:
+    """An MCP tool's outcome with the tool's own answer, which only the calling persona reads."""
+    return outcome if answer is None else f"{outcome}\nThe tool's answer:\n{answer}"
+
+
 class ApprovalFlow:
     def __init__(self, deps: EngineDeps, runner: ActionRunner, prompt_for: PromptFor) -> None:
         self.deps = deps
@@ -114,8 +119,11 @@ class ApprovalFlow:
         outcomes: list[str] = []
         for approval in await approvals.in_batch(self.deps.db, state["batch"]):
             call = ActionCall(call_id=approval.call_id, name=approval.action, args=approval.args)
+            answer: str | None = None
             if approval.status is ApprovalStatus.APPROVED:
-                await self.runner.run(key, persona, call, approval_id=approval.id)
+                answer = (
+                    await self.runner.run(key, persona, call, approval_id=approval.id, thread=state["thread"])
+                ).tool_answer
                 approval = await approvals.get(self.deps.db, approval.id) or approval
             if approval.status in (ApprovalStatus.PENDING, ApprovalStatus.RUNNING):
                 continue  # not decided, or another process is running it right now
@@ -126,7 +134,7 @@ class ApprovalFlow:
             outcomes.append(result)
             # Run again after a crash, this adds a second result for the call; the prompt keeps one.
             await history.append_tool_result(
-                self.deps.db, key, persona.id, ToolCall(call.call_id, call.name, call.args), result
+                self.deps.db, key, persona.id, ToolCall(call.call_id, call.name, call.args), with_answer(result, answer)
             )
         return {"outcomes": outcomes}
 

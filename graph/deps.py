@@ -6,6 +6,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from graph.mcp import McpClient, ToolCatalog
 from graph.models.base import Models
 from graph.policy import PolicySettings
 from graph.port import OutboundPort, Timers
@@ -24,3 +25,5 @@ class EngineDeps:
     rng: random.Random = field(default_factory=random.Random)
     policy: PolicySettings = field(default_factory=PolicySettings)
     timers: Timers | None = None
+    tools: ToolCatalog | None = None  # what the MCP servers offer (bot/mcp_servers.py fills it)
+    mcp: McpClient | None = None  # runs MCP tool calls

@@ -10,7 +10,7 @@ from langgraph.types import Checkpointer, Command
 
 from graph.action_runner import ActionRunner
 from graph.actions import ActionCall
-from graph.approval_flow import ApprovalFlow, build_approval_graph, outcome
+from graph.approval_flow import ApprovalFlow, build_approval_graph, outcome, with_answer
 from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.mailbox import Mailbox
@@ -30,7 +30,9 @@ class RoundEngine:
     def __init__(self, deps: EngineDeps, checkpointer: Checkpointer = None) -> None:
         self.deps = deps
         mailbox = Mailbox(deps.db, deps.personas, deps.settings.mailbox_max_pending)
-        self.runner = ActionRunner(deps.db, deps.port, deps.timers, deps.policy, mailbox=mailbox)
+        self.runner = ActionRunner(
+            deps.db, deps.port, deps.timers, deps.policy, mailbox=mailbox, tools=deps.tools, mcp=deps.mcp
+        )
         self.nodes = RoundNodes(deps, self.runner)
         # No checkpointer for rounds: a round is never resumed midway (a new message starts a new
         # one, and initial_state sets every key), so its saved state was written and never read.
@@ -92,12 +94,12 @@ class RoundEngine:
         if approval is None or persona is None:
             return
         call = ActionCall(call_id=approval.call_id, name=approval.action, args=approval.args)
-        await self.runner.run(approval.channel_key, persona, call, approval_id=approval.id)
+        ran = await self.runner.run(approval.channel_key, persona, call, approval_id=approval.id)
         finished = await approvals.get(self.deps.db, approval_id)
         if finished is not None:
-            await self.show_outcome(finished)
+            await self.show_outcome(finished, ran.tool_answer)
 
-    async def show_outcome(self, approval: Approval) -> None:
+    async def show_outcome(self, approval: Approval, answer: str | None = None) -> None:
         """Show a decided approval's outcome and hand it to its persona as the call's result
         (the newest result for a call is the one its prompt keeps)."""
         persona = self.deps.personas.get(approval.persona_id)
@@ -105,7 +107,7 @@ class RoundEngine:
             return
         await self.deps.port.show_decision(approval, persona)
         call = ToolCall(approval.call_id, approval.action, approval.args)
-        result = outcome(approval, for_persona=True)
+        result = with_answer(outcome(approval, for_persona=True), answer)
         await history.append_tool_result(self.deps.db, approval.channel_key, persona.id, call, result)
 
     async def prompt_for(self, channel_key: str, persona_id: str) -> list[BaseMessage]:

@@ -36,6 +36,14 @@ class PolicySettings:
 
 
 @dataclass(frozen=True)
+class ToolStanding:
+    """What config and approvers said about one MCP tool: read-only in config, or approved always here."""
+
+    read_only: bool = False
+    approved_always: bool = False
+
+
+@dataclass(frozen=True)
 class Decision:
     verdict: Verdict
     # Why it waits whatever the mode, for the approval request; empty when the mode alone says so.
@@ -78,9 +86,13 @@ def verdict(
     settings: PolicySettings,
     cost: float = 0.0,
     confidence: float | None = None,
+    tool: ToolStanding | None = None,
 ) -> Decision:
     """Whether `action` waits, runs, or runs and is announced; and, when a trigger beyond the
-    channel's mode makes it wait, why (requests waiting for the mode's own reason say nothing more)."""
+    channel's mode makes it wait, why (requests waiting for the mode's own reason say nothing more).
+
+    An MCP tool (`tool` given) is sensitive unless config lists it read-only, whatever its server's
+    annotations say; one an approver chose to "Approve always" in this channel runs like a read-only one."""
     reasons = always_wait_reasons(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
     if reasons:
         return Decision(Verdict.WAIT, tuple(reasons))
@@ -88,7 +100,8 @@ def verdict(
         return Decision(Verdict.WAIT)
     if mode is ApprovalMode.ON_THE_LOOP:
         return Decision(Verdict.ANNOUNCE)
-    if not is_sensitive(action, settings.sensitive):
+    sensitive = is_sensitive(action, settings.sensitive) if tool is None else not tool.read_only
+    if not sensitive or tool is not None and tool.approved_always:
         return Decision(Verdict.RUN)
     if settings.auto_relax and trust is Trust.EXPERT:
         return Decision(Verdict.ANNOUNCE)

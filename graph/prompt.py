@@ -169,9 +169,11 @@ def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
                 call_id = call["id"] or ""
-                paired.append(
-                    results.get(call_id) or ToolMessage(content=NO_RESULT_YET, tool_call_id=call_id, name=call["name"])
-                )
+                result = results.get(call_id)
+                if result is not None and result.name != call["name"]:
+                    # An MCP tool's result is stored under "SERVER.TOOL"; its call has the name the model used.
+                    result = result.model_copy(update={"name": call["name"]})
+                paired.append(result or ToolMessage(content=NO_RESULT_YET, tool_call_id=call_id, name=call["name"]))
     return paired
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +14,7 @@ from pydantic_core import ErrorDetails
 PERSONA_DIR = Path(__file__).parent
 
 PersonaId = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
+_TOOL_ENTRY = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
@@ -32,6 +33,10 @@ class Persona(BaseModel):
     talkativeness: float = Field(ge=0.0, le=1.0)
     model: str | None = None
     actions: tuple[str, ...] = ()
+    tools: tuple[Annotated[str, StringConstraints(pattern=_TOOL_ENTRY)], ...] = Field(
+        default=(),
+        description='Tools from MCP servers ([mcp.servers.NAME] in config.toml): "git" for all of a server\'s, "git.git_status" for one.',
+    )
     expertise: tuple[str, ...] = Field(
         default=(), description="Topics this persona knows well: the moderator may invite it when they come up."
     )
@@ -70,8 +75,15 @@ def _describe(error: ErrorDetails) -> str:
     return f"{where}: {error['msg']} (got {error.get('input')!r})"
 
 
-def check_persona_file(path: Path, known_actions: Collection[str] | None = None) -> CheckedFile:
-    """Every problem of one file on its own; `known_actions` (when given) are the action names it may list."""
+KnownTools = Mapping[str, Collection[str] | None]
+"""The configured MCP servers, each with the tools it listed (None while it has not listed any yet)."""
+
+
+def check_persona_file(
+    path: Path, known_actions: Collection[str] | None = None, known_tools: KnownTools | None = None
+) -> CheckedFile:
+    """Every problem of one file on its own; `known_actions` (when given) are the action names it may
+    list, `known_tools` the MCP servers it may name and, once a server has listed them, its tools."""
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -94,16 +106,33 @@ def check_persona_file(path: Path, known_actions: Collection[str] | None = None)
             for name in actions
             if isinstance(name, str) and name not in known_actions
         ]
+    tools = raw.get("tools")
+    if known_tools is not None and isinstance(tools, list):
+        problems += [
+            problem for entry in tools if isinstance(entry, str) and (problem := _tool_problem(entry, known_tools))
+        ]
     return CheckedFile(path, None if problems else persona, tuple(problems))
 
 
-def check_persona_files(paths: Iterable[Path], known_actions: Collection[str] | None = None) -> list[CheckedFile]:
+def _tool_problem(entry: str, known_tools: KnownTools) -> str | None:
+    server, _, tool = entry.partition(".")
+    if server not in known_tools:
+        return f"tools: unknown MCP server {server!r} (configured: {', '.join(known_tools) or 'none'})"
+    listed = known_tools[server]
+    if tool and listed is not None and tool not in listed:
+        return f"tools: server {server!r} has no tool {tool!r} (it lists: {', '.join(sorted(listed)) or 'none'})"
+    return None
+
+
+def check_persona_files(
+    paths: Iterable[Path], known_actions: Collection[str] | None = None, known_tools: KnownTools | None = None
+) -> list[CheckedFile]:
     """Each file on its own, then together: ids and display names must be unique across them."""
     checked: list[CheckedFile] = []
     origin: dict[str, Path] = {}
     names: dict[str, str] = {}
     for path in paths:
-        one = check_persona_file(path, known_actions)
+        one = check_persona_file(path, known_actions, known_tools)
         persona = one.persona
         if persona is not None:
             taken = names.get(persona.display_name.casefold())
@@ -133,9 +162,11 @@ def persona_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.toml"))
 
 
-def load_personas(directory: Path = PERSONA_DIR, known_actions: Collection[str] | None = None) -> dict[str, Persona]:
+def load_personas(
+    directory: Path = PERSONA_DIR, known_actions: Collection[str] | None = None, known_tools: KnownTools | None = None
+) -> dict[str, Persona]:
     """Every *.toml in directory, keyed by id, in file-name order; a PersonaError names the first problem."""
-    checked = check_persona_files(persona_files(directory), known_actions)
+    checked = check_persona_files(persona_files(directory), known_actions, known_tools)
     if not checked:
         raise PersonaError(f"{directory}: no persona files (*.toml)")
     problems = [line for one in checked for line in one.lines()]

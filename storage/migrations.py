@@ -261,6 +261,16 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE tasks ADD COLUMN step_id INTEGER;
     ALTER TABLE tasks ADD COLUMN step_note {bigint};
     """,
+    # 17: "Approve always": an approver let one MCP tool ("SERVER.TOOL") run without asking in one channel
+    """
+    CREATE TABLE tool_grants (
+        channel_key TEXT NOT NULL,
+        tool        TEXT NOT NULL,
+        granted_by  TEXT NOT NULL,
+        granted_at  {real} NOT NULL,
+        PRIMARY KEY (channel_key, tool)
+    );
+    """,
 )
 
 _APPROVAL_STATUSES = "'pending', 'approved', 'rejected', 'expired', 'executed', 'failed', 'running', 'unknown'"

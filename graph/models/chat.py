@@ -8,14 +8,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.rate_limiters import InMemoryRateLimiter
 
-from graph.actions import tool_definitions
+from graph.actions import CONFIDENCE, confidence_schema, tool_definitions
+from graph.mcp import ToolCatalog
 from graph.models.base import ChatRunnable
 from graph.moderator import decision_schema
 from graph.planner import plan_schema
 from personas import Persona
 
 MakeChatModel = Callable[[str, InMemoryRateLimiter | None], BaseChatModel]
-BindPersona = Callable[[BaseChatModel, Persona, Sequence[str], bool], ChatRunnable]
+BindPersona = Callable[[BaseChatModel, Persona, Sequence[str], bool, ToolCatalog | None], ChatRunnable]
 BindModerator = Callable[[BaseChatModel, dict[str, Any]], ChatRunnable]
 BindJson = Callable[[BaseChatModel, dict[str, Any], int], ChatRunnable]
 """A model bound to answer JSON under a schema, in at most that many tokens where a budget matters."""
@@ -37,12 +38,16 @@ def rate_limiter(requests_per_minute: float) -> InMemoryRateLimiter:
 
 
 def bind_actions_as_tools(
-    model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool
+    model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool, tools: ToolCatalog | None
 ) -> ChatRunnable:
-    """Models with native tool calls (Gemini, OpenAI-compatible) get exactly the persona's actions."""
-    if not persona.actions:
+    """Models with native tool calls (Gemini, OpenAI-compatible) get exactly the persona's actions,
+    and the MCP tools its file allows, with the servers' own names, descriptions and input schemas."""
+    definitions = tool_definitions(persona.actions)
+    if tools is not None:
+        definitions += tools.definitions(persona, {CONFIDENCE: confidence_schema()})
+    if not definitions:
         return model
-    return model.bind_tools(tool_definitions(persona.actions))
+    return model.bind_tools(definitions)
 
 
 class ChatModels:
@@ -69,6 +74,11 @@ class ChatModels:
         self._bind_json: BindJson = bind_json or (lambda model, schema, max_tokens: bind_moderator(model, schema))
         self._plan_schema = plan_schema
         self._models: dict[str, BaseChatModel] = {}
+        self.tools: ToolCatalog | None = None
+
+    def use_tools(self, tools: ToolCatalog) -> None:
+        """The MCP tools to offer personas, beside their built-in actions."""
+        self.tools = tools
 
     def _model(self, name: str) -> BaseChatModel:
         if name not in self._models:
@@ -82,7 +92,7 @@ class ChatModels:
 
     def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
         model = self._model(persona.model or self._persona_model_name)
-        return self._bind_persona(model, persona, other_names, addressed)
+        return self._bind_persona(model, persona, other_names, addressed, self.tools)
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         return self._bind_moderator(self._model(self._moderator_model_name), decision_schema(choices))

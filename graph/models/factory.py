@@ -11,6 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from pydantic import SecretStr
 
+from graph.mcp import ToolCatalog
 from graph.models.base import ChatRunnable, Models
 from graph.models.chat import ChatModels
 from graph.models.scripted import ScriptedModels
@@ -153,13 +154,17 @@ def _local(config: ProviderConfig) -> Models:
         return shared  # one embedded model serves personas and moderator alike
 
     def bind_persona(
-        model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool
+        model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool, tools: ToolCatalog | None
     ) -> ChatRunnable:
         # A base model continues the transcript; stopping at other names is the impersonation guard.
-        # With no native tool calls, it considers an action only when the human line addressed it.
+        # With no native tool calls, it considers an action only when the human line addressed it:
+        # its built-in actions, and its MCP tools as (name the model uses, tool) pairs.
         stops = ["\n", *(f"{name}:" for name in other_names)]
         actions = list(persona.actions) if addressed else []
-        return model.bind(speaker=persona.display_name, stop=stops, actions=actions)
+        offered = (
+            [(tools.exposed_name(t), t) for t in tools.allowed(persona)] if tools is not None and addressed else []
+        )
+        return model.bind(speaker=persona.display_name, stop=stops, actions=actions, mcp_tools=offered)
 
     def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
         # A 270M model's free text is no reason anyone can read: it picks one from a fixed set.

@@ -25,7 +25,13 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from graph.models.local_actions import decision_prompt, decision_schema, newest_human_line, tool_call_from
+from graph.models.local_actions import (
+    OfferedTools,
+    decision_prompt,
+    decision_schema,
+    newest_human_line,
+    tool_call_from,
+)
 from graph.moderator import DECISION_CUE
 
 log = logging.getLogger(__name__)
@@ -118,9 +124,10 @@ class LocalLlamaChatModel(BaseChatModel):
         if schema is None and not speaker:
             raise ValueError("LocalLlamaChatModel needs a `speaker` kwarg, e.g. model.bind(speaker='Nova')")
         actions: Sequence[str] = kwargs.get("actions") or ()
-        if schema is None and actions and speaker:
+        tools: OfferedTools = kwargs.get("mcp_tools") or ()
+        if schema is None and (actions or tools) and speaker:
             now = datetime.fromisoformat(kwargs["now"]) if kwargs.get("now") else datetime.now(timezone.utc)
-            call = self._propose_action(messages, speaker, actions, now)
+            call = self._propose_action(messages, speaker, actions, now, tools)
             if call is not None:
                 # The call alone: the approval request says what happens, and the persona speaks
                 # once it hears the result, so it can never claim "done" too early.
@@ -176,15 +183,15 @@ class LocalLlamaChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _propose_action(
-        self, messages: list[BaseMessage], speaker: str, actions: Sequence[str], now: datetime
+        self, messages: list[BaseMessage], speaker: str, actions: Sequence[str], now: datetime, tools: OfferedTools = ()
     ) -> dict[str, Any] | None:
         """The action the newest human line asks `speaker` for, under constrained decoding; or None."""
         line = newest_human_line(messages)
         if line is None:
             return None
         request = {
-            "prompt": decision_prompt(line, speaker, actions, now),
-            "json_schema": bounded_schema(decision_schema(actions)),
+            "prompt": decision_prompt(line, speaker, actions, now, tools),
+            "json_schema": bounded_schema(decision_schema(actions, tools)),
             "max_tokens": self.json_max_tokens,
             "temperature": 0.0,  # a decision, not a voice: the likeliest reading of the request
         }

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from graph.actions import ACTIONS, CONFIDENCE
+from graph.mcp import McpTool
 
 NO_ACTION = "none"
 DECISION_CUE = "Action (JSON):"
@@ -84,12 +85,43 @@ _EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
 CONFIDENCE_STEPS = tuple(round(step / 10, 1) for step in range(11))
 
 
-def decision_schema(actions: Sequence[str]) -> dict[str, Any]:
-    """One object per allowed action, told apart by a constant `action` and ending with the
-    model's `confidence`, plus `{"action": "none"}`."""
+OfferedTools = Sequence[tuple[str, McpTool]]
+"""MCP tools offered to the embedded model: (the name it uses, the tool)."""
+
+_SIMPLE_TYPES = ("string", "integer", "number", "boolean")
+_SAMPLE_VALUES = ("Blue", "Sky", "Tuesday", "Harbor")  # example arguments in the synthesized few-shot lines
+
+
+def grammar_properties(schema: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]] | None:
+    """A tool's input schema in what constrained decoding takes reliably: properties of a plain type
+    (string, integer, number, boolean; an enum kept). An optional property of another shape is left
+    out (the model never fills it); a required one means the tool is not offered to the embedded
+    model at all (None). check_call still checks the call against the tool's whole schema."""
+    properties: dict[str, dict[str, Any]] = {}
+    required = [str(r) for r in schema.get("required", [])]
+    for name, field_schema in (schema.get("properties") or {}).items():
+        kind = field_schema.get("type") if isinstance(field_schema, dict) else None
+        if kind in _SIMPLE_TYPES:
+            kept = {"type": kind, **({"enum": field_schema["enum"]} if "enum" in field_schema else {})}
+            properties[str(name)] = kept
+        elif name in required:
+            return None
+    return properties, [r for r in required if r in properties]
+
+
+def decision_schema(actions: Sequence[str], tools: OfferedTools = ()) -> dict[str, Any]:
+    """One object per allowed action and offered MCP tool, told apart by a constant `action` and
+    ending with the model's `confidence`, plus `{"action": "none"}`."""
     options: list[dict[str, Any]] = [
         {"type": "object", "properties": {"action": {"const": NO_ACTION}}, "required": ["action"]}
     ]
+    for exposed, tool in tools:
+        shape = grammar_properties(tool.input_schema)
+        if shape is None:
+            continue
+        fields, needed = shape
+        shaped = {"action": {"const": exposed}, **fields, CONFIDENCE: {"enum": list(CONFIDENCE_STEPS)}}
+        options.append({"type": "object", "properties": shaped, "required": ["action", *needed, CONFIDENCE]})
     for name in actions:
         if name not in ACTIONS:
             continue
@@ -115,15 +147,20 @@ def newest_human_line(messages: Sequence[BaseMessage]) -> str | None:
     return None
 
 
-def decision_prompt(line: str, speaker: str, actions: Sequence[str], now: datetime) -> str:
+def decision_prompt(line: str, speaker: str, actions: Sequence[str], now: datetime, tools: OfferedTools = ()) -> str:
     """A base-model prompt: what each action is, then example lines with their decisions, then `line`."""
+    offered = [(exposed, tool) for exposed, tool in tools if grammar_properties(tool.input_schema) is not None]
     described = "\n".join(
-        f"- {name}: {' '.join((ACTIONS[name].__doc__ or '').split())}" for name in actions if name in ACTIONS
+        [
+            *(f"- {name}: {' '.join((ACTIONS[name].__doc__ or '').split())}" for name in actions if name in ACTIONS),
+            *(f"- {exposed}: {' '.join((tool.description or exposed).split())}" for exposed, tool in offered),
+        ]
     )
+    shown = [*_EXAMPLES, *(example for exposed, tool in offered for example in _tool_examples(exposed, tool))]
     examples = [
         f"{text.format(name=speaker)}\n{DECISION_CUE} {json.dumps(decision, separators=(',', ':'))}"
-        for text, decision in _EXAMPLES
-        if decision["action"] in (NO_ACTION, *actions)
+        for text, decision in shown
+        if decision["action"] in (NO_ACTION, *actions, *(exposed for exposed, _ in offered))
     ]
     return (
         f"{speaker} can take these actions:\n{described}\n"
@@ -139,11 +176,54 @@ def tool_call_from(decision_text: str, line: str, speaker: str = "") -> dict[str
     proposal that is not grounded in the line that asked for it."""
     decision = json.loads(decision_text)
     name = decision.pop("action", NO_ACTION) if isinstance(decision, dict) else NO_ACTION
+    if name != NO_ACTION and name not in ACTIONS:  # an MCP tool: every text it would send is in the line
+        return _call(name, decision) if grounded_values(decision, line) else None
     if name == NO_ACTION or not grounded(decision, line) or not sent_by_the_addressee(decision, line, speaker):
         return None
     if isinstance(decision.get("text"), str):
         decision["text"] = snap_to_quote(decision["text"], line)
-    return {"name": name, "args": decision, "id": f"call_{uuid.uuid4().hex[:16]}", "type": "tool_call"}
+    return _call(name, decision)
+
+
+def _call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:16]}", "type": "tool_call"}
+
+
+def grounded_values(args: dict[str, Any], line: str) -> bool:
+    """Whether each text argument of an MCP tool call is found in the person's line (a 270M model
+    invents arguments when nobody asked for anything). A tool with no text argument is grounded
+    when the line names the tool's words, which the model's choice of tool already had to match."""
+    said = _words(line.split(":", 1)[-1])
+    texts = [_words(value) for key, value in args.items() if key != CONFIDENCE and isinstance(value, str)]
+    return all(text and text in said for text in texts)
+
+
+def _tool_examples(exposed: str, tool: McpTool) -> list[tuple[str, dict[str, Any]]]:
+    """A request for the tool and a look-alike line that asks nothing, made from its schema: a base
+    model copies the pattern (quoted words into the arguments) rather than the words themselves."""
+    shape = grammar_properties(tool.input_schema)
+    if shape is None:
+        return []
+    fields, needed = shape
+    args: dict[str, Any] = {}
+    said: list[str] = []
+    for index, key in enumerate(needed):
+        kind = fields[key].get("type")
+        value: Any = fields[key]["enum"][0] if "enum" in fields[key] else _SAMPLE_VALUES[index % len(_SAMPLE_VALUES)]
+        if kind in ("integer", "number"):
+            value = 3
+        elif kind == "boolean":
+            value = True
+        args[key] = value
+        said.append(
+            f"{key.replace('_', ' ')} '{value}'" if isinstance(value, str) else f"{key.replace('_', ' ')} {value}"
+        )
+    words = exposed.replace("_", " ")
+    request = f"Mia: {{name}}, {words}" + (f" with {' and '.join(said)}" if said else "")
+    return [
+        (request, {"action": exposed, **args, CONFIDENCE: 0.9}),
+        (f"Leo: {{name}}, do you know what {words} does?", {"action": NO_ACTION}),
+    ]
 
 
 def snap_to_quote(text: str, line: str) -> str:
