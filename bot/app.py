@@ -12,8 +12,8 @@ from pathlib import Path
 
 from bot.config import Config, ConfigError
 from bot.flood import FloodGate
-from bot.permissions import Permissions
 from bot.mcp_servers import McpServers, known_tools
+from bot.permissions import Permissions
 from bot.persistence import open_persistence
 from bot.recovery import recover
 from bot.service import ChannelDefaults, ChannelService
@@ -121,7 +121,9 @@ async def open_app(
     models = models or build_models(provider_config(config), environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     catalog = McpServers.catalog_for(config)
-    servers = McpServers(config, catalog, environ) if config.settings.mcp.servers else None
+    servers = (
+        McpServers(config, catalog) if config.settings.mcp.servers else None
+    )  # env values: the process environment
     if isinstance(models, ChatModels):
         models.use_tools(catalog)
     async with open_persistence(config) as stored:

@@ -19,9 +19,10 @@ from bot.approvals import NOTHING_PENDING, PENDING_HEADING, already_decided, dec
 from bot.revisions import edited_arguments, full_arguments
 from graph.actions import ActionCall
 from graph.engine import RoundEngine
+from graph.mcp import is_mcp_action
 from graph.trust import trust_record
 from personas import Persona
-from storage import approvals
+from storage import approvals, tool_grants
 from storage.database import Database
 from storage.records import Approval, ApprovalStatus
 
@@ -110,17 +111,27 @@ class ApprovalDesk:
         incident: bool = False,
         *,
         decided_in: str | None = None,
+        always: bool = False,
     ) -> CommandReply:
-        """An approver's decision. The first decision wins; anyone else is refused and nothing changes."""
+        """An approver's decision. The first decision wins; anyone else is refused and nothing changes.
+        `always` (an MCP tool's "Approve always") also lets that tool run without asking in this
+        channel from now on, until `/approvals forget SERVER.TOOL`."""
         if (refused := await self.why_not(approval_id, actor, decided_in=decided_in)) is not None:
             return CommandReply(refused, ok=False)
+        approval = await approvals.get(self.db, approval_id)
+        if always and not (approve and approval is not None and is_mcp_action(approval.action)):
+            return CommandReply("Only a tool from an MCP server can be approved always.", ok=False)
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
         decided = await approvals.decide(
             self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident
         )
         if decided is None:  # someone else decided between the check and the update: the first wins
             return await self._decided_first(approval_id)
+        if always:
+            await tool_grants.grant(self.db, decided.channel_key, decided.action, actor.name)
         await self._resume_if_complete(decided)
+        if always:
+            return CommandReply(f"Approved #{approval_id}; {decided.action} now runs without asking in this channel.")
         return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
 
     async def why_not(
@@ -148,6 +159,22 @@ class ApprovalDesk:
                 await self._resume_if_complete(decided)
         return rejected
 
+    async def tool_grants_list(self, key: str) -> str:
+        """The MCP tools approved always in this channel (part of /approvals)."""
+        granted = await tool_grants.grants(self.db, key)
+        if not granted:
+            return ""
+        rows = [f"{g.tool} (by {g.granted_by})" for g in granted]
+        return "Approved always here (withdraw with /approvals forget SERVER.TOOL): " + ", ".join(rows)
+
+    async def forget_tool(self, key: str, tool: str, actor: Actor) -> CommandReply:
+        """/approvals forget SERVER.TOOL: the tool waits for approval here again (approvers only)."""
+        if not self.may_decide(key, actor):
+            return CommandReply("Only approvers can withdraw an approve-always.", ok=False)
+        if not await tool_grants.forget(self.db, key, tool, actor.name):
+            return CommandReply(f"{tool} is not approved always in this channel.", ok=False)
+        return CommandReply(f"{tool} waits for approval again in this channel.")
+
     async def _decided_first(self, approval_id: int) -> CommandReply:
         current = await approvals.get(self.db, approval_id)
         return CommandReply(already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False)
@@ -161,7 +188,8 @@ class ApprovalDesk:
         if (refused := await self.why_not(approval_id, actor, decided_in=decided_in)) is not None or approval is None:
             return CommandReply(refused or "", ok=False)
         persona = self.personas.get(approval.persona_id)
-        checked = edited_arguments(approval, persona, args) if persona else f"no persona {approval.persona_id!r}"
+        tools = self.engine.runner.tools
+        checked = edited_arguments(approval, persona, args, tools) if persona else f"no persona {approval.persona_id!r}"
         if isinstance(checked, str):
             return CommandReply(f"Approval #{approval_id} is unchanged: {checked}.", ok=False)
         if checked == approval.args:  # nothing edited: a plain approval

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from graph.actions import check_call
+from graph.mcp import ToolCatalog
 from personas import Persona
 from storage.records import Approval
 
@@ -43,10 +44,12 @@ def read_arguments(text: str) -> dict[str, Any] | str:
     return value
 
 
-def edited_arguments(approval: Approval, persona: Persona, args: dict[str, Any]) -> dict[str, Any] | str:
-    """The edited arguments checked by the action's spec, as they will run (normalised, e.g. "#news"
-    becomes "news"); or why they cannot run, in one line."""
-    checked = check_call(persona, approval.call_id, approval.action, args)
+def edited_arguments(
+    approval: Approval, persona: Persona, args: dict[str, Any], tools: ToolCatalog | None = None
+) -> dict[str, Any] | str:
+    """The edited arguments checked by the action's spec (an MCP tool's: its input schema), as they
+    will run (normalised, e.g. "#news" becomes "news"); or why they cannot run, in one line."""
+    checked = check_call(persona, approval.call_id, approval.action, args, tools)
     if isinstance(checked, str):
         return checked.removeprefix("error: ")
     return checked.args

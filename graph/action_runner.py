@@ -106,7 +106,7 @@ class ActionRunner:
                 tool=await self._standing(channel_key, action.name),
             )
             if decision.verdict is Verdict.WAIT:
-                waiting.append((action, decision.reason))
+                waiting.append((action, self._why(action.name, decision.reason)))
                 continue
             outcome = await self.run(channel_key, persona, action, thread=thread)
             made = ToolCall(action.call_id, action.name, action.args)
@@ -134,6 +134,12 @@ class ActionRunner:
                 for c, reason in waiting
             ],
         }
+
+    def _why(self, name: str, reason: str) -> str:
+        """Why a call waits; for an MCP tool, also its server's own annotations, shown as untrusted hints."""
+        tool = self.tools.tool(name) if self.tools is not None and is_mcp_action(name) else None
+        hints = tool.hints() if tool else ""
+        return "; ".join(part for part in (reason, f"server hints (untrusted): {hints}" if hints else "") if part)
 
     async def _standing(self, channel_key: str, name: str) -> ToolStanding | None:
         if not is_mcp_action(name):

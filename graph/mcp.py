@@ -142,11 +142,18 @@ def model_schema(schema: Mapping[str, Any], extra: Mapping[str, Any] | None = No
     schema refuses dropped (recursively); the tool's check_arguments still uses the whole schema."""
 
     def clean(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: clean(v) for k, v in node.items() if k not in _UNSUPPORTED}
+        """A schema node without annotations; the names under "properties" are arguments, all kept."""
         if isinstance(node, list):
             return [clean(v) for v in node]
-        return node
+        if not isinstance(node, dict):
+            return node
+        return {
+            k: (
+                {name: clean(sub) for name, sub in v.items()} if k == "properties" and isinstance(v, dict) else clean(v)
+            )
+            for k, v in node.items()
+            if k not in _UNSUPPORTED
+        }
 
     cleaned: dict[str, Any] = clean(dict(schema)) or {}
     cleaned["type"] = "object"

@@ -11,10 +11,12 @@ from bot.approvals import outcome
 from bot.revisions import FORM_HINT, arguments_json
 from bot.slack.keys import channel_id_of
 from bot.slack.text import escape_clipped, escape_for_slack
+from graph.mcp import is_mcp_action
 from personas import Persona
 from storage.records import Approval
 
 APPROVE_ACTION = "approval_approve"
+APPROVE_ALWAYS_ACTION = "approval_approve_always"  # an MCP tool: approve, and run it without asking in this channel
 REJECT_ACTION = "approval_reject"
 FEEDBACK_ACTION = "approval_feedback"
 FEEDBACK_MODAL = "approval_feedback_modal"
@@ -60,6 +62,11 @@ def request_blocks(approval: Approval, persona: Persona, *, name_the_channel: bo
             "block_id": f"approval_{approval.id}",
             "elements": [
                 _button("Approve", APPROVE_ACTION, approval.id, style="primary"),
+                *(
+                    [_button("Approve always", APPROVE_ALWAYS_ACTION, approval.id)]
+                    if is_mcp_action(approval.action)
+                    else []
+                ),
                 _button("Reject", REJECT_ACTION, approval.id, style="danger"),
                 _button("Reject with feedback", FEEDBACK_ACTION, approval.id),
                 _button("View", VIEW_ACTION, approval.id),
@@ -135,7 +142,9 @@ def revise_modal(approval: Approval) -> dict[str, Any]:
 
 def _description(approval: Approval, persona: Persona, name_the_channel: bool) -> list[Block]:
     """Who wants what: the persona's icon and name (a context block), then the arguments."""
-    headline = f"*{escape_clipped(persona.display_name, 80)}* wants to run *{escape_clipped(approval.action, 80)}*"
+    server, _, tool = approval.action.partition(".")
+    wanted = f"*{escape_clipped(tool, 80)}* from MCP server *{escape_clipped(server, 80)}*" if tool else ""
+    headline = f"*{escape_clipped(persona.display_name, 80)}* wants to run {wanted or f'*{escape_clipped(approval.action, 80)}*'}"
     channel = channel_id_of(approval.channel_key)
     if name_the_channel and channel:
         headline += f" in <#{channel}>"

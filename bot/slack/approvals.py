@@ -24,6 +24,7 @@ from bot.numbers import record_id
 from bot.revisions import arguments_json, code_blocks, edited_arguments, read_arguments
 from bot.slack.approval_blocks import (
     APPROVE_ACTION,
+    APPROVE_ALWAYS_ACTION,
     FEEDBACK_ACTION,
     FEEDBACK_BLOCK,
     FEEDBACK_INPUT,
@@ -138,6 +139,9 @@ VIEW_PIECE_CHARS = 3000  # of the full arguments per private message (escaped, f
 
 def register(bot: SlackBot) -> None:
     bot.bolt.action(APPROVE_ACTION)(_on_button(bot, partial(decide_click, approve=True), "slack approval"))
+    bot.bolt.action(APPROVE_ALWAYS_ACTION)(
+        _on_button(bot, partial(decide_click, approve=True, always=True), "slack approval")
+    )
     bot.bolt.action(REJECT_ACTION)(_on_button(bot, partial(decide_click, approve=False), "slack approval"))
     bot.bolt.action(FEEDBACK_ACTION)(_on_button(bot, open_feedback_modal, "slack feedback form"))
     bot.bolt.view(FEEDBACK_MODAL)(_on_feedback_submitted(bot))
@@ -203,7 +207,8 @@ async def _revision_problem(bot: SlackBot, submission: FeedbackSubmission) -> st
         log.exception("could not read approval %s to check its edited arguments", submission.approval_id)
         return None
     persona = bot.roundtable.service.personas.get(approval.persona_id) if approval else None
-    checked = edited_arguments(approval, persona, args) if approval and persona else None
+    tools = bot.roundtable.engine.runner.tools
+    checked = edited_arguments(approval, persona, args, tools) if approval and persona else None
     return checked[0].upper() + checked[1:] + "." if isinstance(checked, str) else None
 
 
@@ -249,8 +254,8 @@ async def revise(bot: SlackBot, submission: FeedbackSubmission) -> None:
         await _tell_where_requested(bot, submission, reply.reply)
 
 
-async def decide_click(bot: SlackBot, click: ButtonClick, approve: bool) -> None:
-    reply = await _decide(bot, click.approval_id, click.user_id, click.team_id, click.workspace, approve)
+async def decide_click(bot: SlackBot, click: ButtonClick, approve: bool, always: bool = False) -> None:
+    reply = await _decide(bot, click.approval_id, click.user_id, click.team_id, click.workspace, approve, always=always)
     if not reply.ok and click.channel:
         await tell_privately(bot.bolt.client, click.channel, click.user_id, reply.reply, click.thread)
 
@@ -315,10 +320,12 @@ async def _decide(
     workspace: str | None,
     approve: bool,
     comment: str = "",
+    *,
+    always: bool = False,
 ) -> CommandReply:
     actor = Actor(user_id, await bot.names.name_of(user_id), team_id)
     return await bot.roundtable.service.approval_desk.decide(
-        approval_id, actor, approve, comment, decided_in=_approvals_key(bot, workspace)
+        approval_id, actor, approve, comment, decided_in=_approvals_key(bot, workspace), always=always
     )
 
 
