@@ -33,13 +33,15 @@ from personas import (
     first_problem,
     persona_files,
 )
+from personas.loader import KnownTools
 from storage.records import Line, LineKind
 
 EXIT_PROBLEMS = 2
 
 
-def check_files(paths: Sequence[Path]) -> int:
-    """Each problem as one line `FILE: field: what is wrong`; a directory stands for its *.toml files."""
+def check_files(paths: Sequence[Path], known_tools: KnownTools | None = None) -> int:
+    """Each problem as one line `FILE: field: what is wrong`; a directory stands for its *.toml files.
+    `known_tools`: the configured MCP servers, and the tools each listed when the bot last started it."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -50,7 +52,7 @@ def check_files(paths: Sequence[Path]) -> int:
             files += found
         else:
             files.append(path)
-    checked = check_persona_files(files, known_actions=ACTIONS)
+    checked = check_persona_files(files, known_actions=ACTIONS, known_tools=known_tools)
     for one in checked:
         if one.persona is not None and not one.problems:
             print(f"{one.path}: ok ({one.persona.id}, {one.persona.display_name})")

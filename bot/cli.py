@@ -16,6 +16,7 @@ from bot.app import open_app
 from bot.authoring import check_files, try_persona
 from bot.config import Config, ConfigError, ensure_data_dir, load_config, read_text
 from bot.console import ConsolePort, ConsoleSession, console_key
+from bot.mcp_servers import known_tools
 from graph.models.factory import ProviderError
 from personas import PersonaError
 
@@ -47,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     persona = commands.add_parser("persona", help="check persona files, or try a persona on one line")
     persona_commands = persona.add_subparsers(dest="persona_command", required=True)
     check = persona_commands.add_parser(
-        "check", help="validate persona TOML files (a directory: its *.toml): one line per problem, exit 2 on any"
+        "check",
+        parents=[common],
+        help="validate persona TOML files (a directory: its *.toml): one line per problem, exit 2 on any",
     )
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     try_ = persona_commands.add_parser(
@@ -127,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         if args.command == "persona" and args.persona_command == "check":
-            return check_files(args.files)  # needs no config: only the files
+            # Only the files, and the MCP servers of config.toml (and the tools they listed) when there is one.
+            tools = known_tools(load_config(args.config)) if args.config.is_file() else None
+            return check_files(args.files, tools)
         config = load_config(args.config)
         if args.command == "persona":  # nothing is stored: the data directory is not touched
             return asyncio.run(try_persona(config, args.persona, args.line))
