@@ -44,6 +44,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/moderator.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/mcp_tools.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

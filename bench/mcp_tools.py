@@ -1,0 +1,143 @@
+"""How well the embedded Gemma proposes calls of MCP tools: precision, recall and exact arguments on
+the labelled lines in tests/data/mcp_tool_lines.jsonl (requests for the test notes server's tools,
+and chit-chat about notes), through the production path: the real server (tests/mcp_notes_server.py
+over stdio) lists its tools, Rex may use them (tools = ["notes"]), the local provider's persona model
+takes its action step under their input schemas, and `check_call` checks what it proposes. Prints a
+table and rewrites the README block.
+
+Run from the repository root: python bench/mcp_tools.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
+
+from bench.report import machine, rewrite_readme  # noqa: E402
+from bot.config import load_config  # noqa: E402
+from bot.mcp_servers import McpServers  # noqa: E402
+from graph.actions import ActionCall, check_call  # noqa: E402
+from graph.models.chat import ChatModels  # noqa: E402
+from graph.models.factory import ProviderConfig, build_models  # noqa: E402
+from graph.prompt import system_text  # noqa: E402
+from personas import load_personas  # noqa: E402
+
+LINES = ROOT / "tests" / "data" / "mcp_tool_lines.jsonl"
+SERVER = ROOT / "tests" / "mcp_notes_server.py"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    line: str
+    expected: dict[str, Any]
+    proposed: ActionCall | None
+
+    @property
+    def wanted(self) -> bool:
+        return self.expected["action"] != "none"
+
+    @property
+    def exact(self) -> bool:
+        expected = {k: v for k, v in self.expected.items() if k != "action"}
+        return self.proposed is not None and self.proposed.name == self.expected["action"] and self.proposed.args == expected
+
+
+async def measure(work: Path) -> tuple[list[Outcome], float]:
+    config_path = work / "config.toml"
+    config_path.write_text(
+        f'[storage]\ndata_dir = "{work / "data"}"\n'
+        f'[mcp.servers.notes]\ncommand = ["{sys.executable}", "{SERVER}", "stdio"]\nread_only = ["read_note"]\n',
+        encoding="utf-8",
+    )
+    config = load_config(config_path)
+    catalog = McpServers.catalog_for(config)
+    servers = McpServers(config, catalog)
+    await servers.start(wait_seconds=60)
+    try:
+        personas = load_personas()
+        rex = personas["rex"].model_copy(update={"tools": ("notes",)})
+        team = [personas[i].display_name for i in ("nova", "sage")]
+        models = build_models(ProviderConfig(provider="local", local_cache_dir=work / "models"), {})
+        assert isinstance(models, ChatModels)
+        models.use_tools(catalog)
+        outcomes: list[Outcome] = []
+        started = time.perf_counter()
+        for raw in LINES.read_text(encoding="utf-8").splitlines():
+            row = json.loads(raw)
+            messages: list[BaseMessage] = [
+                SystemMessage(content=system_text(rex, team, "", needs_approval=rex.actions)),
+                HumanMessage(content=f"{row['author']}: {row['text']}"),
+            ]
+            reply = await models.persona_model(rex, [*team, row["author"]], addressed=True).ainvoke(messages)
+            proposed = None
+            for call in getattr(reply, "tool_calls", []):
+                checked = check_call(rex, call["id"], call["name"], call["args"], catalog)
+                if isinstance(checked, ActionCall) and checked.name.startswith("notes."):
+                    proposed = checked
+            outcomes.append(Outcome(row["text"], row["expect"], proposed))
+        return outcomes, time.perf_counter() - started
+    finally:
+        await servers.stop()
+
+
+def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
+    wanted = [o for o in outcomes if o.wanted]
+    chat = [o for o in outcomes if not o.wanted]
+    hits = [o for o in wanted if o.proposed is not None]
+    false_positives = [o for o in chat if o.proposed is not None]
+    proposed = len(hits) + len(false_positives)
+    exact = sum(o.exact for o in hits)
+    per_tool = []
+    for name in dict.fromkeys(o.expected["action"] for o in wanted):
+        asked = [o for o in wanted if o.expected["action"] == name]
+        got = [o for o in asked if o.proposed is not None and o.proposed.name == name]
+        per_tool.append(f"{name} {len(got)}/{len(asked)} proposed, {sum(o.exact for o in got)} exact")
+    rows = [
+        ("precision (proposals that were asked for)", f"{len(hits)}/{proposed}" + (f" = {len(hits) / proposed:.0%}" if proposed else "")),
+        ("recall (requests that became a proposal)", f"{len(hits)}/{len(wanted)} = {len(hits) / len(wanted):.0%}"),
+        ("false positives on chit-chat", f"{len(false_positives)}/{len(chat)}"),
+        ("exact arguments (of the proposals asked for)", f"{exact}/{len(hits)}" + (f" = {exact / len(hits):.0%}" if hits else "")),
+        ("time per line (action step, and a reply when none)", f"{seconds / len(outcomes):.2f} s"),
+    ]
+    return "\n".join(
+        [
+            f"Machine: {machine(load)}. {len(outcomes)} labelled lines ({len(wanted)} requests for the notes "
+            f"server's read_note and write_note, {len(chat)} chit-chat about notes), embedded Gemma 3 270M, "
+            f"greedy decisions, {seconds:.0f} s.",
+            "",
+            "| metric | measured |",
+            "| --- | --- |",
+            *(f"| {a} | {b} |" for a, b in rows),
+            "",
+            "By tool: " + "; ".join(per_tool) + ".",
+        ]
+    )
+
+
+def main() -> None:
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as work:
+        outcomes, seconds = asyncio.run(measure(Path(work)))
+    block = report(outcomes, seconds, load)
+    print(block)
+    for outcome in outcomes:
+        if outcome.wanted != (outcome.proposed is not None) or (outcome.proposed and not outcome.exact):
+            shown = outcome.proposed.describe() if outcome.proposed else "nothing"
+            print(f"  {outcome.line!r}: expected {outcome.expected}, proposed {shown}")
+    rewrite_readme(ROOT / "README.md", block, name="mcp_tools")
+
+
+if __name__ == "__main__":
+    main()
