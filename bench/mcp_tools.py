@@ -51,7 +51,11 @@ class Outcome:
     @property
     def exact(self) -> bool:
         expected = {k: v for k, v in self.expected.items() if k != "action"}
-        return self.proposed is not None and self.proposed.name == self.expected["action"] and self.proposed.args == expected
+        return (
+            self.proposed is not None
+            and self.proposed.name == self.expected["action"]
+            and self.proposed.args == expected
+        )
 
 
 async def measure(work: Path) -> tuple[list[Outcome], float]:
@@ -105,10 +109,16 @@ def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
         got = [o for o in asked if o.proposed is not None and o.proposed.name == name]
         per_tool.append(f"{name} {len(got)}/{len(asked)} proposed, {sum(o.exact for o in got)} exact")
     rows = [
-        ("precision (proposals that were asked for)", f"{len(hits)}/{proposed}" + (f" = {len(hits) / proposed:.0%}" if proposed else "")),
+        (
+            "precision (proposals that were asked for)",
+            f"{len(hits)}/{proposed}" + (f" = {len(hits) / proposed:.0%}" if proposed else ""),
+        ),
         ("recall (requests that became a proposal)", f"{len(hits)}/{len(wanted)} = {len(hits) / len(wanted):.0%}"),
         ("false positives on chit-chat", f"{len(false_positives)}/{len(chat)}"),
-        ("exact arguments (of the proposals asked for)", f"{exact}/{len(hits)}" + (f" = {exact / len(hits):.0%}" if hits else "")),
+        (
+            "exact arguments (of the proposals asked for)",
+            f"{exact}/{len(hits)}" + (f" = {exact / len(hits):.0%}" if hits else ""),
+        ),
         ("time per line (action step, and a reply when none)", f"{seconds / len(outcomes):.2f} s"),
     ]
     return "\n".join(
