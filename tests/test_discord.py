@@ -406,7 +406,7 @@ def _models_replying(text: str) -> Models:
         moderator_model_name="fake",
         requests_per_minute=None,
         bind_moderator=lambda model, schema: model,
-        bind_persona=lambda model, persona, others, addressed: model,  # this fake calls no tools
+        bind_persona=lambda model, persona, others, addressed, tools: model,  # this fake calls no tools
     )
 
 
