@@ -41,6 +41,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/actions.py
 	$(BIN)/python bench/first_turn.py
+	$(BIN)/python bench/quality.py
 	$(BIN)/python bench/moderator.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/scale.py

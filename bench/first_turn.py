@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import default_config  # noqa: E402
 from bench.report import machine, rewrite_readme  # noqa: E402
 from bot.app import open_app  # noqa: E402
-from bot.config import load_config  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
 
@@ -34,12 +34,7 @@ TARGET = 49 / 50
 
 
 async def first_turns(channels: int, data_dir: Path) -> tuple[int, list[str]]:
-    config_text = (ROOT / "config.toml").read_text(encoding="utf-8")
-    config_path = data_dir / "config.toml"
-    config_text = config_text.replace('data_dir = "data"', f'data_dir = "{data_dir / "data"}"')
-    config_text = config_text.replace('personas_dir = "personas"', f'personas_dir = "{ROOT / "personas"}"')
-    config_path.write_text(config_text, encoding="utf-8")
-    config = load_config(config_path)
+    config = default_config(data_dir)
     transcript: list[str] = []
     async with open_app(config, ConsolePort(transcript.append), environ={}) as app:
         succeeded = 0

@@ -16,15 +16,16 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from bot.app import App, open_app
-from bot.config import load_config
+from bot.config import Config, load_config
 from bot.inbound import Inbound
 from graph.actions import ActionCall
 from graph.models.base import ChatRunnable
 from personas import Persona
 from storage.records import Approval
 from tests.conftest import write_config
-from tests.fake_models import CallbackChatModel, FakeModels, Reply
+from tests.fake_models import CallbackChatModel, FakeModels, Reply, fresh_reply
 
+ROOT = Path(__file__).resolve().parents[1]
 REPLY = "A perfectly reasonable reply, long enough to pass review."
 MODERATOR = "moderator"
 
@@ -35,13 +36,15 @@ class BenchModels(FakeModels):
     def __init__(self, latency: float = 0.0) -> None:
         super().__init__(self._answer)
         self.latency = latency
+        self.replies = 0
         self.model_seconds = 0.0
         self._models: dict[str, ChatRunnable] = {}  # one per speaker, as real providers reuse theirs
 
     async def _answer(self, speaker: str, messages: list[BaseMessage]) -> str:
         if self.latency:
             await asyncio.sleep(self.latency)
-        return REPLY
+        self.replies += 1
+        return fresh_reply("Reply", self.replies)
 
     def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
         if persona.id not in self._models:
@@ -167,3 +170,16 @@ async def bench_app(models: BenchModels, sections: dict[str, dict[str, Any]] | N
         port = TimingPort(models)
         async with open_app(config, port, models=models, environ={}, rng=random.Random(7)) as app:
             yield BenchApp(app, models, port)
+
+
+def default_config(scratch: Path, **overrides: str) -> Config:
+    """The repository's config.toml as shipped (embedded model, default settings), with its data in
+    `scratch`; `overrides` replace whole lines, such as {"session_gap_hours = 6": "..."}."""
+    text = (ROOT / "config.toml").read_text(encoding="utf-8")
+    text = text.replace('data_dir = "data"', f'data_dir = "{scratch / "data"}"')
+    text = text.replace('personas_dir = "personas"', f'personas_dir = "{ROOT / "personas"}"')
+    for old, new in overrides.items():
+        text = text.replace(old, new)
+    path = scratch / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_config(path)

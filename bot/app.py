@@ -149,7 +149,9 @@ async def open_app(
             personas=personas,
             port=port,
             defaults=ChannelDefaults(
-                participants=config.settings.bot.participants, moderated=config.settings.moderation.enabled
+                participants=config.settings.bot.participants,
+                moderated=config.settings.moderation.enabled,
+                session_gap_hours=config.settings.history.session_gap_hours,
             ),
             is_approver=config.settings.approvals.is_approver,
             approvals_surface=config.settings.approvals.surface,

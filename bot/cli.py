@@ -12,12 +12,12 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from bot.app import open_app
+from bot.app import open_app, provider_config
 from bot.authoring import check_files, try_persona
 from bot.config import Config, ConfigError, ensure_data_dir, load_config, read_text
 from bot.console import ConsolePort, ConsoleSession, console_key
 from bot.mcp_servers import known_tools
-from graph.models.factory import ProviderError
+from graph.models.factory import ProviderError, resolve_provider
 from personas import PersonaError
 
 EXIT_CONFIG = 2
@@ -90,8 +90,16 @@ async def _prompt(config: Config, channel: str, persona_id: str) -> int:
         if persona_id not in app.personas:
             print(f"error: no persona {persona_id!r}; known: {', '.join(app.personas)}", file=sys.stderr)
             return EXIT_CONFIG
-        for message in await app.engine.prompt_for(console_key(channel), persona_id):
+        messages = await app.engine.prompt_for(console_key(channel), persona_id)
+        for message in messages:
             print(f"--- {message.type} ---\n{message.content}")
+        if resolve_provider(provider_config(config), os.environ) == "local":
+            from graph.models.local import render_prompt
+
+            # The same prompt in the shape a base model reads: one transcript it continues.
+            print(
+                f"--- as the embedded model reads it ---\n{render_prompt(messages, app.personas[persona_id].display_name)}"
+            )
     return 0
 
 

@@ -96,6 +96,7 @@ class StorageSection(_Section):
 
 class HistorySection(_Section):
     token_budget: Annotated[int, Field(ge=200, le=1_000_000)] = 3000
+    session_gap_hours: Annotated[float, Field(ge=0, le=24 * 365)] = 6
 
 
 class ReviewSection(_Section):

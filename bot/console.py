@@ -120,7 +120,9 @@ class ConsoleSession:
         self.write = write
 
     def banner(self) -> str:
-        return f"[system] Roundtable console #{self.key.split(':', 1)[-1]}, model: {self.app.models.description}"
+        advice = getattr(self.app.models, "advice", "")  # the embedded model says how to get a stronger one
+        line = f"[system] Roundtable console #{self.key.split(':', 1)[-1]}, model: {self.app.models.description}"
+        return f"{line}. {advice}" if advice else line
 
     async def say(self, text: str) -> None:
         reply = await self.app.service.handle(

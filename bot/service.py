@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 class ChannelDefaults:
     participants: Sequence[str]
     moderated: bool = False
+    session_gap_hours: float = 6  # silence after which a line opens a new session (0: never)
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ class ChannelService:
             thread=inbound.thread,
             queue=admission.starts_round,
             new_channel=self._new_channel(inbound.channel_key),  # one commit on the way to the ack
+            session_gap_seconds=self.defaults.session_gap_hours * 3600,
         )
         if line is None:
             self.flood.withdraw(admission)

@@ -19,8 +19,9 @@ from graph.actions import tool_calls_of
 from graph.deps import EngineDeps
 from graph.floor import Chair
 from graph.models.retry import ainvoke_with_retry
+from graph.prompt import INSTRUCTION_PHRASES
 from graph.prompt_pages import PromptPages
-from graph.review import cut_impersonation, review_reply
+from graph.review import RETRY_NOTE, cut_impersonation, last_full_sentence, review_draft, review_reply
 from graph.state import Floor, RoundInput, RoundState, TurnResult
 from storage import channels, history
 from storage.records import LineKind, ToolCall
@@ -28,6 +29,9 @@ from storage.records import LineKind, ToolCall
 log = logging.getLogger(__name__)
 
 Update = dict[str, Any]
+
+TOKEN_LIMIT = {"length", "MAX_TOKENS", "max_tokens"}  # finish reasons of a reply cut by its token limit
+REVIEW_WINDOW = 50  # the newest lines of a persona's prompt its draft must not repeat
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,7 @@ class Draft:
     review_note: str = ""  # why the last draft was not posted: the persona is asked again with it
     failed: bool = False
     failure: str = ""  # why the turn failed, for the notice
+    window: tuple[str, ...] = ()  # the prompt's lines the draft was written from: it must not repeat them
 
 
 class RoundNodes:
@@ -91,10 +96,9 @@ class RoundNodes:
         persona = self.deps.personas[speaker]
         key = round_input.channel_key
         messages, speakers = await self.prompts.prompt_and_speakers(key, persona)
+        window = tuple(str(m.content) for m in messages[-REVIEW_WINDOW:] if m.type != "system")
         if draft.review_note:
-            messages.append(
-                HumanMessage(content=f"[system] Your last draft was not posted: {draft.review_note}. Write it again.")
-            )
+            messages.append(HumanMessage(content=RETRY_NOTE.format(reason=draft.review_note)))
         others = [s.name for s in speakers if s.id != persona.id]
         was_addressed = persona.id in routing.addressed(round_input.text, round_input.mentions, speakers)
         model = self.deps.models.persona_model(persona, [*others, round_input.author_name], addressed=was_addressed)
@@ -109,16 +113,38 @@ class RoundNodes:
             return replace(draft, failed=True, failure="model error", text="", tool_calls=())
         if self.runner.mailbox is not None:
             await self.runner.mailbox.mark_read(key, persona.id, messages)
-        return replace(draft, failed=False, text=reply.text, tool_calls=tuple(tool_calls_of(reply)))
+        text = str(reply.text)
+        if reply.response_metadata.get("finish_reason") in TOKEN_LIMIT:
+            text = last_full_sentence(text)  # a reply cut by the token limit ends at its last full sentence
+        return replace(draft, failed=False, text=text, tool_calls=tuple(tool_calls_of(reply)), window=window)
 
     async def review(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
         persona = self.deps.personas[speaker]
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
         text = cut_impersonation(draft.text, persona.display_name, [*others, round_input.author_name])
         acting_silently = not text and bool(draft.tool_calls)
-        reason = None if acting_silently else review_reply(text, self.deps.settings.min_chars)
+        # Echoes, copies, leaks and another's voice are never posted; a draft that is only short or
+        # stiff is, once the retries are spent.
+        unfit = None
+        if text:
+            unfit = review_draft(
+                text,
+                window=draft.window,
+                answered=round_input.text,
+                own_name=persona.display_name,
+                other_names=[*others, round_input.author_name],
+                leak_phrases=INSTRUCTION_PHRASES,
+            )
+        if unfit and draft.tool_calls:
+            # A turn that acts is not written again (that would ask for its calls again): its calls go
+            # their way (check, policy, approval) and only the unfit words are dropped.
+            return replace(draft, text="", review_note="", failed=False, failure="")
+        reason = None if acting_silently else review_reply(text, self.deps.settings.min_chars) or unfit
         if reason and draft.review_attempts < self.deps.settings.max_review_retries:
             return replace(draft, text="", review_note=reason, review_attempts=draft.review_attempts + 1)
+        if unfit:
+            failure = f"{unfit.split(';')[0]}, also when asked again"
+            return replace(draft, text="", tool_calls=(), review_note="", failed=True, failure=failure)
         failed = not text and not acting_silently
         return replace(
             draft,

@@ -21,6 +21,38 @@ T = TypeVar("T")
 
 MESSAGE_OVERHEAD_TOKENS = 4
 
+# Words of the prompt's own instructions, the review's notes and the actions' descriptions that have
+# no place in a chat message: a draft holding one leaks its instructions (graph/review.py, and
+# bench/quality.py counts them). Change it with the wording below and in graph/actions.py.
+INSTRUCTION_PHRASES = (
+    "persona",
+    "one participant",
+    "other participants",
+    "group chat",
+    "first person",
+    "name tag",
+    "next message",
+    "claim to be",
+    "system prompt",
+    "my instructions",
+    "tool call",
+    "actions you can take",
+    "your last draft",
+    "my last draft",
+    "your draft",
+    "my draft",
+    "write it again",
+    "characters long",
+    "too short",
+    "in character",
+    "private note",
+    "only they read it",
+    "under your own name and avatar",
+    "iso 8601",
+    "what you remember",
+    "the scene",
+)
+
 
 def estimate_tokens(text: str) -> int:
     """About four characters a token, plus a little per message: cheap and provider-neutral."""
@@ -56,8 +88,21 @@ def actions_text(persona: Persona, needs_approval: Collection[str]) -> str:
     )
 
 
+EXAMPLES_HEADING = "How {name} talks (examples of the voice, not lines of this conversation):"
+
+
+def examples_text(persona: Persona) -> str:
+    """The persona's example lines, one "Name: line" each, under EXAMPLES_HEADING; a base model's
+    transcript takes them out of the system text as the persona's own earlier lines
+    (graph/models/local.py), a chat model reads them here."""
+    heading = EXAMPLES_HEADING.format(name=persona.display_name)
+    return "\n".join([heading, *(f"{persona.display_name}: {line}" for line in persona.examples)])
+
+
 def system_text(persona: Persona, others: Sequence[str], scene: str, needs_approval: Collection[str] = ()) -> str:
     parts = [persona_lock(persona, others), persona.system_prompt.strip()]
+    if persona.examples:
+        parts.append(examples_text(persona))
     if persona.core_memory.strip():
         parts.append("What you remember:\n" + persona.core_memory.strip())
     if persona.actions:

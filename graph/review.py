@@ -1,9 +1,18 @@
-"""Review of a persona's draft before it is posted: pure text checks."""
+"""Review of a persona's draft before it is posted: pure text checks.
+
+`review_reply` checks a draft on its own (too short, a refusal, an error message); `review_draft`
+checks it against the persona's window (an echo of the line it answers, a copy of any other
+line, its own earlier ones included), its instructions (a leak) and its identity (speaking as
+someone else). A reply cut by its token limit is cut back to its last full sentence first. The same `repeats` guards task steps
+(graph/tasks.py) and is what bench/quality.py counts.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterable, Sequence
+from difflib import SequenceMatcher
 
 _REFUSAL = re.compile(
     r"\b(as an ai\b|as a language model|i(?:'m| am) (?:sorry|afraid),? but i (?:can(?:not|'t)|won't)|"
@@ -15,6 +24,15 @@ _ERROR = re.compile(
     r"\brate limit(?:ed)?\b|\bapi error\b|\bquota exceeded\b)",
     re.IGNORECASE | re.MULTILINE,
 )
+RETRY_NOTE = "[system] Your last draft was not posted: {reason}. Write it again."
+SIMILAR = 0.8  # normalised similarity at or above which a draft repeats a line
+_MIN_CONTAINED_WORDS = 4  # a line of at least this many words found whole inside the other also repeats it
+_MOSTLY = 0.6  # ... and makes at least this share of the text
+# A line's name tag: "[Sage]", "Ana:", "Ana Lopez:"; not a sentence that opens with a colon.
+_TAG = re.compile(r"^\s*(?:\[[^\]\n]{1,60}\]|[\w][\w.'-]{0,39}:|[A-Z][\w.'-]{0,19} [A-Z][\w.'-]{0,19}:)\s*")
+_NON_WORD = re.compile(r"[^\w]+")
+_SENTENCE_END = re.compile(r"[.!?…](?:[\"'”’)\]*»]*)(?=\s|$)")
+_FINAL_CHARS = set(".!?…\"'”’)]*»:;~")
 
 
 def review_reply(text: str, min_chars: int) -> str | None:
@@ -27,6 +45,93 @@ def review_reply(text: str, min_chars: int) -> str | None:
     if _ERROR.search(stripped):
         return "the reply looked like an error message rather than a chat message"
     return None
+
+
+def review_draft(
+    text: str,
+    *,
+    window: Sequence[str],
+    answered: str | None,
+    own_name: str,
+    other_names: Sequence[str],
+    leak_phrases: Iterable[str],
+) -> str | None:
+    """Why a draft must never be posted as it is: the checks against the window, the instructions
+    and the speaker. `window` is the lines the persona saw (tags such as "Ana:" or "[Nova]" are
+    ignored), and `answered` the human line the turn answers, when there is one."""
+    if answered is not None and repeats(text, answered):
+        return "the reply repeated the message it answers; answer it in your own words instead"
+    if any(repeats(text, line) for line in window):
+        return "the reply repeated a line already said in the conversation; say something new"
+    if (phrase := leaked_phrase(text, leak_phrases)) is not None:
+        return f"the reply talked about the chat's own instructions ({phrase!r}); talk about the topic"
+    if speaks_as_other(text, own_name, other_names):
+        return f"the reply spoke as someone else; speak only as {own_name}"
+    return None
+
+
+def normalised(text: str) -> str:
+    """Casefolded words of a line without its leading name tag: what repetition is judged on."""
+    return " ".join(_NON_WORD.sub(" ", _TAG.sub("", text, count=1).casefold()).split())
+
+
+def similarity(a: str, b: str) -> float:
+    """How alike two lines are, 0 to 1: the share of their normalised words that match, in order
+    (below SIMILAR, an upper bound of it, which is cheaper)."""
+    left, right = normalised(a).split(), normalised(b).split()
+    if not left or not right:
+        return 0.0
+    matcher = SequenceMatcher(None, left, right, autojunk=False)
+    # The cheap upper bounds first: most lines of a window are nothing alike.
+    if matcher.real_quick_ratio() < SIMILAR or matcher.quick_ratio() < SIMILAR:
+        return matcher.quick_ratio()
+    return matcher.ratio()
+
+
+def repeats(text: str, line: str) -> bool:
+    """Whether `text` repeats `line`: similar as a whole (SIMILAR), or one holds the other word for
+    word, where the line held is most of the text (a reply that quotes a line to answer it does not
+    repeat it)."""
+    left, right = normalised(text), normalised(line)
+    if not left or not right:
+        return False
+    if similarity(left, right) >= SIMILAR:
+        return True
+    if len(left.split()) >= _MIN_CONTAINED_WORDS and f" {left} " in f" {right} ":
+        return True  # the text is a piece of the line
+    return (
+        len(right.split()) >= _MIN_CONTAINED_WORDS and len(right) >= _MOSTLY * len(left) and f" {right} " in f" {left} "
+    )
+
+
+def leaked_phrase(text: str, phrases: Iterable[str]) -> str | None:
+    """The first phrase of the persona's instructions that the draft repeats, if any."""
+    words = f" {normalised(text)} "
+    return next((p for p in phrases if f" {normalised(p)} " in words), None)
+
+
+def speaks_as_other(text: str, own_name: str, other_names: Sequence[str]) -> bool:
+    """Whether the draft claims to be the human, the system, a bot or another participant."""
+    names = [re.escape(n) for n in other_names if n.casefold() != own_name.casefold()]
+    who = "|".join([*names, r"(?:a |an |the )?(?:human|user|system|moderator|bot|ai|assistant)"])
+    claim = re.compile(rf"\b(?:i am|i'm|im|this is|my name is|speaking as)\s+(?:{who})\b", re.IGNORECASE)
+    return bool(claim.search(text))
+
+
+def looks_cut_off(text: str) -> bool:
+    """Whether the draft stops mid-sentence: its last character ends no sentence and is no emoji."""
+    stripped = text.rstrip()
+    if not stripped:
+        return False
+    last = stripped[-1]
+    return last not in _FINAL_CHARS and not unicodedata.category(last).startswith("S")
+
+
+def last_full_sentence(text: str) -> str:
+    """The text up to its last complete sentence (a reply that reached the token limit); "" when no
+    sentence ends in it, which the review then asks for again."""
+    ends = list(_SENTENCE_END.finditer(text))
+    return text[: ends[-1].end()].rstrip() if ends else ""
 
 
 def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> str:

@@ -42,6 +42,7 @@ from graph.tasks import (
     assign_all,
     cancelled,
     capabilities_of,
+    copied_result,
     grounded,
     handed_in,
     merge_replan,
@@ -275,6 +276,8 @@ class TaskFlow:
             reply = await tasks.reply_after(self.deps.db, key, persona.id, note)
         if not delivered or reply is None:
             plan = with_step(plan, step.id, "failed", "no usable answer")
+        elif (copied := copied_result(reply, state["request"], plan, step.id)) is not None:
+            plan = with_step(plan, step.id, "failed", copied)
         elif only_repeats(reply, asked):
             plan = with_step(plan, step.id, "failed", "it only repeated its instruction")
         elif batches:  # its actions wait for approval, and the step with them

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, field_validator
 from pydantic_core import ErrorDetails
 
 PERSONA_DIR = Path(__file__).parent
@@ -16,6 +16,10 @@ PERSONA_DIR = Path(__file__).parent
 PersonaId = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 _TOOL_ENTRY = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+MAX_EXAMPLES = 6
+# One line each, at most 240 characters, never opening with a name tag ("Nova:" or "[Nova]"):
+# the prompt puts the persona's own name in front of each.
+Example = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=240, pattern=r"^[^\n]+$")]
 
 
 class PersonaError(ValueError):
@@ -48,6 +52,21 @@ class Persona(BaseModel):
         default="",
         description="A signature phrase the scripted test double uses to reply in this persona's voice.",
     )
+    examples: tuple[Example, ...] = Field(
+        default=(),
+        max_length=MAX_EXAMPLES,
+        description="A few lines in the persona's own voice, like a character card's example dialogue: "
+        "a base model reads them as its earlier lines, a chat model in its system prompt.",
+    )
+
+    @field_validator("examples")
+    @classmethod
+    def _no_name_tags(cls, examples: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        name = str(info.data.get("display_name", "")).casefold()
+        for line in examples:
+            if line.startswith("[") or (name and line.casefold().startswith(f"{name}:")):
+                raise ValueError("an example is the line alone, without a name tag such as 'Nova:' in front")
+        return examples
 
     @property
     def avatar_is_url(self) -> bool:

@@ -7,8 +7,10 @@ platform is never lost: a round that had not started when the bot stopped runs a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from storage.channels import create_in
 from storage.database import Database, Row
@@ -19,6 +21,14 @@ from storage.records import Line, LineKind
 
 NewChannel = tuple[Sequence[str], bool]
 """participants, moderated: how a channel starts"""
+
+
+def session_marker(last_at: float | None, now: float, gap_seconds: float) -> str | None:
+    """The marker that opens a new session, when the channel was silent for `gap_seconds` or more
+    before a line at `now` (and had a line before); else None."""
+    if last_at is None or gap_seconds <= 0 or now - last_at < gap_seconds:
+        return None
+    return f"New session ({datetime.fromtimestamp(now, UTC):%A %d %B %Y, %H:%M} UTC)"
 
 
 @dataclass(frozen=True)
@@ -46,10 +56,12 @@ async def accept(
     thread: str | None = None,
     queue: bool = True,
     new_channel: NewChannel | None = None,
+    session_gap_seconds: float = 0,
 ) -> Line | None:
     """Record a human line and, with `queue`, its round, unless its platform event was seen before (then None).
     Without `queue` the line is only delivered to the personas present: they see it in later rounds.
-    With `new_channel`, a channel not stored yet is created in the same transaction."""
+    With `new_channel`, a channel not stored yet is created in the same transaction. After
+    `session_gap_seconds` of silence (0: never), a session marker comes first, delivered like the line."""
     async with db.transaction(urgent=True) as tx:  # the platform waits for this to acknowledge it
         if event_id is not None and not await claim_in(tx, event_id):
             return None
@@ -58,6 +70,13 @@ async def accept(
             await create_in(tx, channel_key, participants=participants, moderated=moderated)
         # Line ids must commit in order within a channel, or a reader could see a later line first.
         await tx.serialize(inbox_lock(channel_key))
+        if session_gap_seconds:
+            last = await tx.fetch_one(
+                "SELECT created_at FROM lines WHERE channel_key = ? ORDER BY id DESC LIMIT 1", (channel_key,)
+            )
+            marker = session_marker(float(last[0]) if last else None, time.time(), session_gap_seconds)
+            if marker:
+                await insert_line(tx, channel_key, LineKind.MARKER, "system", "system", marker)
         line = await insert_line(tx, channel_key, LineKind.HUMAN, author_id, author_name, text)
         if not queue:
             return line

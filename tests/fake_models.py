@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -75,6 +76,25 @@ class FakeModels:
 
     def count(self, speaker: str) -> int:
         return sum(1 for s, _ in self.calls if s == speaker)
+
+
+def fresh_reply(text: str, number: int) -> str:
+    """`text`, then eight words no other number gives: replies that are no copies of each other,
+    which the review would never post (graph/review.py)."""
+    words = (hashlib.blake2b(f"{number}-{i}".encode(), digest_size=3).hexdigest() for i in range(8))
+    return f"{text} {' '.join(words)}."
+
+
+def varied_reply(text: str) -> Reply:
+    """`text` with words of its own on each call: personas that say much the same, never a copy."""
+    calls = 0
+
+    async def reply(speaker: str, messages: list[BaseMessage]) -> str:
+        nonlocal calls
+        calls += 1
+        return fresh_reply(text, calls)
+
+    return reply
 
 
 def fixed_reply(text: str) -> Reply:

@@ -93,6 +93,8 @@ Started = Callable[..., AbstractAsyncContextManager[SlackHarness]]
 
 
 async def test_requests_declare_exactly_the_personas_actions(start_slack: StartSlack, provider: Provider) -> None:
+    provider.queue("Happy to help with that, tell me more.")
+    provider.queue("Gladly: what do you want to weigh first?")  # no copy of Nova's line, which review holds back
     async with start_slack(models=provider.models) as slack:
         await slack.say("Nova, what is new?", "1700000100.000100")
         await slack.say("Sage, and you?", "1700000101.000100")

@@ -10,15 +10,15 @@ from bot.inbound import Inbound
 from graph.models.factory import ProviderConfig, build_models
 from graph.moderator import FINISH_REASONS, PICK_REASONS, decision_schema, fixed_reason_schema, moderator_messages
 from tests.conftest import REPO, write_config
-from tests.fake_models import FakeModels, fixed_reply
+from tests.fake_models import FakeModels, varied_reply
 
 KEY = "console:m"
-REPLY = fixed_reply("A reply that is long enough to pass review.")
+REPLY = varied_reply("A reply that is long enough to pass review.")
 
 
-async def run(app, *lines: str) -> None:
+async def run(app, *lines: str, key: str = KEY) -> None:
     for line in lines:
-        await app.service.handle(Inbound(KEY, "u1", "Ana", line))
+        await app.service.handle(Inbound(key, "u1", "Ana", line))
     await app.service.wait_idle()
 
 
@@ -122,7 +122,8 @@ async def test_with_moderation_off_an_unaddressed_line_gets_exactly_one_reply(op
     for seed in range(8):
         port.posts.clear()
         async with open_test_app(seed=seed) as app:
-            await run(app, "What should we launch?", "Any other ideas?", "And the budget?")
+            # A channel each: the same lines again in one channel would draw the same (copied) replies.
+            await run(app, "What should we launch?", "Any other ideas?", "And the budget?", key=f"{KEY}-{seed}")
         speakers = port.speakers()
         assert len(speakers) == 3  # one reply per line, whatever the talkativeness rolls
         assert all(a != b for a, b in zip(speakers, speakers[1:], strict=False))  # nobody answers itself

@@ -6,7 +6,7 @@ from langchain_core.messages import BaseMessage
 
 from bot.commands import Dismiss, Invite, Moderate
 from bot.inbound import Inbound
-from tests.fake_models import FakeModels, fixed_reply
+from tests.fake_models import FakeModels, fixed_reply, fresh_reply, varied_reply
 
 KEY = "console:r"
 
@@ -37,7 +37,7 @@ async def test_moderated_round_ends_at_finish(app, port):
 
 async def test_moderated_round_ends_at_max_turns(open_test_app, port):
     decisions = [{"next_speaker": name, "reason": "keep going"} for name in ["Nova", "Sage"] * 10]
-    models = FakeModels(fixed_reply("A perfectly reasonable reply."), decisions)
+    models = FakeModels(varied_reply("A perfectly reasonable reply."), decisions)
     async with open_test_app(models=models) as app:
         await app.service.run_command(KEY, Moderate("on", max_turns=4))
         await run(app, "Debate!")
@@ -54,7 +54,7 @@ async def test_invalid_moderator_pick_is_asked_again_then_falls_back_to_natural_
         {"next_speaker": "Sage", "reason": "second try works"},
         {"next_speaker": "FINISH", "reason": "done"},
     ]
-    models = FakeModels(fixed_reply("A perfectly reasonable reply."), decisions)
+    models = FakeModels(varied_reply("A perfectly reasonable reply."), decisions)
     async with open_test_app(models=models) as app:
         await app.service.run_command(KEY, Moderate("on"))
         await run(app, "Go.")
@@ -168,7 +168,7 @@ async def test_rounds_in_one_channel_are_serialized_and_channels_run_concurrentl
         most_at_once_in_a = max(most_at_once_in_a, running_in_a)
         await release_a.wait()
         running_in_a -= 1
-        return f"{speaker} answering in channel a."
+        return fresh_reply(f"{speaker} answering in channel a", len(speaker))  # two lines, no copy
 
     async with open_test_app(models=FakeModels(reply)) as app:
         await app.service.handle(say("Nova, you first", "console:a"))
@@ -196,7 +196,7 @@ async def test_model_calls_per_message(open_test_app):
         {"next_speaker": "Sage", "reason": "r"},
         {"next_speaker": "FINISH", "reason": "r"},
     ]
-    models = FakeModels(fixed_reply("A reply long enough to pass review."), decisions)
+    models = FakeModels(varied_reply("A reply long enough to pass review."), decisions)
     async with open_test_app(models=models) as app:
         await run(app, "Nova and Sage?")
         assert len(models.calls) == 2  # moderation off: one call per replying persona

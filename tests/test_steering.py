@@ -24,7 +24,7 @@ from bot.commands import (
 from bot.inbound import Inbound
 from storage import channels
 from tests.conftest import REPO, run_console, write_config
-from tests.fake_models import FakeModels, fixed_reply
+from tests.fake_models import FakeModels, varied_reply
 
 KEY = "console:steer"
 
@@ -100,7 +100,7 @@ async def test_reasons_are_shown_in_the_channel_when_asked_for(app, port) -> Non
 
 async def test_a_channel_prompt_replaces_the_instructions_but_not_the_rules(open_test_app) -> None:
     models = FakeModels(
-        fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Rex", "reason": "a pirate's view"}]
+        varied_reply("A perfectly reasonable reply."), [{"next_speaker": "Rex", "reason": "a pirate's view"}]
     )
     async with open_test_app(models=models) as app:
         await app.service.run_command(KEY, Moderate("on"))
@@ -120,7 +120,7 @@ async def test_a_too_long_prompt_is_refused_in_one_line(app) -> None:
 
 async def test_the_moderator_recruits_a_persona_with_the_expertise_needed(open_test_app, port, tmp_path: Path) -> None:
     models = FakeModels(
-        fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "a design question"}]
+        varied_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "a design question"}]
     )
     async with open_test_app(models=models) as app:
         await app.service.run_command(KEY, Moderate("on"))
@@ -140,7 +140,7 @@ async def test_the_moderator_recruits_a_persona_with_the_expertise_needed(open_t
 async def test_a_recruited_persona_joins_for_its_expertise_when_the_reason_is_a_fixed_one(open_test_app, port) -> None:
     # The embedded model picks from fixed reasons, which say why a persona speaks, not why it was invited.
     models = FakeModels(
-        fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "knows this topic best"}]
+        varied_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "knows this topic best"}]
     )
     async with open_test_app(models=models) as app:
         await app.service.run_command(KEY, Moderate("on"))
@@ -152,7 +152,7 @@ async def test_a_recruited_persona_joins_for_its_expertise_when_the_reason_is_a_
 
 
 async def test_recruitment_off_offers_nobody_from_outside(open_test_app, port) -> None:
-    models = FakeModels(fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "design"}])
+    models = FakeModels(varied_reply("A perfectly reasonable reply."), [{"next_speaker": "Pixel", "reason": "design"}])
     async with open_test_app(models=models) as app:
         await app.service.run_command(KEY, Moderate("on"))
         await app.service.run_command(KEY, AllowRecruiting(False))
@@ -180,7 +180,7 @@ def test_a_paused_channel_stays_paused_across_a_restart(tmp_path: Path) -> None:
 async def test_a_prompt_file_sets_the_moderator_instructions_everywhere(open_test_app, tmp_path: Path) -> None:
     prompt = tmp_path / "moderator.txt"
     prompt.write_text("Keep it short; Sage first when in doubt.\n")
-    models = FakeModels(fixed_reply("A perfectly reasonable reply."), [{"next_speaker": "Sage", "reason": "in doubt"}])
+    models = FakeModels(varied_reply("A perfectly reasonable reply."), [{"next_speaker": "Sage", "reason": "in doubt"}])
     async with open_test_app({"moderation": {"prompt_file": str(prompt)}}, models=models) as app:
         await app.service.run_command(KEY, Moderate("on"))
         await say(app, "Let's plan the launch.")

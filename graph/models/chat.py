@@ -63,8 +63,10 @@ class ChatModels:
         bind_persona: BindPersona = bind_actions_as_tools,
         bind_json: BindJson | None = None,
         plan_schema: PlanSchema = plan_schema,
+        advice: str = "",
     ) -> None:
         self.description = description
+        self.advice = advice  # one sentence for the person starting the bot, such as how to get a stronger model
         self._make = make
         self._persona_model_name = persona_model_name
         self._moderator_model_name = moderator_model_name

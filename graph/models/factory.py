@@ -18,6 +18,10 @@ from graph.models.scripted import ScriptedModels
 from personas import Persona
 
 PROVIDERS = ("auto", "local", "gemini", "openai", "scripted")
+STRONGER_MODEL = (
+    "For better replies, set GOOGLE_API_KEY (Gemini) or OPENAI_API_KEY or [llm] base_url "
+    "(an OpenAI-compatible server such as Ollama) and start again."
+)
 
 
 class ProviderError(ValueError):
@@ -184,4 +188,5 @@ def _local(config: ProviderConfig) -> Models:
         bind_persona=bind_persona,
         bind_json=bind_json,
         plan_schema=numbered_plan_schema,
+        advice=STRONGER_MODEL,
     )

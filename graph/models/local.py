@@ -33,6 +33,8 @@ from graph.models.local_actions import (
     tool_call_from,
 )
 from graph.moderator import DECISION_CUE
+from graph.prompt import EXAMPLES_HEADING
+from graph.review import RETRY_NOTE
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +43,12 @@ JSON_CUE = DECISION_CUE  # the moderator's worked examples end the same way
 # several tokens), so a decision always closes within json_max_tokens.
 JSON_STRING_CAP = 100
 _NO_ESCAPES = '^[^"\\\\\\x00-\\x1f]*$'
+_EXAMPLES = re.compile(re.escape(EXAMPLES_HEADING).replace(re.escape("{name}"), ".+") + "\n")
 _BRACKET_TAG = re.compile(r"\[([^\]]+)\]\s*(.*)")
 _CONTEXT_RETRIES = 3
 EMPTY_REPLY_RETRIES = 2
+RETRY_WARMTH = 0.2  # added to the temperature when a draft is written again after review
+_RETRY_OPENING = RETRY_NOTE.split("{", 1)[0]
 
 _servers: dict[tuple[str, int, int], xlc.Server] = {}
 _servers_lock = threading.Lock()
@@ -147,6 +152,12 @@ class LocalLlamaChatModel(BaseChatModel):
         else:
             request["stop"] = ["\n", *(stop or [])]
             final_line = f"{speaker}:"
+        if schema is None and messages and _is_retry_note(messages[-1]):
+            # A base model reads the review's note as more chat to continue, and answers it ("you've
+            # sent your draft"): it gets the same transcript again and a fresh, warmer sample instead.
+            messages = messages[:-1]
+            request["temperature"] += RETRY_WARMTH
+            request["seed"] = secrets.randbelow(2**31)
         header, lines = render_transcript(messages, ai_name=speaker or "Assistant")
         result = self._complete_within_context(request, header, lines, final_line)
         for nudge in range(EMPTY_REPLY_RETRIES if schema is None else 0):
@@ -218,6 +229,10 @@ class LocalLlamaChatModel(BaseChatModel):
         return result
 
 
+def _is_retry_note(message: BaseMessage) -> bool:
+    return message.type == "human" and message.text.startswith(_RETRY_OPENING)
+
+
 def _start_server(model_path: str, n_threads: int, n_ctx: int) -> xlc.Server:
     if not Path(model_path).is_file():
         # llama.cpp only reports a generic "Failed to init server" for a missing file.
@@ -240,7 +255,11 @@ def _start_server(model_path: str, n_threads: int, n_ctx: int) -> xlc.Server:
 def render_transcript(messages: Sequence[BaseMessage], ai_name: str) -> tuple[str, list[str]]:
     """(system notes, one transcript line per message), ready for a base model to continue."""
     header = "\n\n".join(m.text.strip() for m in messages if isinstance(m, SystemMessage) and m.text.strip())
-    lines: list[str] = []
+    # A persona's examples are its own earlier lines for a base model: the transcript opens with them.
+    parts = header.split("\n\n")
+    examples = [p for p in parts if _EXAMPLES.match(p)]
+    header = "\n\n".join(p for p in parts if p not in examples)
+    lines: list[str] = [line for p in examples for line in p.splitlines()[1:]]
     for message in messages:
         if isinstance(message, SystemMessage):
             continue

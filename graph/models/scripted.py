@@ -1,7 +1,10 @@
 """The scripted test double (`provider = "scripted"`): deterministic, offline, and documented as such.
 
-- A persona replies with its catchphrase and, quoted, the first 60 characters of the newest line it
-  received from someone else in the channel (not a system line, nor a private note from another persona).
+- A persona replies with its catchphrase and, quoted, the first 40 characters of the newest line it
+  received from someone else in the channel (not a system line, nor a private note from another persona;
+  in a task step, the ask that ends its step), then "is worth a second thought." A reply that would repeat a line of its prompt (graph.review's
+  test) takes the first other wording, from ASIDES and CLOSINGS, that repeats none: a double that
+  copied itself would only test the review, which never posts a copy.
 - The moderator picks the first of its choices who has not spoken since the newest human line;
   when everyone has, FINISH if it is a choice, else the first choice.
 - A human line containing `!!act NAME {json}` makes the next persona turn call tool NAME with those
@@ -31,10 +34,32 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from graph.models.base import ChatRunnable
 from graph.moderator import CAN_ANSWER, read_facts
+from graph.review import repeats
 from graph.routing import EVERYONE_SPOKE, FINISH, HAS_NOT_SPOKEN
 from personas import Persona
 
-QUOTE_CHARS = 60
+CLOSINGS = (
+    "is worth a second thought.",
+    "deserves a closer look, and here is my angle on it.",
+    "raises a question nobody has asked yet: who is it for?",
+    "makes me want numbers before we go further.",
+    "could be simpler than it sounds; start small.",
+    "reminds me of last quarter, when timing mattered most.",
+    "needs one owner and one date, then we move.",
+    "sounds fine today, yet tomorrow might change everything.",
+)
+ASIDES = (  # long enough that two wordings of one reply are no copies of each other
+    "",
+    "I have been turning this over since the last message came in, and",
+    "Speaking only for myself, with no notes and no slides at hand,",
+    "Before anyone decides anything today, let me put one thought on the table:",
+    "Coming back to it after a night's sleep and a strong cup of tea,",
+    "With the calendar as full as it is this month, I would say",
+    "Leaving the budget aside for one minute, and only for one minute,",
+    "If we were starting again from an empty page tomorrow morning,",
+)
+QUOTE_CHARS = 40  # short enough that a reply quoting another reply is no copy of it (graph/review.py)
+_TASK_NOTE = "[system] Task #"
 _FAIL = re.compile(r"!!fail\s+(\d+)")
 _SLOW = re.compile(r"!!slow\s+(\d+(?:\.\d+)?)")
 _ACT = re.compile(r"!!act\s+([A-Za-z_][\w]*)\s+(\{.*\})", re.DOTALL)
@@ -95,11 +120,27 @@ def _from_a_human(message: BaseMessage) -> bool:
 
 
 def _newest_line_from_someone_else(messages: Sequence[BaseMessage]) -> str:
+    """The newest human line, or the ask that ends the newest task step given to the persona (its
+    last sentence, such as "Ana: Nova, write the agenda.")."""
     for message in reversed(messages):
         text = str(message.content)
-        if message.type == "human" and not text.startswith(("[system]", "[note from ")):
+        if message.type != "human":
+            continue
+        if text.startswith(_TASK_NOTE):
+            return text.rstrip().rsplit(". ", 1)[-1]
+        if not text.startswith(("[system]", "[note from ")):
             return _SPEAKER_TAG.sub("", text, count=1)
     return ""
+
+
+def _fresh_wording(opener: str, quote: str, window: Sequence[str]) -> str:
+    if not quote:
+        return f"{opener} Nothing to answer yet, so hello!"
+    wordings = (f'{opener} {aside} "{quote}" {closing}'.replace("  ", " ") for aside in ASIDES for closing in CLOSINGS)
+    first = next(wordings)
+    if not any(repeats(first, line) for line in window):
+        return first
+    return next((w for w in wordings if not any(repeats(w, line) for line in window)), first)
 
 
 class _ScriptedModel(BaseChatModel):
@@ -134,9 +175,7 @@ class ScriptedPersonaModel(_ScriptedModel):
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         quote = _newest_line_from_someone_else(messages)[:QUOTE_CHARS].replace("\n", " ")
         opener = self.catchphrase or f"{self.persona_name} here."
-        text = (
-            f'{opener} "{quote}" is worth a second thought.' if quote else f"{opener} Nothing to answer yet, so hello!"
-        )
+        text = _fresh_wording(opener, quote, [str(m.content) for m in messages if m.type != "system"])
         tool_calls = []
         if self.directives.actions:
             name, arguments = self.directives.actions.pop(0)

@@ -1,0 +1,237 @@
+"""What the personas say on the default model: the labelled human lines of tests/data/quality_lines.jsonl
+played in new console channels (some moderated) through the whole app with the shipped config and the
+embedded Gemma 3 270M, every reply checked for echoes, copies, leaks, wrong speakers, cut-off or
+system-looking text and false actions. Prints the table, rewrites the README's table and one channel's
+transcript.
+
+Run from the repository root: python bench/quality.py [--channels N] [--transcript CHANNEL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import default_config  # noqa: E402
+from bench.report import machine, rewrite_readme  # noqa: E402
+from bot.app import open_app  # noqa: E402
+from bot.console import ConsolePort  # noqa: E402
+from bot.inbound import Inbound  # noqa: E402
+from graph.prompt import INSTRUCTION_PHRASES  # noqa: E402
+from graph.review import leaked_phrase, looks_cut_off, repeats, speaks_as_other  # noqa: E402
+from personas import load_personas  # noqa: E402
+
+LINES = ROOT / "tests" / "data" / "quality_lines.jsonl"
+USER = "you"  # the console's user: a channel manager, who may switch moderation on
+HUMAN = "Ana"
+
+
+@dataclass
+class Reply:
+    persona: str
+    text: str
+    answered: str
+    window: list[str]
+    seconds: float
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Played:
+    kind: str
+    text: str
+    moderated: bool
+    addressed: list[str]
+    replies: list[Reply]
+    false_action: bool
+    notices: list[str]
+
+    @property
+    def addressed_first(self) -> bool | None:
+        if not self.addressed:
+            return None
+        return bool(self.replies) and self.replies[0].persona in self.addressed
+
+
+def load_lines(path: Path = LINES) -> dict[str, list[dict[str, Any]]]:
+    """The labelled lines by channel, in order."""
+    channels: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        if raw.strip():
+            line = json.loads(raw)
+            channels[line["channel"]].append(line)
+    return channels
+
+
+def problems_of(reply: Reply, names: dict[str, str]) -> list[str]:
+    """Every check a reply fails, by the definitions of graph/review.py."""
+    found = []
+    others = [name for pid, name in names.items() if pid != reply.persona] + [HUMAN]
+    text = reply.text
+    if repeats(text, reply.answered):
+        found.append("echo")
+    if any(repeats(text, line) for line in reply.window):
+        found.append("copy")
+    if leaked_phrase(text, INSTRUCTION_PHRASES):
+        found.append("leak")
+    if speaks_as_other(text, names[reply.persona], others) or text.lstrip().startswith(tuple(f"{o}:" for o in others)):
+        found.append("wrong speaker")
+    if not text.strip() or looks_cut_off(text) or text.lstrip().startswith("[") or "[system]" in text.casefold():
+        found.append("empty, cut-off or system-looking")
+    return found
+
+
+async def play(channels: dict[str, list[dict[str, Any]]], scratch: Path) -> tuple[dict[str, list[Played]], list[str]]:
+    """Every channel's lines through the app; what each got, and the whole console transcript by channel."""
+    config = default_config(scratch)
+    personas = load_personas(ROOT / "personas")
+    by_name = {p.display_name: p.id for p in personas.values()}
+    names = {p.id: p.display_name for p in personas.values()}
+    out: list[str] = []
+    transcripts: dict[str, list[str]] = {}
+    results: dict[str, list[Played]] = {}
+    async with open_app(config, ConsolePort(out.append, user=USER), environ={}) as app:
+        for channel, lines in channels.items():
+            key = f"console:quality-{channel}"
+            shown = transcripts[channel] = []
+            seen: list[str] = []  # the lines every persona present was delivered, as text
+            if lines[0]["moderated"]:
+                await app.service.handle(Inbound(key, USER, HUMAN, "/moderate on", event_id=f"{key}-mod"))
+                shown.append(f"{HUMAN}: /moderate on")
+            results[channel] = []
+            for number, line in enumerate(lines):
+                before = len(out)
+                started = time.perf_counter()
+                await app.service.handle(Inbound(key, USER, HUMAN, line["text"], event_id=f"{key}-{number}"))
+                await app.service.wait_idle(key)
+                seconds = time.perf_counter() - started
+                said = out[before:]
+                shown += [f"{HUMAN}: {line['text']}", *said]
+                replies: list[Reply] = []
+                window = list(seen)
+                seen.append(line["text"])
+                for entry in said:
+                    name, _, text = entry[1:].partition("] ")
+                    if entry.startswith("[") and name in by_name:
+                        replies.append(Reply(by_name[name], text, line["text"], list(window), 0.0))
+                        window.append(text)
+                        seen.append(text)
+                for reply in replies:
+                    reply.seconds = seconds / len(replies)
+                    reply.problems = problems_of(reply, names)
+                print(f"  {channel} {number + 1}/{len(lines)} {seconds:.0f} s:", *said, sep="\n    ", flush=True)
+                results[channel].append(
+                    Played(
+                        kind=line["kind"],
+                        text=line["text"],
+                        moderated=line["moderated"],
+                        addressed=line["addressed"],
+                        replies=replies,
+                        false_action=any(e.startswith("[approval") for e in said),
+                        notices=[e for e in said if e.startswith("[system]")],
+                    )
+                )
+    return results, [f"{c}\n" + "\n".join(t) for c, t in transcripts.items()]
+
+
+CHECKS = ("echo", "copy", "leak", "wrong speaker", "empty, cut-off or system-looking")
+
+
+def quality_table(results: dict[str, list[Played]], seconds: float, load: float) -> tuple[str, dict[str, float]]:
+    played = [p for lines in results.values() for p in lines]
+    replies = [r for p in played for r in p.replies]
+    counts = Counter(problem for r in replies for problem in r.problems)
+    total = max(len(replies), 1)
+    unanswered = sum(1 for p in played if not p.replies)
+    addressed = [p for p in played if p.addressed]
+    first = sum(1 for p in addressed if p.addressed_first)
+    false_actions = sum(1 for p in played if p.false_action)
+    moderated = sum(1 for lines in results.values() if lines and lines[0].moderated)
+    per_reply = sum(r.seconds for r in replies) / total
+    figures = {
+        **{check: counts[check] / total for check in CHECKS},
+        "unanswered": unanswered / max(len(played), 1),
+        "addressed first": first / max(len(addressed), 1),
+    }
+
+    def row(metric: str, count: int, of: int, target: str, met: bool) -> str:
+        return f"| {metric} | {count}/{of} = {count / max(of, 1):.0%} | {target} ({'met' if met else 'missed'}) |"
+
+    lines = [
+        f"Machine: {machine(load)}. {len(played)} human lines in {len(results)} new console channels "
+        f"({moderated} moderated), default config, embedded Gemma 3 270M, {seconds:.0f} s; "
+        f"{len(replies)} replies, {per_reply:.1f} s per reply.",
+        "",
+        "| metric | measured | target |",
+        "| --- | --- | --- |",
+        *(row(f"{check} replies", counts[check], len(replies), "0", counts[check] == 0) for check in CHECKS),
+        row(
+            "false actions (a proposal on a line asking for words)", false_actions, len(played), "0", not false_actions
+        ),
+        row("unanswered human lines", unanswered, len(played), "≤ 5%", unanswered <= 0.05 * len(played)),
+        row("addressed persona answered first", first, len(addressed), "all", first == len(addressed)),
+    ]
+    by_kind: dict[str, list[Played]] = defaultdict(list)
+    for p in played:
+        by_kind[p.kind].append(p)
+    lines += [
+        "",
+        "| kind of line | lines | answered | replies | replies with a problem |",
+        "| --- | --- | --- | --- | --- |",
+        *(
+            f"| {kind} | {len(ps)} | {sum(1 for p in ps if p.replies)} | {sum(len(p.replies) for p in ps)} | "
+            f"{sum(1 for p in ps for r in p.replies if r.problems)} |"
+            for kind, ps in sorted(by_kind.items())
+        ),
+    ]
+    return "\n".join(lines), figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--channels", type=int, default=0, help="play only the first N channels (0: all)")
+    parser.add_argument("--transcript", default="launch", help="the channel whose transcript the README shows")
+    parser.add_argument("--no-readme", action="store_true", help="print only")
+    args = parser.parse_args()
+    channels = load_lines()
+    if args.channels:
+        channels = dict(list(channels.items())[: args.channels])
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        results, transcripts = asyncio.run(play(channels, Path(scratch)))
+    seconds = time.perf_counter() - started
+    table, _ = quality_table(results, seconds, load)
+    print(table)
+    for channel, played in results.items():
+        for p in played:
+            for r in p.replies:
+                if r.problems:
+                    print(f"  {channel}: {p.text!r} -> [{r.persona}] {r.text!r}: {', '.join(r.problems)}")
+            if not p.replies:
+                print(f"  {channel}: {p.text!r} unanswered: {p.notices}")
+            if p.false_action:
+                print(f"  {channel}: {p.text!r} got an approval request")
+    shown = next((t for t in transcripts if t.startswith(f"{args.transcript}\n")), transcripts[0])
+    name, _, body = shown.partition("\n")
+    transcript = f"Channel `{name}`, from the run above, exactly as the console printed it:\n\n```\n{body}\n```"
+    print(transcript)
+    if not args.no_readme:
+        rewrite_readme(ROOT / "README.md", table, name="quality")
+        rewrite_readme(ROOT / "README.md", transcript, name="quality-transcript")
+
+
+if __name__ == "__main__":
+    main()
