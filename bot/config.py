@@ -101,6 +101,8 @@ class HistorySection(_Section):
 
 class ReviewSection(_Section):
     min_chars: Annotated[int, Field(ge=0, le=2000)] = 20
+    judge: Literal["off", "on"] = "off"
+    judge_model: str = ""
 
 
 class LimitsSection(_Section):

@@ -8,6 +8,7 @@ graph.prompt_pages'. Each node returns the parts of the RoundState it changed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,11 +19,13 @@ from graph.action_runner import ActionRunner
 from graph.actions import tool_calls_of
 from graph.deps import EngineDeps
 from graph.floor import Chair
+from graph.judge import JUDGE_SCHEMA, judge_draft
 from graph.models.retry import ainvoke_with_retry
 from graph.prompt import INSTRUCTION_PHRASES
 from graph.prompt_pages import PromptPages
 from graph.review import RETRY_NOTE, cut_impersonation, last_full_sentence, review_draft, review_reply
 from graph.state import Floor, RoundInput, RoundState, TurnResult
+from personas import Persona
 from storage import channels, history
 from storage.records import LineKind, ToolCall
 
@@ -135,6 +138,8 @@ class RoundNodes:
                 other_names=[*others, round_input.author_name],
                 leak_phrases=INSTRUCTION_PHRASES,
             )
+        if text and not unfit and self.deps.settings.judge and not review_reply(text, self.deps.settings.min_chars):
+            unfit = await self._judge(persona, draft.window, text)
         if unfit and draft.tool_calls:
             # A turn that acts is not written again (that would ask for its calls again): its calls go
             # their way (check, policy, approval) and only the unfit words are dropped.
@@ -153,6 +158,15 @@ class RoundNodes:
             failed=failed,
             failure="the model wrote nothing usable, also when asked again" if failed else "",
         )
+
+    async def _judge(self, persona: Persona, window: Sequence[str], text: str) -> str | None:
+        """The judge's reason to write the draft again, or None (fit, or no verdict to be had)."""
+        settings = self.deps.settings
+        model = self.deps.models.judge_model(JUDGE_SCHEMA)
+        judgement = await judge_draft(
+            model, persona, window, text, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
+        )
+        return judgement.note if judgement else None
 
     async def deliver(self, round_input: RoundInput, floor: Floor, draft: Draft) -> tuple[Floor, TurnResult]:
         persona = self.deps.personas[floor.speaker or ""]

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,9 +16,7 @@ from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
 from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem
 from personas import load_personas
-from tests.fakes.gemini_server import FakeGemini
-from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.providers import PROVIDERS, fake_provider
+from tests.fakes.providers import PROVIDERS, Provider, fake_provider
 from tests.fakes.slack_api import BOT_USER_ID
 from tests.recording_port import RecordingPort
 
@@ -43,32 +39,6 @@ PLAN = {
     ],
 }
 CYCLE = {**PLAN, "steps": [{**PLAN["steps"][0], "depends_on": [2]}, PLAN["steps"][1]]}
-
-
-@dataclass
-class Provider:
-    name: str
-    server: FakeGemini | FakeOpenAI
-    models: ChatModels
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        return [request.body for request in self.server.requests]
-
-    def schema_sent(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The JSON schema the request asks the reply to follow, as each provider's wire carries it."""
-        if self.name == "gemini":
-            config = body["generationConfig"]
-            assert config["responseMimeType"] == "application/json"
-            return config["responseJsonSchema"]
-        response_format = body["response_format"]
-        assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
-        return response_format["json_schema"]["schema"]
-
-    def texts(self, body: dict[str, Any]) -> list[str]:
-        if self.name == "gemini":
-            return [part["text"] for content in body["contents"] for part in content["parts"] if "text" in part]
-        return [str(message["content"]) for message in body["messages"] if message["role"] != "system"]
 
 
 @pytest.fixture(params=PROVIDERS)

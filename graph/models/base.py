@@ -34,3 +34,7 @@ class Models(Protocol):
 
     def coordinator_model(self, schema: dict[str, Any]) -> ChatRunnable:
         """The moderator's (cheaper) model, answering JSON under schema: is a human line a task?"""
+
+    def judge_model(self, schema: dict[str, Any]) -> ChatRunnable:
+        """The review's judge ([review] judge_model, else the moderator's), answering a verdict as
+        JSON under schema (graph/judge.py)."""

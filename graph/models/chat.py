@@ -24,6 +24,7 @@ PlanSchema = Callable[[Sequence[str], int], dict[str, Any]]
 
 PLAN_MAX_TOKENS = 1024  # a whole plan from the embedded model: up to 8 steps of ~100 tokens
 COORDINATOR_MAX_TOKENS = 16
+JUDGE_MAX_TOKENS = 80  # a verdict and one short reason
 
 
 def rate_limiter(requests_per_minute: float) -> InMemoryRateLimiter:
@@ -58,6 +59,7 @@ class ChatModels:
         make: MakeChatModel,
         persona_model_name: str,
         moderator_model_name: str,
+        judge_model_name: str = "",
         requests_per_minute: Callable[[str], float] | None,
         bind_moderator: BindModerator,
         bind_persona: BindPersona = bind_actions_as_tools,
@@ -70,6 +72,7 @@ class ChatModels:
         self._make = make
         self._persona_model_name = persona_model_name
         self._moderator_model_name = moderator_model_name
+        self._judge_model_name = judge_model_name or moderator_model_name
         self._rpm = requests_per_minute
         self._bind_moderator = bind_moderator
         self._bind_persona = bind_persona
@@ -105,3 +108,6 @@ class ChatModels:
 
     def coordinator_model(self, schema: dict[str, Any]) -> ChatRunnable:
         return self._bind_json(self._model(self._moderator_model_name), schema, COORDINATOR_MAX_TOKENS)
+
+    def judge_model(self, schema: dict[str, Any]) -> ChatRunnable:
+        return self._bind_json(self._model(self._judge_model_name), schema, JUDGE_MAX_TOKENS)

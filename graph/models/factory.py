@@ -33,6 +33,7 @@ class ProviderConfig:
     provider: str = "auto"
     model: str = "gemini-2.5-flash"
     moderator_model: str = "gemini-2.5-flash-lite"
+    judge_model: str = ""  # "" is the moderator's model
     requests_per_minute: float = 60
     model_requests_per_minute: Mapping[str, float] = field(default_factory=dict)
     base_url: str = ""
@@ -96,6 +97,7 @@ def _gemini(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         make=make,
         persona_model_name=config.model,
         moderator_model_name=config.moderator_model,
+        judge_model_name=config.judge_model,
         requests_per_minute=config.rpm_for,
         bind_moderator=bind_moderator,
     )
@@ -133,6 +135,7 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         make=make,
         persona_model_name=config.model,
         moderator_model_name=config.moderator_model,
+        judge_model_name=config.judge_model,
         requests_per_minute=config.rpm_for,
         bind_moderator=bind_moderator,
         bind_json=bind_json,

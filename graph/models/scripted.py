@@ -15,6 +15,8 @@
   semicolons becomes a step, depending on the step before it; a step's capability is the first
   capability named in its text, else the next one in turn.
 - The coordinator calls a human line a task when it contains `!!task`.
+- The judge finds every draft "ok", except the first draft it reads after a line holding
+  `!!judge VERDICT`, which gets that verdict.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ ASIDES = (  # long enough that two wordings of one reply are no copies of each o
 )
 QUOTE_CHARS = 40  # short enough that a reply quoting another reply is no copy of it (graph/review.py)
 _TASK_NOTE = "[system] Task #"
+_JUDGE = re.compile(r"!!judge\s+(\w+)")
 _FAIL = re.compile(r"!!fail\s+(\d+)")
 _SLOW = re.compile(r"!!slow\s+(\d+(?:\.\d+)?)")
 _ACT = re.compile(r"!!act\s+([A-Za-z_][\w]*)\s+(\{.*\})", re.DOTALL)
@@ -249,6 +252,19 @@ class ScriptedCoordinatorModel(_ScriptedModel):
         return AIMessage(content=json.dumps({"task": "!!task" in _newest_human_text(messages)}))
 
 
+class ScriptedJudgeModel(_ScriptedModel):
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-judge"
+
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        asked = _JUDGE.search(messages[-1].text)
+        if asked and asked.group(0) not in self.directives.seen:
+            self.directives.seen.add(asked.group(0))
+            return AIMessage(content=json.dumps({"verdict": asked.group(1), "reason": "the script says so"}))
+        return AIMessage(content=json.dumps({"verdict": "ok", "reason": "fine"}))
+
+
 class ScriptedModels:
     description = "scripted test double (deterministic, offline; not a language model)"
 
@@ -268,3 +284,6 @@ class ScriptedModels:
 
     def coordinator_model(self, schema: dict[str, Any]) -> ChatRunnable:
         return ScriptedCoordinatorModel(directives=self.directives)
+
+    def judge_model(self, schema: dict[str, Any]) -> ChatRunnable:
+        return ScriptedJudgeModel(directives=self.directives)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
@@ -35,3 +36,29 @@ async def fake_provider(name: str, reply_text: str) -> AsyncIterator[tuple[FakeG
             models = build_models(config, {"OPENAI_API_KEY": "test-key-openai"})
             assert isinstance(models, ChatModels)
             yield openai, models
+
+
+@dataclass
+class Provider:
+    name: str
+    server: FakeGemini | FakeOpenAI
+    models: ChatModels
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [request.body for request in self.server.requests]
+
+    def schema_sent(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The JSON schema the request asks the reply to follow, as each provider's wire carries it."""
+        if self.name == "gemini":
+            config = body["generationConfig"]
+            assert config["responseMimeType"] == "application/json"
+            return config["responseJsonSchema"]
+        response_format = body["response_format"]
+        assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+        return response_format["json_schema"]["schema"]
+
+    def texts(self, body: dict[str, Any]) -> list[str]:
+        if self.name == "gemini":
+            return [part["text"] for content in body["contents"] for part in content["parts"] if "text" in part]
+        return [str(message["content"]) for message in body["messages"] if message["role"] != "system"]
