@@ -172,12 +172,12 @@ async def bench_app(models: BenchModels, sections: dict[str, dict[str, Any]] | N
             yield BenchApp(app, models, port)
 
 
-def default_config(scratch: Path, **overrides: str) -> Config:
+def default_config(scratch: Path, personas: Path = ROOT / "personas", **overrides: str) -> Config:
     """The repository's config.toml as shipped (embedded model, default settings), with its data in
     `scratch`; `overrides` replace whole lines, such as {"session_gap_hours = 6": "..."}."""
     text = (ROOT / "config.toml").read_text(encoding="utf-8")
     text = text.replace('data_dir = "data"', f'data_dir = "{scratch / "data"}"')
-    text = text.replace('personas_dir = "personas"', f'personas_dir = "{ROOT / "personas"}"')
+    text = text.replace('personas_dir = "personas"', f'personas_dir = "{personas}"')
     for old, new in overrides.items():
         text = text.replace(old, new)
     path = scratch / "config.toml"

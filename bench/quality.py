@@ -1,10 +1,13 @@
 """What the personas say on the default model: the labelled human lines of tests/data/quality_lines.jsonl
 played in new console channels (some moderated) through the whole app with the shipped config and the
 embedded Gemma 3 270M, every reply checked for echoes, copies, leaks, wrong speakers, cut-off or
-system-looking text and false actions. Prints the table, rewrites the README's table and one channel's
-transcript.
+system-looking text and false actions. Then the judge (graph/judge.py, on the same model) grades a
+sample of the replies, and of echoes and copies made from the same lines, to show how often it
+rejects, whether it agrees with the automatic checks, and what it costs. Prints the tables, rewrites
+the README's table and one channel's transcript.
 
 Run from the repository root: python bench/quality.py [--channels N] [--transcript CHANNEL]
+[--no-examples] [--no-readme]
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -29,6 +33,7 @@ from bench.report import machine, rewrite_readme  # noqa: E402
 from bot.app import open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
+from graph.judge import JUDGE_SCHEMA, judge_draft  # noqa: E402
 from graph.prompt import INSTRUCTION_PHRASES  # noqa: E402
 from graph.review import leaked_phrase, looks_cut_off, repeats, speaks_as_other  # noqa: E402
 from personas import load_personas  # noqa: E402
@@ -36,6 +41,7 @@ from personas import load_personas  # noqa: E402
 LINES = ROOT / "tests" / "data" / "quality_lines.jsonl"
 USER = "you"  # the console's user: a channel manager, who may switch moderation on
 HUMAN = "Ana"
+JUDGE_SAMPLE = 30  # replies the judge grades, with an echo and a copy made from each one's lines
 
 
 @dataclass
@@ -46,6 +52,16 @@ class Reply:
     window: list[str]
     seconds: float
     problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Judged:
+    """The judge's verdicts: on replies the text checks passed, and on echoes and copies they catch."""
+
+    replies: Counter[str] = field(default_factory=Counter)
+    made_copies: Counter[str] = field(default_factory=Counter)  # echoes and copies made from the lines
+    seconds: list[float] = field(default_factory=list)
+    failed: int = 0  # no verdict
 
 
 @dataclass
@@ -93,10 +109,14 @@ def problems_of(reply: Reply, names: dict[str, str]) -> list[str]:
     return found
 
 
-async def play(channels: dict[str, list[dict[str, Any]]], scratch: Path) -> tuple[dict[str, list[Played]], list[str]]:
-    """Every channel's lines through the app; what each got, and the whole console transcript by channel."""
-    config = default_config(scratch)
-    personas = load_personas(ROOT / "personas")
+async def play(
+    channels: dict[str, list[dict[str, Any]]], scratch: Path, examples: bool = True, judge: bool = True
+) -> tuple[dict[str, list[Played]], list[str], Judged]:
+    """Every channel's lines through the app; what each got, the whole console transcript by channel,
+    and the judge's verdicts on a sample."""
+    personas_dir = ROOT / "personas" if examples else without_examples(scratch / "personas")
+    config = default_config(scratch, personas=personas_dir)
+    personas = load_personas(personas_dir)
     by_name = {p.display_name: p.id for p in personas.values()}
     names = {p.id: p.display_name for p in personas.values()}
     out: list[str] = []
@@ -106,7 +126,7 @@ async def play(channels: dict[str, list[dict[str, Any]]], scratch: Path) -> tupl
         for channel, lines in channels.items():
             key = f"console:quality-{channel}"
             shown = transcripts[channel] = []
-            seen: list[str] = []  # the lines every persona present was delivered, as text
+            seen: list[str] = []  # the lines every persona present was delivered, as "Name: text"
             if lines[0]["moderated"]:
                 await app.service.handle(Inbound(key, USER, HUMAN, "/moderate on", event_id=f"{key}-mod"))
                 shown.append(f"{HUMAN}: /moderate on")
@@ -121,13 +141,13 @@ async def play(channels: dict[str, list[dict[str, Any]]], scratch: Path) -> tupl
                 shown += [f"{HUMAN}: {line['text']}", *said]
                 replies: list[Reply] = []
                 window = list(seen)
-                seen.append(line["text"])
+                seen.append(f"{HUMAN}: {line['text']}")
                 for entry in said:
                     name, _, text = entry[1:].partition("] ")
                     if entry.startswith("[") and name in by_name:
                         replies.append(Reply(by_name[name], text, line["text"], list(window), 0.0))
-                        window.append(text)
-                        seen.append(text)
+                        window.append(f"{name}: {text}")
+                        seen.append(f"{name}: {text}")
                 for reply in replies:
                     reply.seconds = seconds / len(replies)
                     reply.problems = problems_of(reply, names)
@@ -143,7 +163,62 @@ async def play(channels: dict[str, list[dict[str, Any]]], scratch: Path) -> tupl
                         notices=[e for e in said if e.startswith("[system]")],
                     )
                 )
-    return results, [f"{c}\n" + "\n".join(t) for c, t in transcripts.items()]
+        judged = await judge_sample(app, results, personas) if judge else Judged()
+    return results, [f"{c}\n" + "\n".join(t) for c, t in transcripts.items()], judged
+
+
+async def judge_sample(app: Any, results: dict[str, list[Played]], personas: dict[str, Any]) -> Judged:
+    """The judge's verdicts on the first JUDGE_SAMPLE replies, and on an echo of the line each answered
+    and a copy of the newest earlier line of its window, which the text checks catch."""
+    judged = Judged()
+    model = app.models.judge_model(JUDGE_SCHEMA)
+    sample = [r for lines in results.values() for p in lines for r in p.replies][:JUDGE_SAMPLE]
+    for reply in sample:
+        persona = personas[reply.persona]
+        made = [reply.answered, *(_TAG.sub("", line, count=1) for line in reply.window[-1:])]
+        for draft, tally in [(reply.text, judged.replies), *((m, judged.made_copies) for m in made)]:
+            started = time.perf_counter()
+            verdict = await judge_draft(model, persona, reply.window, draft, attempts=1, backoff_seconds=0)
+            judged.seconds.append(time.perf_counter() - started)
+            if verdict is None:
+                judged.failed += 1
+            else:
+                tally[verdict.verdict] += 1
+    return judged
+
+
+_TAG = re.compile(r"^[^:]{1,40}: ")
+
+
+def judge_table(judged: Judged) -> str:
+    def share(tally: Counter[str], ok: bool) -> str:
+        total = sum(tally.values())
+        count = tally["ok"] if ok else total - tally["ok"]
+        return f"{count}/{total} = {count / max(total, 1):.0%}"
+
+    per_call = sum(judged.seconds) / max(len(judged.seconds), 1)
+    verdicts = ", ".join(f"{v} {n}" for v, n in (judged.replies + judged.made_copies).most_common())
+    return "\n".join(
+        [
+            '| the judge (the same model, `[review] judge = "on"`) | measured |',
+            "| --- | --- |",
+            f"| rejects a reply the text checks passed | {share(judged.replies, ok=False)} |",
+            f"| agrees with the text checks on an echo or a copy (rejects it) | {share(judged.made_copies, ok=False)} |",
+            f"| answered no verdict | {judged.failed}/{len(judged.seconds)} |",
+            f"| time per verdict | {per_call:.2f} s |",
+            "",
+            f"Verdicts: {verdicts}.",
+        ]
+    )
+
+
+def without_examples(into: Path) -> Path:
+    """A copy of the shipped personas without their example lines, to measure what they do."""
+    into.mkdir(parents=True)
+    for source in (ROOT / "personas").glob("*.toml"):
+        text = re.sub(r"(?ms)^examples = \[.*?^\]\n", "", source.read_text(encoding="utf-8"))
+        (into / source.name).write_text(text, encoding="utf-8")
+    return into
 
 
 CHECKS = ("echo", "copy", "leak", "wrong speaker", "empty, cut-off or system-looking")
@@ -204,6 +279,8 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=0, help="play only the first N channels (0: all)")
     parser.add_argument("--transcript", default="launch", help="the channel whose transcript the README shows")
     parser.add_argument("--no-readme", action="store_true", help="print only")
+    parser.add_argument("--no-examples", action="store_true", help="the personas without their example lines")
+    parser.add_argument("--no-judge", action="store_true", help="skip the judge's sample")
     args = parser.parse_args()
     channels = load_lines()
     if args.channels:
@@ -211,9 +288,13 @@ def main() -> None:
     load = os.getloadavg()[0]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
-        results, transcripts = asyncio.run(play(channels, Path(scratch)))
+        results, transcripts, judged = asyncio.run(
+            play(channels, Path(scratch), examples=not args.no_examples, judge=not args.no_judge)
+        )
     seconds = time.perf_counter() - started
     table, _ = quality_table(results, seconds, load)
+    if not args.no_judge:
+        table += "\n\n" + judge_table(judged)
     print(table)
     for channel, played in results.items():
         for p in played:
