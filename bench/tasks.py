@@ -24,7 +24,7 @@ from bot.app import open_app  # noqa: E402
 from bot.config import load_config  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
-from graph.tasks import Plan  # noqa: E402
+from graph.tasks import Plan, copied_result  # noqa: E402
 from storage import tasks as stored_tasks  # noqa: E402
 
 REQUESTS = (
@@ -103,6 +103,16 @@ def main() -> None:
     planned = [plan for _, _, plan in results if plan is not None]
     steps = [step for plan in planned for step in plan.steps]
     done_steps = sum(step.status == "completed" for step in steps)
+    # The guard's own test on what was completed: a step whose result repeats the request, its step
+    # or another step's result should have failed instead.
+    done_by_copy = sum(
+        copied_result(step.result_summary, request, plan, step.id) is not None
+        for request, _, plan in results
+        if plan is not None
+        for step in plan.steps
+        if step.status == "completed"
+    )
+    failed_as_copy = sum(step.status == "failed" and step.result_summary.startswith("it ") for step in steps)
     multi_step = sum(len(plan.steps) > 1 for plan in planned)
     total = len(results)
     block = "\n".join(
@@ -115,6 +125,8 @@ def main() -> None:
             f"| a valid plan (after at most one re-ask) | {len(planned)}/{total} |",
             f"| plans of more than one step | {multi_step}/{len(planned)} |",
             f"| steps answered (completed) | {done_steps}/{len(steps)} |",
+            f"| steps completed by a copy (of the request, the step or another result) | {done_by_copy} |",
+            f"| steps failed for repeating or copying | {failed_as_copy}/{len(steps)} |",
             f"| tasks finished (every step completed) | {endings['completed']}/{total} |",
             f"| tasks ended otherwise | {', '.join(f'{k} {v}' for k, v in sorted(endings.items()) if k != 'completed') or 'none'} |",
             f"| coordinator: task or chat read right ([tasks] auto_detect) | {coordinator_right}/{len(COORDINATOR_LINES)} |",
