@@ -48,6 +48,9 @@ def _notices(slack: Any) -> list[str]:
 async def test_a_personas_request_declares_exactly_the_mcp_tools_its_file_allows(
     start_slack: StartSlack, provider: Provider, tmp_path: Path, call_log: Path
 ) -> None:
+    # Three replies of their own: the review never posts a copy of an earlier one.
+    for reply in ("Rex thinks it will break.", "Sage would wait a week.", "Nova has a launch to show."):
+        provider.server.queue(reply)
     async with start_slack(stdio_sections(tmp_path), models=provider.models) as slack:
         await slack.say("Rex, what do you think?", "1700000200.000100")
         await slack.say("Sage, and you?", "1700000201.000100")
