@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.slack.keys import channel_key_of
 from graph.actions import ACTIONS
+from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL
 
 MODERATOR_PROMPT_LIMIT = 2000  # characters, as for /moderate prompt
 
@@ -57,6 +58,9 @@ class ModerationSection(_Section):
     team_cap: Annotated[int, Field(ge=1, le=10)] = 10
 
 
+Thinking = Literal["", "minimal", "low", "medium", "high"]
+
+
 class LocalModelSection(_Section):
     threads: Annotated[int, Field(ge=1, le=64)] = 2
     context_size: Annotated[int, Field(ge=256, le=32768)] = 2048
@@ -66,8 +70,11 @@ class LocalModelSection(_Section):
 
 class LlmSection(_Section):
     provider: Literal["auto", "local", "gemini", "openai", "scripted"] = "auto"
-    model: Annotated[str, Field(min_length=1)] = "gemini-2.5-flash"
-    moderator_model: Annotated[str, Field(min_length=1)] = "gemini-2.5-flash-lite"
+    model: Annotated[str, Field(min_length=1)] = DEFAULT_MODEL
+    moderator_model: Annotated[str, Field(min_length=1)] = DEFAULT_MODERATOR_MODEL
+    thinking: Thinking = ""
+    moderator_thinking: Thinking = ""
+    max_output_tokens: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     requests_per_minute: Annotated[float, Field(gt=0)] = 60
     model_requests_per_minute: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
     base_url: str = ""

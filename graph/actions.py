@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graph.mcp import ToolCatalog, check_arguments
+from graph.models.signatures import call_signatures
 from personas import Persona
+from storage.records import ToolCall
 
 
 class _Args(BaseModel):
@@ -204,13 +207,21 @@ def _confidence(value: Any) -> float | None:
 
 
 def tool_calls_of(reply: Any) -> list[dict[str, Any]]:
-    """A model reply's tool calls as plain dicts (id, name, args), each with an id: a few
-    OpenAI-compatible servers leave it out, and a call must be paired with its result by id."""
+    """A model reply's tool calls as plain dicts (id, name, args, and the call's thought signature
+    when its model sent one), each with an id: a few OpenAI-compatible servers leave it out, and a
+    call must be paired with its result by id."""
+    signatures = call_signatures(reply) if isinstance(reply, BaseMessage) else {}
     return [
         {
             "id": call.get("id") or f"call_{uuid.uuid4().hex[:16]}",
             "name": call.get("name", ""),
             "args": call.get("args") or {},
+            **({"signature": signatures[call["id"]]} if call.get("id") in signatures else {}),
         }
         for call in getattr(reply, "tool_calls", None) or []
     ]
+
+
+def stored_calls(calls: Sequence[dict[str, Any]]) -> list[ToolCall]:
+    """tool_calls_of's dicts as the ToolCalls stored with the persona's line."""
+    return [ToolCall(c["id"], c["name"], c["args"], c.get("signature")) for c in calls]

@@ -16,13 +16,14 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, interrupt
 
 from graph.action_runner import ActionRunner
-from graph.actions import ActionCall, tool_calls_of
+from graph.actions import ActionCall, stored_calls, tool_calls_of
 from graph.deps import EngineDeps
 from graph.models.retry import ainvoke_with_retry
+from graph.models.signatures import text_signature
 from graph.review import cut_impersonation
 from personas import Persona
 from storage import approvals, history
-from storage.records import Approval, ApprovalStatus, LineKind, ToolCall
+from storage.records import Approval, ApprovalStatus, ToolCall
 
 PromptFor = Callable[[str, Persona], Awaitable[list[BaseMessage]]]
 
@@ -154,11 +155,11 @@ class ApprovalFlow:
             return {"new_batches": []}
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
         text = cut_impersonation(reply.text, persona.display_name, others)
-        calls = [ToolCall(c["id"], c["name"], c["args"]) for c in tool_calls_of(reply)]
-        if calls:
-            await history.append_persona_turn(self.deps.db, key, persona.id, persona.display_name, text, calls)
-        elif text:
-            await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, text)
+        calls = stored_calls(tool_calls_of(reply))
+        if calls or text:
+            await history.append_persona_turn(
+                self.deps.db, key, persona.id, persona.display_name, text, calls, text_signature(reply)
+            )
         if text:
             await self.deps.port.post(key, persona, text, state["thread"])
         if not calls:

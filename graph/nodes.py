@@ -16,18 +16,19 @@ from langchain_core.messages import HumanMessage
 
 from graph import routing
 from graph.action_runner import ActionRunner
-from graph.actions import tool_calls_of
+from graph.actions import stored_calls, tool_calls_of
 from graph.deps import EngineDeps
 from graph.floor import Chair
 from graph.judge import JUDGE_SCHEMA, judge_draft
 from graph.models.retry import ainvoke_with_retry
+from graph.models.signatures import text_signature
 from graph.prompt import INSTRUCTION_PHRASES
 from graph.prompt_pages import PromptPages
 from graph.review import RETRY_NOTE, cut_impersonation, last_full_sentence, review_draft, review_reply
 from graph.state import Floor, RoundInput, RoundState, TurnResult
 from personas import Persona
 from storage import channels, history
-from storage.records import LineKind, ToolCall
+from storage.records import LineKind
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class Draft:
 
     text: str = ""
     tool_calls: tuple[dict[str, Any], ...] = ()  # as the model returned them
+    signature: str | None = None  # the thought signature on the reply's text (Gemini 3), stored with it
     review_attempts: int = 0
     review_note: str = ""  # why the last draft was not posted: the persona is asked again with it
     failed: bool = False
@@ -113,13 +115,20 @@ class RoundNodes:
                 )
         except Exception as exc:
             log.warning("persona %s failed in %s: %s", persona.id, key, type(exc).__name__)
-            return replace(draft, failed=True, failure="model error", text="", tool_calls=())
+            return replace(draft, failed=True, failure="model error", text="", tool_calls=(), signature=None)
         if self.runner.mailbox is not None:
             await self.runner.mailbox.mark_read(key, persona.id, messages)
         text = str(reply.text)
         if reply.response_metadata.get("finish_reason") in TOKEN_LIMIT:
             text = last_full_sentence(text)  # a reply cut by the token limit ends at its last full sentence
-        return replace(draft, failed=False, text=text, tool_calls=tuple(tool_calls_of(reply)), window=window)
+        return replace(
+            draft,
+            failed=False,
+            text=text,
+            tool_calls=tuple(tool_calls_of(reply)),
+            window=window,
+            signature=text_signature(reply),
+        )
 
     async def review(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
         persona = self.deps.personas[speaker]
@@ -171,11 +180,11 @@ class RoundNodes:
     async def deliver(self, round_input: RoundInput, floor: Floor, draft: Draft) -> tuple[Floor, TurnResult]:
         persona = self.deps.personas[floor.speaker or ""]
         key, thread = round_input.channel_key, round_input.thread
-        calls = [ToolCall(c["id"], c["name"], c["args"]) for c in draft.tool_calls]
-        if calls:
-            await history.append_persona_turn(self.deps.db, key, persona.id, persona.display_name, draft.text, calls)
-        elif draft.text:
-            await history.append_line(self.deps.db, key, LineKind.PERSONA, persona.id, persona.display_name, draft.text)
+        calls = stored_calls(draft.tool_calls)
+        if calls or draft.text:
+            await history.append_persona_turn(
+                self.deps.db, key, persona.id, persona.display_name, draft.text, calls, draft.signature
+            )
         if draft.text:
             await self.deps.port.post(key, persona, draft.text, thread)
         channel = await channels.get_channel(self.deps.db, key)

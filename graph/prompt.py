@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from graph.actions import action_description
 from graph.mailbox import note_message_text
+from graph.models.signatures import replayed_turn
 from personas import Persona
 from storage.mailbox import is_note
 from storage.records import Line, LineKind
@@ -130,8 +131,7 @@ def as_message(line: Line, persona_id: str) -> BaseMessage:
     message_id = f"line-{line.id}"
     content = message_text(line, persona_id)
     if line.kind is LineKind.PERSONA and line.author_id == persona_id:
-        calls = [{"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"} for c in line.tool_calls]
-        return AIMessage(content=content, tool_calls=calls, id=message_id)
+        return replayed_turn(content, line.tool_calls, line.signature, message_id)
     if line.kind is not LineKind.PERSONA and line.kind is not LineKind.HUMAN and line.call_id is not None:
         return ToolMessage(content=content, tool_call_id=line.call_id, name=line.author_name, id=message_id)
     return HumanMessage(content=content, id=message_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from storage.database import Database, Row, Tx
 from storage.records import Line, LineKind, ToolCall
@@ -23,8 +24,9 @@ def line_of(row: Row) -> Line:
         row["author_name"],
         row["text"],
         row["created_at"],
-        tuple(ToolCall(c["id"], c["name"], c["args"]) for c in json.loads(calls)) if calls else (),
+        tuple(ToolCall(c["id"], c["name"], c["args"], c.get("signature")) for c in json.loads(calls)) if calls else (),
         row["call_id"],
+        row["signature"],
     )
 
 
@@ -44,12 +46,10 @@ async def _deliver_to_participants(tx: Tx, line: Line) -> None:
 
 async def _insert(tx: Tx, line: Line) -> Line:
     """Store `line` (its id is ignored); the stored line, with its new id."""
-    calls = (
-        json.dumps([{"id": c.id, "name": c.name, "args": c.args} for c in line.tool_calls]) if line.tool_calls else None
-    )
+    calls = json.dumps([_call_json(c) for c in line.tool_calls]) if line.tool_calls else None
     row = await tx.fetch_one(
-        "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at, tool_calls, call_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id, author_name, text",  # as stored: see storable()
+        "INSERT INTO lines (channel_key, kind, author_id, author_name, text, created_at, tool_calls, call_id, "
+        "signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id, author_name, text",  # as stored: see storable()
         (
             line.channel_key,
             line.kind.value,
@@ -59,6 +59,7 @@ async def _insert(tx: Tx, line: Line) -> Line:
             line.created_at,
             calls,
             line.call_id,
+            line.signature,
         ),
     )
     assert row is not None
@@ -72,7 +73,15 @@ async def _insert(tx: Tx, line: Line) -> Line:
         line.created_at,
         line.tool_calls,
         line.call_id,
+        line.signature,
     )
+
+
+def _call_json(call: ToolCall) -> dict[str, Any]:
+    stored: dict[str, Any] = {"id": call.id, "name": call.name, "args": call.args}
+    if call.signature:
+        stored["signature"] = call.signature
+    return stored
 
 
 async def _deliver_privately(tx: Tx, line: Line, persona_id: str) -> Line:
@@ -200,11 +209,29 @@ async def append_private_note(db: Database, channel_key: str, persona_id: str, t
 
 
 async def append_persona_turn(
-    db: Database, channel_key: str, persona_id: str, persona_name: str, text: str, tool_calls: Sequence[ToolCall]
+    db: Database,
+    channel_key: str,
+    persona_id: str,
+    persona_name: str,
+    text: str,
+    tool_calls: Sequence[ToolCall],
+    signature: str | None = None,
 ) -> Line:
-    """A persona's line with the tool calls it made. Everyone present hears the text; a turn that
-    only calls tools is kept for the persona alone, so its calls can be paired with their results."""
-    line = Line(0, channel_key, LineKind.PERSONA, persona_id, persona_name, text, time.time(), tuple(tool_calls))
+    """A persona's line with the tool calls it made and the thought signatures its model sent with
+    them. Everyone present hears the text; a turn that only calls tools is kept for the persona
+    alone, so its calls can be paired with their results."""
+    line = Line(
+        0,
+        channel_key,
+        LineKind.PERSONA,
+        persona_id,
+        persona_name,
+        text,
+        time.time(),
+        tuple(tool_calls),
+        None,
+        signature,
+    )
     async with db.transaction() as tx:
         if text:
             stored = await _insert(tx, line)

@@ -65,6 +65,7 @@ class ToolCall:
     id: str
     name: str
     args: dict[str, Any]
+    signature: str | None = None  # the thought signature its model sent with it (Gemini 3), replayed unchanged
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,7 @@ class Line:
     created_at: float
     tool_calls: tuple[ToolCall, ...] = ()  # on a persona's own line: the calls it made with it
     call_id: str | None = None  # on a tool result (a marker only its persona receives): the call it answers
+    signature: str | None = None  # on a persona's own line: its text's thought signature (Gemini 3)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,7 @@ async def test_the_coordinator_answers_task_or_chat_under_its_schema(provider: P
     assert await planner.is_task(model, "Research venues and draft the invite", "Ana", attempts=1, backoff_seconds=0)
     assert not await planner.is_task(model, "Good morning!", "Ana", attempts=1, backoff_seconds=0)
     assert provider.schema_sent(provider.bodies[0]) == planner.COORDINATOR_SCHEMA
-    assert provider.bodies[0].get("model", "gemini-2.5-flash-lite") == "gemini-2.5-flash-lite"
+    assert provider.bodies[0].get("model", "gemini-3.5-flash-lite") == "gemini-3.5-flash-lite"
 
 
 async def test_a_whole_task_runs_through_the_provider(provider: Provider, open_test_app, port: RecordingPort) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,10 @@ STRONGER_MODEL = (
     "For better replies, set GOOGLE_API_KEY (Gemini) or OPENAI_API_KEY or [llm] base_url "
     "(an OpenAI-compatible server such as Ollama) and start again."
 )
+THINKING_LEVELS = ("minimal", "low", "medium", "high")
+DEFAULT_MODEL = "gemini-3.8-flash"  # GA since 2 September 2026, no shutdown announced
+DEFAULT_MODERATOR_MODEL = "gemini-3.5-flash-lite"  # GA since 21 July 2026, thinks minimally by default
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5(?!.*-chat)|gpt-[6-9])")
 
 
 class ProviderError(ValueError):
@@ -31,8 +36,11 @@ class ProviderError(ValueError):
 @dataclass(frozen=True)
 class ProviderConfig:
     provider: str = "auto"
-    model: str = "gemini-2.5-flash"
-    moderator_model: str = "gemini-2.5-flash-lite"
+    model: str = DEFAULT_MODEL
+    moderator_model: str = DEFAULT_MODERATOR_MODEL
+    thinking: str = ""  # one of THINKING_LEVELS, or "" for the model's own default
+    moderator_thinking: str = ""
+    max_output_tokens: int = 0  # 0: the model's own limit
     judge_model: str = ""  # "" is the moderator's model
     requests_per_minute: float = 60
     model_requests_per_minute: Mapping[str, float] = field(default_factory=dict)
@@ -45,6 +53,18 @@ class ProviderConfig:
 
     def rpm_for(self, model: str) -> float:
         return self.model_requests_per_minute.get(model, self.requests_per_minute)
+
+    def thinking_for(self, model: str) -> str:
+        """The configured thinking level for a model name: the moderator's for its model."""
+        if model == self.moderator_model and model != self.model:
+            return self.moderator_thinking
+        return self.thinking
+
+
+def is_reasoning_model(name: str) -> bool:
+    """OpenAI's reasoning models (o-series, gpt-5 and later except the -chat ones) refuse `max_tokens`
+    and any temperature but the default; they take `max_completion_tokens` and a reasoning effort."""
+    return bool(_REASONING_MODEL.match(name.lower().rsplit("/", 1)[-1]))
 
 
 def resolve_provider(config: ProviderConfig, environ: Mapping[str, str]) -> str:
@@ -80,6 +100,8 @@ def _gemini(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         raise ProviderError("provider 'gemini' needs the GOOGLE_API_KEY environment variable")
 
     def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
+        # Gemini 3 takes a thinking level; empty leaves the model on its own default.
+        thinking = config.thinking_for(name)
         return ChatGoogleGenerativeAI(
             model=name,
             google_api_key=key,
@@ -87,6 +109,8 @@ def _gemini(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
             rate_limiter=limiter,
             max_retries=1,  # tenacity does the retrying (graph/models/retry.py)
             timeout=config.timeout_seconds,
+            max_output_tokens=config.max_output_tokens or None,
+            **({"thinking_level": thinking} if thinking else {}),
         )
 
     def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
@@ -115,6 +139,16 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         raise ProviderError("provider 'openai' needs OPENAI_API_KEY or [llm] base_url (e.g. an Ollama endpoint)")
 
     def make(name: str, limiter: InMemoryRateLimiter | None) -> BaseChatModel:
+        thinking = config.thinking_for(name)
+        limit = config.max_output_tokens or None
+        if is_reasoning_model(name):
+            # langchain-openai sends max_tokens as max_completion_tokens and no temperature unless set.
+            options: dict[str, Any] = {"max_tokens": limit, "reasoning_effort": thinking or None}
+        else:
+            # Ollama and vLLM keep the classic max_tokens field, outside langchain-openai's renaming.
+            options = {"extra_body": {"max_tokens": limit} if limit else None}
+            if thinking:
+                options["reasoning_effort"] = thinking
         return ChatOpenAI(
             model=name,
             api_key=SecretStr(key or "unused"),  # local OpenAI-compatible servers such as Ollama ignore the key
@@ -122,6 +156,7 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
             rate_limiter=limiter,
             max_retries=0,
             timeout=config.timeout_seconds,
+            **options,
         )
 
     def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:

@@ -3,11 +3,16 @@
 Give the SDK `base_url=<fake.url>/v1`. The fake records every request, can answer the next N
 requests with a 429 rate-limit error and otherwise replies with the next queued answer (text
 and/or a tool call, see `queue`) or else `reply_text`.
+
+A reasoning model name (o-series, gpt-5 and later except -chat) is treated as OpenAI treats one: a
+request with `max_tokens`, or with a temperature other than the default 1, is refused with a 400
+`unsupported_parameter` / `unsupported_value` error, and usage reports reasoning tokens.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +20,36 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.loopback import LoopbackServer
+
+REASONING_TOKENS = 7  # reasoning tokens a reasoning model's reply reports
+
+
+def is_reasoning_model(model: str) -> bool:
+    return bool(re.match(r"^(o\d|gpt-5(?!.*-chat)|gpt-[6-9])", model.lower()))
+
+
+def _refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The 400 error body OpenAI answers a reasoning model's request with, if it breaks its rules."""
+    if "max_tokens" in body:
+        message = (
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+        )
+        return {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "max_tokens",
+            "code": "unsupported_parameter",
+        }
+    temperature = body.get("temperature")
+    if temperature is not None and temperature != 1:
+        message = f"Unsupported value: 'temperature' does not support {temperature} with this model. Only the default (1) value is supported."
+        return {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "unsupported_value",
+        }
+    return None
 
 
 @dataclass
@@ -66,6 +101,8 @@ class FakeOpenAI(LoopbackServer):
             }
             return _closing(web.json_response(error, status=429))
         model = str(body.get("model", "fake-model"))
+        if is_reasoning_model(model) and (refusal := _refusal(body)) is not None:
+            return _closing(web.json_response({"error": refusal}, status=400))
         text, call = self.answers.pop(0) if self.answers else (self.reply_text, None)
         return _closing(web.json_response(chat_completion(text, model, len(self.requests), call)))
 
@@ -101,9 +138,18 @@ def chat_completion(text: str, model: str, number: int, call: dict[str, Any] | N
                 "finish_reason": "tool_calls" if call is not None else "stop",
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": reply_tokens,
-            "total_tokens": prompt_tokens + reply_tokens,
-        },
+        "usage": _usage(prompt_tokens, reply_tokens, REASONING_TOKENS if is_reasoning_model(model) else 0),
     }
+
+
+def _usage(prompt_tokens: int, reply_tokens: int, reasoning_tokens: int) -> dict[str, Any]:
+    """Chat Completions usage: completion_tokens include the reasoning tokens, itemised in the details."""
+    completion = reply_tokens + reasoning_tokens
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt_tokens + completion,
+    }
+    if reasoning_tokens:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return usage
