@@ -86,16 +86,18 @@ VOLUME ["/data"]
 
 # Slack HTTP mode serves /slack/events and /healthz here ([slack] port in /app/config.toml).
 EXPOSE 3000
+# The operator's /healthz, /readyz and /metrics, in every mode ([ops] port in /app/config.toml).
+EXPOSE 9090
 
 # SIGTERM (and SIGINT) drain: running rounds get [bot] shutdown_grace_seconds (20) to finish,
 # then the stores are flushed. Give the container more than that: docker stop -t 30, or
 # stop_grace_period in docker-compose.yml.
 STOPSIGNAL SIGTERM
 
-# /healthz exists only in Slack HTTP mode (SLACK_SIGNING_SECRET set, SLACK_APP_TOKEN unset);
-# in Socket Mode, Discord-only or console runs there is no HTTP server, so the check passes.
+# /readyz answers 200 once storage is open, the model loaded and every configured platform connected
+# (Slack over HTTP or Socket Mode, Discord); 503 otherwise, which urlopen raises on.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; os.environ.get('SLACK_APP_TOKEN') or not os.environ.get('SLACK_SIGNING_SECRET') or urllib.request.urlopen('http://127.0.0.1:3000/healthz', timeout=4)"]
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9090/readyz', timeout=4)"]
 
 ENTRYPOINT ["python", "-m", "bot"]
 CMD ["run", "--config", "/app/config.toml"]

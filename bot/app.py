@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -13,11 +14,13 @@ from pathlib import Path
 from bot.config import Config, ConfigError
 from bot.flood import FloodGate
 from bot.mcp_servers import McpServers, known_tools
+from bot.ops import Readiness, model_check, storage_check
 from bot.permissions import Permissions
 from bot.persistence import open_persistence
 from bot.recovery import recover
 from bot.service import ChannelDefaults, ChannelService
 from bot.timers import DurableTimers
+from bot.usage import TokenBook
 from graph.actions import ACTIONS
 from graph.deps import EngineDeps
 from graph.engine import RoundEngine
@@ -42,6 +45,7 @@ class App:
     engine: RoundEngine
     service: ChannelService
     timers: DurableTimers
+    readiness: Readiness  # what /readyz checks: storage and model here; platforms (and MCP) add theirs
     mcp: McpServers | None = None
 
 
@@ -121,6 +125,7 @@ async def open_app(
     models: Models | None = None,
     environ: Mapping[str, str] = os.environ,
     rng: random.Random | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[App]:
     personas = load_checked_personas(config)
     models = models or build_models(provider_config(config), environ)
@@ -148,6 +153,9 @@ async def open_app(
         )
         engine = RoundEngine(deps, stored.checkpointer)
         limits = config.settings.limits
+        tokens = TokenBook(stored.db, limits.channel_tokens_per_day, clock)
+        if isinstance(models, ChatModels):
+            models.watch(tokens.record)  # every model call timed, counted and its usage stored
         service = ChannelService(
             db=stored.db,
             engine=engine,
@@ -167,7 +175,11 @@ async def open_app(
                 manager_role=config.settings.discord.manager_role,
                 slack_managers=bool(config.settings.slack.managers),
             ),
+            tokens=tokens,
         )
+        readiness = Readiness()
+        readiness.add("storage", storage_check(stored.db))
+        readiness.add("model", model_check(models))
         await stored.timers.start(service.approval_desk)
         try:
             if servers is not None:
@@ -189,6 +201,7 @@ async def open_app(
                 service=service,
                 timers=stored.timers,
                 mcp=servers,
+                readiness=readiness,
             )
             await service.wait_idle()
         finally:

@@ -115,6 +115,21 @@ class ReviewSection(_Section):
 class LimitsSection(_Section):
     user_messages_per_minute: Annotated[int, Field(ge=1, le=10_000)] = 12
     channel_rounds_per_minute: Annotated[int, Field(ge=1, le=10_000)] = 20
+    channel_tokens_per_day: Annotated[int, Field(ge=0)] = 0
+
+
+class OpsSection(_Section):
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 0
+
+
+class TelemetrySection(_Section):
+    otlp_endpoint: str = ""
+    include_text: bool = False
+
+
+class LoggingSection(_Section):
+    format: Literal["text", "json"] = "text"
 
 
 class SlackSection(_Section):
@@ -253,6 +268,9 @@ class Settings(_Section):
     mailbox: MailboxSection = MailboxSection()
     tasks: TasksSection = TasksSection()
     mcp: McpSection = McpSection()
+    ops: OpsSection = OpsSection()
+    telemetry: TelemetrySection = TelemetrySection()
+    logging: LoggingSection = LoggingSection()
     # A command's name, or name_verb ("moderate_prompt" for /moderate prompt), to whom it is open: [] anyone, or any of
     # "manager" and "approver" (both: someone who is both). Unlisted commands keep their defaults.
     permissions: dict[str, list[Literal["manager", "approver"]]] = Field(default_factory=dict)

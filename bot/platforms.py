@@ -16,6 +16,7 @@ from bot.app import open_app
 from bot.config import Config, ConfigError
 from bot.discord_bot.endpoints import discord_endpoints
 from bot.discord_bot.runner import DiscordAdapter, discord_errors_as_config_errors, discord_token
+from bot.ops import serving_ops
 from bot.port import PlatformPorts
 from bot.slack.runner import SlackAdapter
 from graph.port import OutboundPort
@@ -53,6 +54,12 @@ async def run_platforms(config: Config, environ: Mapping[str, str]) -> bool:
             return PlatformPorts(by_platform)
 
         app = await stack.enter_async_context(open_app(config, ports, environ=environ))
+        if slack is not None:
+            app.readiness.add("slack", slack.not_ready)
+        if discord is not None:
+            app.readiness.add("discord", discord.not_ready)
+        ops = config.settings.ops  # up before the platforms connect: /readyz says 503 until they have
+        await stack.enter_async_context(serving_ops(app.db, app.readiness, ops.host, ops.port))
         if slack is not None:
             await stack.enter_async_context(slack.serving(app))
         if discord is None:

@@ -10,15 +10,11 @@
 
 from __future__ import annotations
 
-import logging
-
 from bot.approval_desk import ResumeApprovals
 from bot.approvals import unknown_outcome_notice
 from bot.service import AnswerInbox, ChannelService
 from storage import approvals, inbox
 from storage.records import ApprovalStatus
-
-log = logging.getLogger(__name__)
 
 
 async def recover(service: ChannelService) -> None:
@@ -29,7 +25,7 @@ async def recover(service: ChannelService) -> None:
         owner = approval.runner or ""
         if owner != runner and await db.claim(f"runner:{owner}"):  # its process is gone
             if await approvals.mark_unknown(db, approval.id, owner) is not None:
-                await _tell_approvers(service, approval.channel_key, unknown_outcome_notice(approval))
+                await service.tell_approvers(approval.channel_key, unknown_outcome_notice(approval))
     batches: dict[str, str] = {}
     for status in (ApprovalStatus.APPROVED, ApprovalStatus.UNKNOWN):
         for approval in await approvals.with_status(db, status):
@@ -40,10 +36,3 @@ async def recover(service: ChannelService) -> None:
     await service.tasks.resume_all()  # before the channels' waiting messages, as they came first
     for key in await inbox.channels_waiting(db):
         service.enqueue(AnswerInbox(key))
-
-
-async def _tell_approvers(service: ChannelService, key: str, text: str) -> None:
-    try:
-        await service.port.notify_approvers(key, text)
-    except Exception:
-        log.exception("could not notify the approvers of %s", key)

@@ -33,7 +33,9 @@ from bot.inbound import Inbound
 from bot.pacing import RoundStarts
 from bot.permissions import Permissions
 from bot.tasks import RunTask, TaskDesk
+from bot.usage import TokenBook, budget_notice
 from graph.engine import RoundEngine
+from graph.observe import MESSAGES, working_in
 from graph.port import OutboundPort
 from personas import Persona
 from storage import channels, history, inbox
@@ -77,8 +79,10 @@ class ChannelService:
         flood: FloodGate,
         auto_detect_tasks: bool = False,
         permissions: Permissions | None = None,
+        tokens: TokenBook | None = None,
     ) -> None:
         self.db = db
+        self.tokens = tokens
         self.engine = engine
         self.personas = personas
         self.port = port
@@ -127,6 +131,8 @@ class ChannelService:
             time.monotonic(),
             exempt=self.approval_desk.may_decide(inbound.channel_key, actor),
         )
+        # Past the channel's daily token budget, likewise: stored, no round until the next UTC day.
+        spent = admission.starts_round and self.tokens is not None and await self.tokens.spent(inbound.channel_key)
         line = await inbox.accept(
             self.db,
             inbound.event_id,
@@ -136,7 +142,7 @@ class ChannelService:
             inbound.text,
             mentions=inbound.mentions,
             thread=inbound.thread,
-            queue=admission.starts_round,
+            queue=admission.starts_round and not spent,
             new_channel=self._new_channel(inbound.channel_key),  # one commit on the way to the ack
             session_gap_seconds=self.defaults.session_gap_hours * 3600,
         )
@@ -144,8 +150,13 @@ class ChannelService:
             self.flood.withdraw(admission)
             log.info("duplicate event %s ignored", inbound.event_id)
             return None
+        MESSAGES.labels(self.surface_of(inbound.channel_key)).inc()
         self._known_channels.add(inbound.channel_key)
-        if admission.starts_round:
+        if spent and self.tokens is not None and self.tokens.first_refusal_today(inbound.channel_key):
+            notice = budget_notice(self.tokens.tokens_per_day)
+            await self.notice(inbound.channel_key, notice, inbound.thread)
+            await self.tell_approvers(inbound.channel_key, notice)
+        elif admission.starts_round and not spent:
             self.enqueue(AnswerInbox(inbound.channel_key))
         return CommandReply(admission.notice, ok=False) if admission.notice else None
 
@@ -185,6 +196,7 @@ class ChannelService:
             self._workers[key] = asyncio.create_task(self._drain(key), name=f"rounds:{key}")
 
     async def _drain(self, key: str) -> None:
+        working_in.set(key)  # this task's model calls count against the channel (graph/observe.py)
         queue = self._queues[key]
         try:
             while not queue.empty() and not self._draining:
@@ -264,6 +276,12 @@ class ChannelService:
             await self.port.notice(key, text, thread)
         except Exception:
             log.exception("could not post a notice in %s", key)
+
+    async def tell_approvers(self, key: str, text: str) -> None:
+        try:
+            await self.port.notify_approvers(key, text)
+        except Exception:
+            log.exception("could not notify the approvers of %s", key)
 
     async def drain(self, grace_seconds: float) -> None:
         """A graceful stop: take no more queued work, let running work finish within the grace

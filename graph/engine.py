@@ -15,6 +15,7 @@ from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.mailbox import Mailbox
 from graph.nodes import RoundNodes
+from graph.observe import ROUNDS
 from graph.state import RoundInput, initial_state
 from graph.task_runner import TaskRunner
 from storage import approvals, channels, history
@@ -52,6 +53,7 @@ class RoundEngine:
         thread: str | None = None,
     ) -> list[Batch]:
         """Run one round; returns the action batches that now wait for approval (see start_approvals)."""
+        ROUNDS.inc()
         state = initial_state(RoundInput(channel_key, text, author_name, tuple(mentions or ()), thread))
         turns = max(MAX_TURNS_LIMIT, len(self.deps.personas))
         config: RunnableConfig = {

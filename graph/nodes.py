@@ -22,6 +22,7 @@ from graph.floor import Chair
 from graph.judge import JUDGE_SCHEMA, judge_draft
 from graph.models.retry import ainvoke_with_retry
 from graph.models.signatures import text_signature
+from graph.observe import TURNS
 from graph.prompt import INSTRUCTION_PHRASES
 from graph.prompt_pages import PromptPages
 from graph.review import RETRY_NOTE, cut_impersonation, last_full_sentence, review_draft, review_reply
@@ -93,6 +94,7 @@ class RoundNodes:
                 step = routing.after_review(review_note=draft.review_note, turn_failed=draft.failed)
             if step != "persona":
                 break
+        TURNS.labels("spoke" if step == "deliver" else "skipped").inc()
         if step == "deliver":
             return await self.deliver(round_input, floor, draft)
         return await self.skip(round_input, floor, draft)

@@ -245,7 +245,9 @@ def test_docker_config_mirrors_config_toml() -> None:
     dockerfile = DOCKERFILE.read_text(encoding="utf-8")
     port = config.settings.slack.port
     assert re.search(rf"^EXPOSE\s+{port}\b", dockerfile, re.M), f"EXPOSE {port} missing"
-    assert f"127.0.0.1:{port}/healthz" in dockerfile, "HEALTHCHECK does not probe the configured Slack port"
+    ops_port = config.settings.ops.port
+    assert re.search(rf"^EXPOSE\s+{ops_port}\b", dockerfile, re.M), f"EXPOSE {ops_port} missing"
+    assert f"127.0.0.1:{ops_port}/readyz" in dockerfile, "HEALTHCHECK does not probe the configured [ops] /readyz"
 
     # Commented like config.toml: every key documented there is documented here too.
     def commented(path: Path) -> set[str]:
@@ -296,6 +298,8 @@ def test_compose_builds_the_dockerfile_with_a_data_volume() -> None:
 
     ports = [str(p if not isinstance(p, dict) else p["target"]) for p in service.get("ports", [])]
     assert any(p.split(":")[-1].split("/")[0] == "3000" for p in ports), ports
+    assert any(p.split(":")[-1].split("/")[0] == "9090" for p in ports), ports
+    assert "127.0.0.1:9090/readyz" in " ".join(service["healthcheck"]["test"]), "compose's health check is not /readyz"
 
 
 def test_env_example_lists_every_secret_empty_and_commented() -> None:

@@ -56,6 +56,10 @@ class DiscordAdapter:
         self.approvals_elsewhere = approvals_elsewhere
         self.board: ApprovalBoard | None = None
 
+    async def not_ready(self) -> str | None:
+        """/readyz's Discord check: logged in and connected to the gateway."""
+        return None if self.client.is_ready() and not self.client.is_closed() else "not connected to the gateway"
+
     def port(self, db: Database) -> DiscordPort:
         self.board = ApprovalBoard(self.client, RequestPlaces(PLATFORM, db))
         return DiscordPort(

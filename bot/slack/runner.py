@@ -35,6 +35,8 @@ class SlackAdapter:
         self.app_token = app_token
         self.signing_secret = signing_secret
         self.client = make_web_client(token, config.settings.slack.api_base_url)
+        self._serving = False
+        self._socket: AsyncSocketModeHandler | None = None
 
     @classmethod
     def from_environ(cls, config: Config, environ: Mapping[str, str]) -> SlackAdapter | None:
@@ -53,15 +55,23 @@ class SlackAdapter:
         bot = build_slack_app(app, settings, None if self.app_token else self.signing_secret, self.token, self.client)
         try:
             if self.app_token is not None:
-                async with connected_socket_mode(bot.bolt, self.app_token):
+                async with connected_socket_mode(bot.bolt, self.app_token) as self._socket:
                     log.info("Slack: connected in Socket Mode")
                     yield
             else:
                 async with serving_http(bot.bolt, settings.host, settings.port) as url:
+                    self._serving = True
                     log.info("Slack: serving events on %s/slack/events", url)
                     yield
         finally:
+            self._serving, self._socket = False, None
             await bot.close()
+
+    async def not_ready(self) -> str | None:
+        """/readyz's Slack check: Socket Mode's websocket is open, or the HTTP server is serving."""
+        if self._socket is not None:
+            return None if await self._socket.client.is_connected() else "Socket Mode is not connected"
+        return None if self._serving else "not connected yet"
 
 
 # -- Socket Mode -------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from graph.actions import CONFIDENCE, confidence_schema, tool_definitions
 from graph.mcp import ToolCatalog
 from graph.models.base import ChatRunnable
 from graph.moderator import decision_schema
+from graph.observe import ModelCallWatcher, RecordCall, call_tags
 from graph.planner import plan_schema
 from personas import Persona
 
@@ -66,9 +67,12 @@ class ChatModels:
         bind_json: BindJson | None = None,
         plan_schema: PlanSchema = plan_schema,
         advice: str = "",
+        provider: str = "",
     ) -> None:
         self.description = description
         self.advice = advice  # one sentence for the person starting the bot, such as how to get a stronger model
+        self.provider = provider
+        self._watcher: ModelCallWatcher | None = None
         self._make = make
         self._persona_model_name = persona_model_name
         self._moderator_model_name = moderator_model_name
@@ -95,19 +99,32 @@ class ChatModels:
     def models(self) -> Mapping[str, BaseChatModel]:
         return self._models
 
+    def watch(self, record: RecordCall | None) -> None:
+        """Time and count every later model call, and hand each to `record` (graph/observe.py)."""
+        self._watcher = ModelCallWatcher(self.provider or "unknown", record)
+
+    def _watched(self, runnable: ChatRunnable, role: str, persona_id: str = "") -> ChatRunnable:
+        if self._watcher is None:
+            return runnable
+        return runnable.with_config(callbacks=[self._watcher], metadata=call_tags(role, persona_id))
+
     def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
         model = self._model(persona.model or self._persona_model_name)
-        return self._bind_persona(model, persona, other_names, addressed, self.tools)
+        return self._watched(
+            self._bind_persona(model, persona, other_names, addressed, self.tools), "persona", persona.id
+        )
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
-        return self._bind_moderator(self._model(self._moderator_model_name), decision_schema(choices))
+        model = self._bind_moderator(self._model(self._moderator_model_name), decision_schema(choices))
+        return self._watched(model, "moderator")
 
     def planner_model(self, capabilities: Sequence[str], max_steps: int) -> ChatRunnable:
         schema = self._plan_schema(capabilities, max_steps)
-        return self._bind_json(self._model(self._persona_model_name), schema, PLAN_MAX_TOKENS)
+        return self._watched(self._bind_json(self._model(self._persona_model_name), schema, PLAN_MAX_TOKENS), "planner")
 
     def coordinator_model(self, schema: dict[str, Any]) -> ChatRunnable:
-        return self._bind_json(self._model(self._moderator_model_name), schema, COORDINATOR_MAX_TOKENS)
+        model = self._bind_json(self._model(self._moderator_model_name), schema, COORDINATOR_MAX_TOKENS)
+        return self._watched(model, "moderator")  # the moderator's model, deciding what a line is
 
     def judge_model(self, schema: dict[str, Any]) -> ChatRunnable:
-        return self._bind_json(self._model(self._judge_model_name), schema, JUDGE_MAX_TOKENS)
+        return self._watched(self._bind_json(self._model(self._judge_model_name), schema, JUDGE_MAX_TOKENS), "judge")

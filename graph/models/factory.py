@@ -124,6 +124,7 @@ def _gemini(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         judge_model_name=config.judge_model,
         requests_per_minute=config.rpm_for,
         bind_moderator=bind_moderator,
+        provider="gemini",
     )
 
 
@@ -174,6 +175,7 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         requests_per_minute=config.rpm_for,
         bind_moderator=bind_moderator,
         bind_json=bind_json,
+        provider="openai",
     )
 
 
@@ -227,4 +229,5 @@ def _local(config: ProviderConfig) -> Models:
         bind_json=bind_json,
         plan_schema=numbered_plan_schema,
         advice=STRONGER_MODEL,
+        provider="local",
     )

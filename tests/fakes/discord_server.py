@@ -109,6 +109,7 @@ class FakeDiscord(LoopbackServer):
     routed: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)  # (shard_id, event, data)
     _sessions: list[GatewaySession] = field(default_factory=list)  # every connection, oldest first
     _shards_by_session_id: dict[str, tuple[int, int]] = field(default_factory=dict)  # for RESUME
+    gateway_down: bool = False  # refuse the gateway's websocket handshake (503), as during an outage
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -309,7 +310,9 @@ class FakeDiscord(LoopbackServer):
         self.routed.append((session.shard[0], event, data))
         await session.dispatch(event, data)
 
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+    async def _gateway(self, request: web.Request) -> web.StreamResponse:
+        if self.gateway_down:
+            return web.Response(status=503, text="upstream connect error")
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         self.gateway_queries.append(dict(request.query))

@@ -1,0 +1,78 @@
+"""Model token usage per UTC day, channel, persona and role; and the counts /metrics reads at a scrape."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storage.database import Database
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotal:
+    persona_id: str  # "" for the moderator, planner and coordinator
+    role: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    thinking_tokens: int
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens + self.thinking_tokens
+
+
+async def add_usage(
+    db: Database,
+    day: str,
+    channel_key: str,
+    persona_id: str,
+    role: str,
+    model: str,
+    tokens: tuple[int, int, int],
+) -> None:
+    """Count one model call's (input, output, thinking) tokens on its day's row."""
+    inputs, outputs, thinking = tokens
+    async with db.transaction() as tx:
+        await tx.execute(
+            "INSERT INTO token_usage (day, channel_key, persona_id, role, model, calls, input_tokens, output_tokens, "
+            "thinking_tokens) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) "
+            "ON CONFLICT (channel_key, day, persona_id, role, model) DO UPDATE SET calls = token_usage.calls + 1, "
+            "input_tokens = token_usage.input_tokens + excluded.input_tokens, "
+            "output_tokens = token_usage.output_tokens + excluded.output_tokens, "
+            "thinking_tokens = token_usage.thinking_tokens + excluded.thinking_tokens",
+            (day, channel_key, persona_id, role, model, inputs, outputs, thinking),
+        )
+
+
+async def channel_tokens(db: Database, channel_key: str, day: str) -> int:
+    """Every token the channel's model calls used on `day`."""
+    row = await db.fetch_one(
+        "SELECT COALESCE(SUM(input_tokens + output_tokens + thinking_tokens), 0) FROM token_usage "
+        "WHERE channel_key = ? AND day = ?",
+        (channel_key, day),
+    )
+    return int(row[0]) if row else 0
+
+
+async def usage_since(db: Database, channel_key: str, first_day: str) -> list[UsageTotal]:
+    """The channel's totals per persona and role from `first_day` (inclusive) on, largest first."""
+    rows = await db.fetch_all(
+        "SELECT persona_id, role, SUM(calls), SUM(input_tokens), SUM(output_tokens), SUM(thinking_tokens) "
+        "FROM token_usage WHERE channel_key = ? AND day >= ? GROUP BY persona_id, role",
+        (channel_key, first_day),
+    )
+    totals = [UsageTotal(r[0], r[1], int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows]
+    return sorted(totals, key=lambda t: (-t.total, t.role, t.persona_id))
+
+
+async def approval_counts(db: Database) -> dict[str, int]:
+    """How many approvals are in each status."""
+    rows = await db.fetch_all("SELECT status, COUNT(*) FROM approvals GROUP BY status")
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+async def queue_depths(db: Database) -> Sequence[int]:
+    """How many messages wait for a round in each channel that has any."""
+    rows = await db.fetch_all("SELECT COUNT(*) FROM inbox GROUP BY channel_key")
+    return [int(r[0]) for r in rows]
