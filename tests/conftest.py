@@ -136,8 +136,11 @@ def open_test_app(make_config: Callable[..., Config], port: RecordingPort):
         models: Models | None = None,
         outbound: OutboundPort | PortFor | None = None,
         seed: int = 7,
+        **options: Any,
     ) -> Any:
-        return open_app(make_config(sections), outbound or port, models=models, environ={}, rng=random.Random(seed))
+        return open_app(
+            make_config(sections), outbound or port, models=models, environ={}, rng=random.Random(seed), **options
+        )
 
     return opener
 

@@ -25,6 +25,7 @@ from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.request_places import RequestPlaces
 from graph.actions import ActionCall
+from graph.observe import DELIVERY_FAILURES
 from graph.port import OutboundPort
 from personas import Persona
 from storage.records import Approval
@@ -61,12 +62,14 @@ class DiscordPort:
         try:
             await self._delivery.as_persona(await self._delivery.destination(channel_key), persona, text)
         except _DELIVERY_ERRORS as exc:
+            DELIVERY_FAILURES.labels("discord").inc()
             log.warning("%s's post in %s was not delivered: %s", persona.id, channel_key, _describe(exc))
 
     async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
         try:
             await self._delivery.as_bot(await self._delivery.destination(channel_key), text)
         except _DELIVERY_ERRORS as exc:
+            DELIVERY_FAILURES.labels("discord").inc()
             log.warning("a notice in %s was not delivered: %s", channel_key, _describe(exc))
 
     async def trace(self, channel_key: str, text: str) -> None:

@@ -26,6 +26,7 @@ from bot.slack.keys import channel_id_of, thread_ts_of
 from bot.slack.slack_bot import UserNames
 from bot.slack.text import escape_clipped, escape_for_slack, slack_messages
 from graph.actions import ActionCall
+from graph.observe import DELIVERY_FAILURES
 from personas import Persona
 from storage.database import Database
 from storage.records import Approval, ApprovalStatus
@@ -268,6 +269,7 @@ class SlackPort:
         try:
             response = await self.client.chat_postMessage(**arguments)
         except _DELIVERY_ERRORS as exc:
+            DELIVERY_FAILURES.labels("slack").inc()
             log.warning("chat.postMessage in %s failed: %s", channel_key, _describe(exc))
             return None
         return Place(str(response.get("channel") or channel), str(response.get("ts") or ""))
