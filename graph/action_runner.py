@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph import tracing
 from graph.actions import ActionCall, check_call, cost_of
 from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
@@ -164,13 +165,14 @@ class ActionRunner:
         if is_mcp_action(call.name):
             return await self._run_tool(channel_key, persona, call, approval_id, thread)
         try:
-            if call.name == "schedule_post":
-                if self.timers is None:
-                    raise RuntimeError("no scheduler is running")
-                at = _timestamp(call.args["at"])
-                result = self.timers.schedule_post(at, channel_key, persona.id, call)
-            else:
-                result = await self.port.execute(channel_key, persona, call)
+            with tracing.tool_span(call.name, call.call_id, channel_key):
+                if call.name == "schedule_post":
+                    if self.timers is None:
+                        raise RuntimeError("no scheduler is running")
+                    at = _timestamp(call.args["at"])
+                    result = self.timers.schedule_post(at, channel_key, persona.id, call)
+                else:
+                    result = await self.port.execute(channel_key, persona, call)
             ok = True
         except Exception as exc:
             log.warning("action %s by %s failed: %s", call.name, persona.id, type(exc).__name__)

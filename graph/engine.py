@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Checkpointer, Command
 
+from graph import tracing
 from graph.action_runner import ActionRunner
 from graph.actions import ActionCall
 from graph.approval_flow import ApprovalFlow, build_approval_graph, outcome, with_answer
@@ -61,7 +63,9 @@ class RoundEngine:
             # A turn is one step (its drafts, reviews and delivery), then advance or moderator.
             "recursion_limit": 20 + 10 * turns,
         }
-        final = await self.graph.ainvoke(state, config)
+        tracing.round_id.set(uuid.uuid4().hex[:12])
+        with tracing.agent_span(tracing.AGENT_NAME, channel_key):
+            final = await self.graph.ainvoke(state, config)
         if final["floor"].decisions:
             await channels.set_last_decisions(self.deps.db, channel_key, final["floor"].decisions)
         return final["batches"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
-from graph import routing
+from graph import routing, tracing
 from graph.action_runner import ActionRunner
 from graph.actions import stored_calls, tool_calls_of
 from graph.deps import EngineDeps
@@ -83,21 +83,23 @@ class RoundNodes:
 
     async def turn(self, round_input: RoundInput, floor: Floor) -> tuple[Floor, TurnResult]:
         """floor.speaker's turn in one graph step: draft, review (and ask again), then deliver or
-        skip; returns the floor after it. Each step is chosen by the pure functions in graph.routing."""
+        skip; returns the floor after it. Each step is chosen by the pure functions in graph.routing.
+        The turn is one invoke_agent span, its model calls chat spans inside it."""
         speaker = floor.speaker or ""
         draft = Draft()
-        while True:
-            draft = await self.persona(round_input, speaker, draft)
-            step = routing.after_draft(turn_failed=draft.failed)
-            if step == "review":
-                draft = await self.review(round_input, speaker, draft)
-                step = routing.after_review(review_note=draft.review_note, turn_failed=draft.failed)
-            if step != "persona":
-                break
-        TURNS.labels("spoke" if step == "deliver" else "skipped").inc()
-        if step == "deliver":
-            return await self.deliver(round_input, floor, draft)
-        return await self.skip(round_input, floor, draft)
+        with tracing.agent_span(self.chair.name(speaker) or speaker, round_input.channel_key, speaker):
+            while True:
+                draft = await self.persona(round_input, speaker, draft)
+                step = routing.after_draft(turn_failed=draft.failed)
+                if step == "review":
+                    draft = await self.review(round_input, speaker, draft)
+                    step = routing.after_review(review_note=draft.review_note, turn_failed=draft.failed)
+                if step != "persona":
+                    break
+            TURNS.labels("spoke" if step == "deliver" else "skipped").inc()
+            if step == "deliver":
+                return await self.deliver(round_input, floor, draft)
+            return await self.skip(round_input, floor, draft)
 
     async def persona(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
         persona = self.deps.personas[speaker]

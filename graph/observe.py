@@ -19,7 +19,10 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
+from opentelemetry.trace import Span
 from prometheus_client import Counter, Gauge, Histogram
+
+from graph import tracing
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +89,7 @@ class ModelCallWatcher(AsyncCallbackHandler):
         self.provider = provider
         self.record = record
         self._started: dict[UUID, tuple[float, dict[str, Any], str]] = {}
+        self._spans: dict[UUID, Span] = {}
 
     async def on_chat_model_start(
         self,
@@ -99,6 +103,7 @@ class ModelCallWatcher(AsyncCallbackHandler):
         params = kwargs.get("invocation_params") or {}
         model = str(params.get("model") or params.get("model_name") or (metadata or {}).get("ls_model_name") or "")
         self._started[run_id] = (time.perf_counter(), dict(metadata or {}), model)
+        self._spans[run_id] = tracing.start_chat(self.provider, model, working_in.get(), messages)
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         started = self._started.pop(run_id, None)
@@ -110,6 +115,8 @@ class ModelCallWatcher(AsyncCallbackHandler):
         role = str(metadata.get("roundtable_role") or "persona")
         seconds = time.perf_counter() - begun
         inputs, outputs, thinking = usage_of(message)
+        if (chat := self._spans.pop(run_id, None)) is not None:
+            tracing.end_chat(chat, (inputs, outputs, thinking), getattr(message, "text", None))
         MODEL_SECONDS.labels(self.provider, role).observe(seconds)
         for kind, count in (("input", inputs), ("output", outputs), ("thinking", thinking)):
             if count:
@@ -133,6 +140,8 @@ class ModelCallWatcher(AsyncCallbackHandler):
 
     async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         started = self._started.pop(run_id, None)
+        if (chat := self._spans.pop(run_id, None)) is not None:
+            tracing.end_chat(chat, (0, 0, 0), None, error)
         if started is not None:
             role = str(started[1].get("roundtable_role") or "persona")
             MODEL_SECONDS.labels(self.provider, role).observe(time.perf_counter() - started[0])
