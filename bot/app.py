@@ -209,4 +209,5 @@ async def open_app(
             await service.drain(config.settings.bot.shutdown_grace_seconds)
             if servers is not None:
                 await servers.stop()
+            await tokens.close()
             await stored.timers.shutdown()

@@ -5,6 +5,7 @@ is told once a day, and so are its approvers."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from storage import usage
 from storage.database import Database
 
 REPORT_DAYS = 30
+FLUSH_SECONDS = 1.0
 ROLE_NAMES = {"moderator": "the moderator", "planner": "the planner", "judge": "the judge"}
 
 
@@ -30,23 +32,56 @@ def budget_notice(limit: int) -> str:
 
 
 class TokenBook:
+    """Model calls' tokens, counted in memory and written in one transaction per FLUSH_SECONDS (and
+    when the app closes), so that a model call costs the engine a dictionary update, not a commit."""
+
     def __init__(self, db: Database, tokens_per_day: int, clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self.tokens_per_day = tokens_per_day
         self.clock = clock
         self._told: set[tuple[str, str]] = set()  # (channel key, day) already told of the budget
+        self._pending: dict[usage.UsageKey, usage.UsageCounts] = {}
+        self._flush: asyncio.Task[None] | None = None
 
     async def record(self, call: ModelCall) -> None:
-        tokens = (call.input_tokens, call.output_tokens, call.thinking_tokens)
-        if call.channel_key and any(tokens):
-            day = utc_day(self.clock())
-            await usage.add_usage(self.db, day, call.channel_key, call.persona_id, call.role, call.model, tokens)
+        if not call.channel_key or not call.total_tokens:
+            return
+        key = (utc_day(self.clock()), call.channel_key, call.persona_id, call.role, call.model)
+        calls, inputs, outputs, thinking = self._pending.get(key, (0, 0, 0, 0))
+        self._pending[key] = (
+            calls + 1,
+            inputs + call.input_tokens,
+            outputs + call.output_tokens,
+            thinking + call.thinking_tokens,
+        )
+        if self._flush is None:
+            self._flush = asyncio.create_task(self._flush_later(), name="usage:flush")
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(FLUSH_SECONDS)
+        self._flush = None
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Write what is counted so far."""
+        pending, self._pending = self._pending, {}
+        if pending:
+            await usage.add_usage(self.db, pending)
+
+    async def close(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        await self.flush()
 
     async def spent(self, channel_key: str) -> bool:
         """Whether the channel has reached today's budget (never, with no budget)."""
         if not self.tokens_per_day:
             return False
-        return await usage.channel_tokens(self.db, channel_key, utc_day(self.clock())) >= self.tokens_per_day
+        day = utc_day(self.clock())
+        stored = await usage.channel_tokens(self.db, channel_key, day)
+        counted = sum(sum(v[1:]) for k, v in self._pending.items() if k[0] == day and k[1] == channel_key)
+        return stored + counted >= self.tokens_per_day
 
     def first_refusal_today(self, channel_key: str) -> bool:
         """True once per channel and UTC day: the refusal that tells the channel and its approvers."""
@@ -57,6 +92,7 @@ class TokenBook:
         return True
 
     async def report(self, channel_key: str, personas: Mapping[str, Persona]) -> str:
+        await self.flush()
         now = self.clock()
         today = await usage.usage_since(self.db, channel_key, utc_day(now))
         month = await usage.usage_since(self.db, channel_key, utc_day(now - (REPORT_DAYS - 1) * 86400))

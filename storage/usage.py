@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storage.database import Database
@@ -22,26 +22,25 @@ class UsageTotal:
         return self.input_tokens + self.output_tokens + self.thinking_tokens
 
 
-async def add_usage(
-    db: Database,
-    day: str,
-    channel_key: str,
-    persona_id: str,
-    role: str,
-    model: str,
-    tokens: tuple[int, int, int],
-) -> None:
-    """Count one model call's (input, output, thinking) tokens on its day's row."""
-    inputs, outputs, thinking = tokens
+UsageKey = tuple[str, str, str, str, str]
+"""(day, channel key, persona id, role, model): one row of token_usage."""
+UsageCounts = tuple[int, int, int, int]
+"""(calls, input, output, thinking tokens)."""
+
+
+async def add_usage(db: Database, counts: Mapping[UsageKey, UsageCounts]) -> None:
+    """Add model calls and their tokens to their days' rows, in one transaction."""
+    rows = [(*key, *value) for key, value in counts.items()]
     async with db.transaction() as tx:
-        await tx.execute(
+        await tx.execute_many(
             "INSERT INTO token_usage (day, channel_key, persona_id, role, model, calls, input_tokens, output_tokens, "
-            "thinking_tokens) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) "
-            "ON CONFLICT (channel_key, day, persona_id, role, model) DO UPDATE SET calls = token_usage.calls + 1, "
+            "thinking_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (channel_key, day, persona_id, role, model) DO UPDATE SET "
+            "calls = token_usage.calls + excluded.calls, "
             "input_tokens = token_usage.input_tokens + excluded.input_tokens, "
             "output_tokens = token_usage.output_tokens + excluded.output_tokens, "
             "thinking_tokens = token_usage.thinking_tokens + excluded.thinking_tokens",
-            (day, channel_key, persona_id, role, model, inputs, outputs, thinking),
+            rows,
         )
 
 

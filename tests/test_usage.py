@@ -55,6 +55,7 @@ async def test_a_channel_stops_at_its_daily_budget_tells_once_keeps_lines_and_re
     async with open_test_app(sections, models=models, clock=clock) as app:
         await say(app, "Sage, what do you think?")
         assert port.speakers(KEY) == ["sage"]
+        await app.service.tokens.flush()  # counted in memory, written once a second: now
         spent = await usage.channel_tokens(app.db, KEY, "2026-11-25")
         assert spent >= 30  # one Gemini call: 12 prompt, the reply, and THOUGHT_TOKENS thinking
         calls = len(fake.requests)
@@ -86,6 +87,7 @@ async def test_usage_is_stored_per_persona_and_role_and_reported(
         fake.queue(json.dumps(decision))
         fake.queue("I think we should test it first.")
         await say(app, "What do you all think?")  # addressed to no one: the moderator picks
+        await app.service.tokens.flush()
         totals = await usage.usage_since(app.db, KEY, "2026-11-25")
         clock.now += 86400 * 3  # three days later, the report counts it in the 30 days, not today
         report = await app.service.tokens.report(KEY, app.personas)

@@ -1,0 +1,176 @@
+"""The operator's view, measured: per-turn overhead with the ops endpoints served and scraped and
+every model call watched (timed, counted, its tokens stored), side by side in one run with the same
+app without them. Target: at most 5% more turn overhead. The counters themselves (messages, rounds,
+turns) are always on, in both.
+
+Prints one table and writes it into the README between the bench:ops markers.
+Run from the repository root: python bench/ops.py [--no-readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.harness import MODERATOR, BenchApp, BenchModels, bench_app  # noqa: E402
+from bench.phases import MODERATED, CallTally, moderated_round  # noqa: E402
+from bench.report import Row, median, percentile, rewrite_readme, table  # noqa: E402
+from bot.ops import serving_ops  # noqa: E402
+from graph.models.base import ChatRunnable  # noqa: E402
+from graph.observe import ModelCallWatcher, call_tags  # noqa: E402
+from tests.fake_models import CallbackChatModel  # noqa: E402
+
+TARGET = 0.05  # the most extra turn overhead the operator's view may cost
+
+
+class WatchedBenchModels(BenchModels):
+    """BenchModels whose every call also goes through the model-call watcher, as ChatModels' do:
+    outside the timed model time, so that its cost counts as the engine's."""
+
+    watcher: ModelCallWatcher | None = None
+
+    def _timed(self, model: ChatRunnable) -> ChatRunnable:
+        timed = super()._timed(model)
+        assert isinstance(timed, CallbackChatModel)
+        inner = timed.reply
+        role = "moderator" if timed.speaker == MODERATOR else "persona"
+
+        async def reply(speaker: str, messages: list[BaseMessage]) -> Any:
+            run_id = uuid.uuid4()
+            assert self.watcher is not None
+            await self.watcher.on_chat_model_start({}, [messages], run_id=run_id, metadata=call_tags(role, speaker))
+            answer = await inner(speaker, messages)
+            text = answer.text if isinstance(answer, AIMessage) else str(answer)
+            usage = {"input_tokens": 400, "output_tokens": 30, "total_tokens": 430}
+            message = AIMessage(content=text, usage_metadata=usage)  # type: ignore[arg-type]
+            await self.watcher.on_llm_end(LLMResult(generations=[[ChatGeneration(message=message)]]), run_id=run_id)
+            return answer
+
+        return CallbackChatModel(speaker=timed.speaker, reply=reply)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def scrape(url: str, interval: float, counts: list[int]) -> None:
+    """What Prometheus and an orchestrator's probes do, every `interval` seconds."""
+    async with aiohttp.ClientSession() as http:
+        while True:
+            for path in ("/metrics", "/readyz", "/healthz"):
+                async with http.get(url + path) as response:
+                    await response.read()
+                    if response.status != 200:
+                        raise RuntimeError(f"{path} answered {response.status}")
+            counts[0] += 1
+            await asyncio.sleep(interval)
+
+
+async def measure(args: argparse.Namespace) -> tuple[list[float], list[float], int]:
+    tally = CallTally()
+    watched_models = WatchedBenchModels()
+    plain: list[float] = []
+    watched: list[float] = []
+    scrapes = [0]
+    async with bench_app(BenchModels(), MODERATED) as off, bench_app(watched_models, MODERATED) as on:
+        watched_models.watcher = ModelCallWatcher(
+            "bench", on.app.service.tokens.record if on.app.service.tokens else None
+        )
+        async with serving_ops(on.app.db, on.app.readiness, "127.0.0.1", free_port()) as url:
+            assert url is not None
+            scraper = asyncio.create_task(scrape(url, args.scrape_interval, scrapes))
+            try:
+                await rounds(off, on, range(args.warmup), None, None)
+                for block in range(args.blocks):
+                    start = args.warmup + block * args.block_rounds
+                    await rounds(off, on, range(start, start + args.block_rounds), plain, watched, block % 2 == 0)
+            finally:
+                scraper.cancel()
+                try:
+                    await scraper
+                except asyncio.CancelledError:
+                    pass
+    del tally
+    return plain, watched, scrapes[0]
+
+
+async def rounds(
+    off: BenchApp,
+    on: BenchApp,
+    numbers: range,
+    plain: list[float] | None,
+    watched: list[float] | None,
+    first_off: bool = True,
+) -> None:
+    """The same rounds in both apps, one block each, so drift hits both alike; blocks alternate who
+    goes first, so the order favours neither."""
+    tally = CallTally()
+    for app, key, into in ((off, "console:ops-off", plain), (on, "console:ops-on", watched))[:: 1 if first_off else -1]:
+        for number in numbers:
+            turns = await moderated_round(app, key, number, tally)
+            if into is not None:
+                into.extend(turns)
+
+
+def rows(plain: Sequence[float], watched: Sequence[float], scrapes: int, args: argparse.Namespace) -> list[Row]:
+    off, on = median(plain), median(watched)
+    extra = (on - off) / off
+    return [
+        Row(
+            "persona turn overhead without the operator's view (moderated, zero-latency model)",
+            f"median {off * 1e3:.2f} ms, p99 {percentile(plain, 0.99) * 1e3:.2f} ms ({len(plain)} turns)",
+            "(the baseline)",
+            1.0,
+            True,
+        ),
+        Row(
+            f"the same with /metrics, /readyz and /healthz scraped every {args.scrape_interval:g} s "
+            "and every model call watched (timed, counted, tokens stored)",
+            f"median {on * 1e3:.2f} ms, p99 {percentile(watched, 0.99) * 1e3:.2f} ms ({len(watched)} turns, "
+            f"{scrapes} scrapes); {extra * 100:+.1f}%",
+            f"≤ +{TARGET * 100:.0f}%",
+            max(extra, 0.0) / TARGET,
+            extra <= TARGET,
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--blocks", type=int, default=5, help="alternating blocks of rounds for each app")
+    parser.add_argument("--block-rounds", type=int, default=40, help="measured rounds per block")
+    parser.add_argument("--warmup", type=int, default=10, help="rounds per app before measuring")
+    parser.add_argument("--scrape-interval", type=float, default=1.0, help="seconds between scrapes")
+    parser.add_argument("--no-readme", action="store_true", help="print the table only")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    load, start = os.getloadavg()[0], time.perf_counter()
+    plain, watched, scrapes = asyncio.run(measure(args))
+    block = table(rows(plain, watched, scrapes, args), time.perf_counter() - start, load).replace(
+        "The engine benchmark", "The ops benchmark"
+    )
+    print(block)
+    if not args.no_readme:
+        rewrite_readme(REPO / "README.md", block, "ops")
+
+
+if __name__ == "__main__":
+    main()
