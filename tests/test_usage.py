@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from bot.inbound import Inbound
 from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
+from graph.observe import ModelCall, working_in
+from personas import load_personas
 from storage import history, usage
 from tests.fakes.gemini_server import THOUGHT_TOKENS, FakeGemini
 from tests.recording_port import RecordingPort
@@ -99,3 +103,30 @@ async def test_usage_is_stored_per_persona_and_role_and_reported(
     assert sage.output_tokens == len("I think we should test it first.") // 4
     assert "- Sage: 0 today" in report and "the moderator: 0 today" in report
     assert f"{sage.total:,} in 30 days (1 calls; {THOUGHT_TOKENS} thinking)" in report
+
+
+async def test_the_embedded_model_counts_its_own_tokens() -> None:
+    """Gemma through the same ChatModels wiring: its own prompt and reply token counts reach the watcher."""
+    config = ProviderConfig(
+        provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test", local_max_tokens=16
+    )
+    models = build_models(config, {})
+    assert isinstance(models, ChatModels)
+    calls: list[ModelCall] = []
+
+    async def record(call: ModelCall) -> None:
+        calls.append(call)
+
+    models.watch(record)
+    nova = load_personas()["nova"]
+    working_in.set("console:gemma")
+    messages = [SystemMessage("A group chat."), HumanMessage("Ana: where should we go this summer?")]
+    await models.persona_model(nova, ["Sage", "Ana"]).ainvoke(messages)
+    [call] = calls
+    assert (call.channel_key, call.persona_id, call.role, call.provider) == (
+        "console:gemma",
+        "nova",
+        "persona",
+        "local",
+    )
+    assert call.input_tokens > 10 and call.output_tokens > 0 and call.thinking_tokens == 0
