@@ -31,6 +31,7 @@ from bot.command_values import (
     ShowMailbox,
     ShowReasons,
     ShowTrust,
+    ShowUsage,
     StopRound,
     TaskCommand,
     ViewArguments,
@@ -219,6 +220,13 @@ async def trust(call: Call, command: ShowTrust) -> CommandReply:
 
 async def mailbox(call: Call, command: ShowMailbox) -> CommandReply:
     return CommandReply(await mailbox_report(call.service.db, call.key, call.service.personas))
+
+
+async def usage(call: Call, command: ShowUsage) -> CommandReply:
+    """Model tokens in this channel, today and in the last 30 days, per persona and the moderator (bot/usage.py)."""
+    if call.service.tokens is None:
+        return CommandReply("Token usage is not recorded here.", ok=False)
+    return CommandReply(await call.service.tokens.report(call.key, call.service.personas))
 
 
 async def task(call: Call, command: TaskCommand) -> CommandReply:

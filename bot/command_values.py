@@ -190,6 +190,13 @@ class Decide:
 
 
 @dataclass(frozen=True)
+class ShowUsage:
+    @property
+    def permission(self) -> str:
+        return "usage"
+
+
+@dataclass(frozen=True)
 class ShowTrust:
     @property
     def permission(self) -> str:
@@ -351,6 +358,7 @@ Command = (
     | Revise
     | ShowTrust
     | ShowMailbox
+    | ShowUsage
     | StopRound
     | NameNextSpeaker
     | TaskCommand
