@@ -57,8 +57,12 @@ class DiscordAdapter:
         self.board: ApprovalBoard | None = None
 
     async def not_ready(self) -> str | None:
-        """/readyz's Discord check: logged in and connected to the gateway."""
-        return None if self.client.is_ready() and not self.client.is_closed() else "not connected to the gateway"
+        """/readyz's Discord check: logged in, and every shard this process holds connected to the
+        gateway (discord.py keeps a shard's last websocket, closed, while it reconnects)."""
+        shards = self.client.shards.values()
+        connected = bool(shards) and not any(shard.is_closed() for shard in shards)
+        ready = self.client.is_ready() and not self.client.is_closed() and connected
+        return None if ready else "not connected to the gateway"
 
     def port(self, db: Database) -> DiscordPort:
         self.board = ApprovalBoard(self.client, RequestPlaces(PLATFORM, db))

@@ -107,9 +107,10 @@ class FakeDiscord(LoopbackServer):
     guild_ids: tuple[int, ...] = (p.GUILD_ID,)  # the guilds the bot is in
     recommended_shards: int = 1  # what GET /gateway/bot answers
     routed: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)  # (shard_id, event, data)
+    gateway_down: bool = False  # refuse the gateway's websocket handshake (503), as during an outage
+    gateway_refusals: int = 0  # handshakes refused while down
     _sessions: list[GatewaySession] = field(default_factory=list)  # every connection, oldest first
     _shards_by_session_id: dict[str, tuple[int, int]] = field(default_factory=dict)  # for RESUME
-    gateway_down: bool = False  # refuse the gateway's websocket handshake (503), as during an outage
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -154,6 +155,14 @@ class FakeDiscord(LoopbackServer):
                 await session.ws.close()
 
     # -- what tests use -----------------------------------------------------------------------
+
+    async def gateway_outage(self) -> None:
+        """The gateway goes away: every open session is closed (4000, which a client resumes after)
+        and new handshakes are refused until `gateway_down` is set back to False."""
+        self.gateway_down = True
+        for session in self._sessions:
+            if not session.ws.closed:
+                await session.ws.close(code=4000, message=b"Unknown error")
 
     async def wait_until_guild_sent(self, timeout: float = 10, *, count: int = 1) -> None:
         """Until `count` connections (one per client start) have identified and received READY and GUILD_CREATE."""
@@ -312,6 +321,7 @@ class FakeDiscord(LoopbackServer):
 
     async def _gateway(self, request: web.Request) -> web.StreamResponse:
         if self.gateway_down:
+            self.gateway_refusals += 1
             return web.Response(status=503, text="upstream connect error")
         ws = web.WebSocketResponse()
         await ws.prepare(request)
