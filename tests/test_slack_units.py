@@ -244,6 +244,7 @@ def test_manifest() -> None:
         "/trust",
         "/task",
         "/mailbox",
+        "/usage",
         "/roundtable",
     }
     assert set(commands) == set(SLASH_COMMANDS)
