@@ -1,10 +1,10 @@
 """What the operator sees of the graph: Prometheus metrics, and every model call watched once.
 
 The metrics live in prometheus-client's default registry (bot/ops.py serves them on /metrics). A
-ModelCallWatcher is a LangChain callback handler that every model of ChatModels carries
-(graph/models/chat.py): it times each call, reads its usage metadata (input, output and thinking
-tokens; the embedded model counts its own) and hands one ModelCall to whoever records usage
-(bot/usage.py), tagged with the channel whose work made the call (`working_in`, set per channel).
+ModelCallWatcher wraps every model of ChatModels (graph/models/chat.py): it times each call, reads
+its usage metadata (input, output and thinking tokens; the embedded model counts its own) and hands
+one ModelCall to whoever records usage (bot/usage.py), tagged with the channel whose work made the
+call (`working_in`, set per channel).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler
-from langchain_core.outputs import ChatGeneration, LLMResult
-from opentelemetry.trace import Span
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
 from prometheus_client import Counter, Gauge, Histogram
 
 from graph import tracing
+from graph.models.base import ChatRunnable
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +68,6 @@ class ModelCall:
 RecordCall = Callable[[ModelCall], Awaitable[None]]
 
 
-def call_tags(role: str, persona_id: str = "") -> dict[str, Any]:
-    """The metadata a model runnable carries so its watcher knows the call's role and persona."""
-    return {"roundtable_role": role, "roundtable_persona": persona_id}
-
-
 def usage_of(message: Any) -> tuple[int, int, int]:
     """(input, output without thinking, thinking) tokens from a reply's LangChain usage metadata."""
     usage = getattr(message, "usage_metadata", None) or {}
@@ -82,66 +77,70 @@ def usage_of(message: Any) -> tuple[int, int, int]:
     return int(usage.get("input_tokens") or 0), max(0, output - thinking), thinking
 
 
-class ModelCallWatcher(AsyncCallbackHandler):
-    """Times and counts every model call, and hands each to `record` (storage of usage, spans)."""
+class ModelCallWatcher:
+    """Times and counts every model call, and hands each to `record` (storage of usage, spans).
+
+    Not a LangChain callback handler: a handler on a model makes LangChain run its callback machinery
+    for every call, which cost ~80 µs a call here, more than all the rest of the operator's view
+    (bench/ops.py). `watched` wraps the model instead, around its ainvoke."""
 
     def __init__(self, provider: str, record: RecordCall | None = None) -> None:
         self.provider = provider
         self.record = record
-        self._started: dict[UUID, tuple[float, dict[str, Any], str]] = {}
-        self._spans: dict[UUID, Span] = {}
 
-    async def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[Any]],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        params = kwargs.get("invocation_params") or {}
-        model = str(params.get("model") or params.get("model_name") or (metadata or {}).get("ls_model_name") or "")
-        self._started[run_id] = (time.perf_counter(), dict(metadata or {}), model)
-        self._spans[run_id] = tracing.start_chat(self.provider, model, working_in.get(), messages)
+    def watched(self, model: ChatRunnable, model_name: str, role: str, persona_id: str = "") -> ChatRunnable:
+        return WatchedModel(model, self, model_name, role, persona_id)
 
-    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        started = self._started.pop(run_id, None)
-        if started is None:
-            return
-        begun, metadata, model = started
-        generation = response.generations[0][0] if response.generations and response.generations[0] else None
-        message = generation.message if isinstance(generation, ChatGeneration) else None
-        role = str(metadata.get("roundtable_role") or "persona")
+    async def call(self, watched: WatchedModel, messages: Any, config: RunnableConfig | None, **kwargs: Any) -> Any:
+        chat = tracing.start_chat(self.provider, watched.model_name, working_in.get(), messages)
+        begun = time.perf_counter()
+        try:
+            reply = await watched.model.ainvoke(messages, config, **kwargs)
+        except BaseException as error:
+            tracing.end_chat(chat, (0, 0, 0), None, error)
+            MODEL_SECONDS.labels(self.provider, watched.role).observe(time.perf_counter() - begun)
+            raise
         seconds = time.perf_counter() - begun
-        inputs, outputs, thinking = usage_of(message)
-        if (chat := self._spans.pop(run_id, None)) is not None:
-            tracing.end_chat(chat, (inputs, outputs, thinking), getattr(message, "text", None))
-        MODEL_SECONDS.labels(self.provider, role).observe(seconds)
+        inputs, outputs, thinking = usage_of(reply)
+        tracing.end_chat(chat, (inputs, outputs, thinking), getattr(reply, "text", None))
+        MODEL_SECONDS.labels(self.provider, watched.role).observe(seconds)
         for kind, count in (("input", inputs), ("output", outputs), ("thinking", thinking)):
             if count:
-                TOKENS.labels(role, kind).inc(count)
-        call = ModelCall(
-            working_in.get(),
-            str(metadata.get("roundtable_persona") or ""),
-            role,
-            self.provider,
-            model,
-            seconds,
-            inputs,
-            outputs,
-            thinking,
-        )
+                TOKENS.labels(watched.role, kind).inc(count)
         if self.record is not None:
+            call = ModelCall(
+                working_in.get(),
+                watched.persona_id,
+                watched.role,
+                self.provider,
+                watched.model_name,
+                seconds,
+                inputs,
+                outputs,
+                thinking,
+            )
             try:
                 await self.record(call)
             except Exception:
                 log.exception("recording a model call's usage failed")
+        return reply
 
-    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        started = self._started.pop(run_id, None)
-        if (chat := self._spans.pop(run_id, None)) is not None:
-            tracing.end_chat(chat, (0, 0, 0), None, error)
-        if started is not None:
-            role = str(started[1].get("roundtable_role") or "persona")
-            MODEL_SECONDS.labels(self.provider, role).observe(time.perf_counter() - started[0])
+
+class WatchedModel(Runnable[LanguageModelInput, BaseMessage]):
+    """A model whose every (async) call its watcher times and counts; otherwise the model itself."""
+
+    def __init__(self, model: ChatRunnable, watcher: ModelCallWatcher, model_name: str, role: str, persona_id: str):
+        self.model = model
+        self.watcher = watcher
+        self.model_name = model_name
+        self.role = role
+        self.persona_id = persona_id
+
+    def invoke(self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any) -> BaseMessage:
+        raise NotImplementedError("the graph calls models asynchronously: use ainvoke")
+
+    async def ainvoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> BaseMessage:
+        reply: BaseMessage = await self.watcher.call(self, input, config, **kwargs)
+        return reply

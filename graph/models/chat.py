@@ -12,7 +12,7 @@ from graph.actions import CONFIDENCE, confidence_schema, tool_definitions
 from graph.mcp import ToolCatalog
 from graph.models.base import ChatRunnable
 from graph.moderator import decision_schema
-from graph.observe import ModelCallWatcher, RecordCall, call_tags
+from graph.observe import ModelCallWatcher, RecordCall
 from graph.planner import plan_schema
 from personas import Persona
 
@@ -103,28 +103,28 @@ class ChatModels:
         """Time and count every later model call, and hand each to `record` (graph/observe.py)."""
         self._watcher = ModelCallWatcher(self.provider or "unknown", record)
 
-    def _watched(self, runnable: ChatRunnable, role: str, persona_id: str = "") -> ChatRunnable:
+    def _watched(self, runnable: ChatRunnable, name: str, role: str, persona_id: str = "") -> ChatRunnable:
         if self._watcher is None:
             return runnable
-        return runnable.with_config(callbacks=[self._watcher], metadata=call_tags(role, persona_id))
+        return self._watcher.watched(runnable, name, role, persona_id)
 
     def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
-        model = self._model(persona.model or self._persona_model_name)
-        return self._watched(
-            self._bind_persona(model, persona, other_names, addressed, self.tools), "persona", persona.id
-        )
+        name = persona.model or self._persona_model_name
+        model = self._bind_persona(self._model(name), persona, other_names, addressed, self.tools)
+        return self._watched(model, name, "persona", persona.id)
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
-        model = self._bind_moderator(self._model(self._moderator_model_name), decision_schema(choices))
-        return self._watched(model, "moderator")
+        name = self._moderator_model_name
+        return self._watched(self._bind_moderator(self._model(name), decision_schema(choices)), name, "moderator")
 
     def planner_model(self, capabilities: Sequence[str], max_steps: int) -> ChatRunnable:
-        schema = self._plan_schema(capabilities, max_steps)
-        return self._watched(self._bind_json(self._model(self._persona_model_name), schema, PLAN_MAX_TOKENS), "planner")
+        name, schema = self._persona_model_name, self._plan_schema(capabilities, max_steps)
+        return self._watched(self._bind_json(self._model(name), schema, PLAN_MAX_TOKENS), name, "planner")
 
     def coordinator_model(self, schema: dict[str, Any]) -> ChatRunnable:
-        model = self._bind_json(self._model(self._moderator_model_name), schema, COORDINATOR_MAX_TOKENS)
-        return self._watched(model, "moderator")  # the moderator's model, deciding what a line is
+        name = self._moderator_model_name  # the moderator's model, deciding what a line is
+        return self._watched(self._bind_json(self._model(name), schema, COORDINATOR_MAX_TOKENS), name, "moderator")
 
     def judge_model(self, schema: dict[str, Any]) -> ChatRunnable:
-        return self._watched(self._bind_json(self._model(self._judge_model_name), schema, JUDGE_MAX_TOKENS), "judge")
+        name = self._judge_model_name
+        return self._watched(self._bind_json(self._model(name), schema, JUDGE_MAX_TOKENS), name, "judge")
