@@ -1,6 +1,6 @@
 """The operator's endpoints on a real `python -m bot run` process, Discord alone and Slack in Socket
 Mode, against the local fakes: /healthz, /readyz (503 while the platform is unreachable, 200 once
-connected) and /metrics counting the message, turn and approval the test caused."""
+connected again, on both) and /metrics counting the message, turn and approval the test caused."""
 
 from __future__ import annotations
 
@@ -52,10 +52,11 @@ async def bot_process(tmp_path: Path, sections: dict[str, dict[str, Any]], env: 
             await asyncio.wait_for(bot.wait(), 30)
     output = (tmp_path / "bot.log").read_text()
     assert bot.returncode == 0, output
-    # discord.py logs each refused reconnect with its traceback (discord.shard, as the client is
-    # sharded); nothing else may.
+    # discord.py (discord.shard, as the client is sharded) and Slack's Socket Mode client log each
+    # refused reconnect with its traceback; nothing else may.
     logged_with = [chunk.rstrip("\n").rsplit("\n", 1)[-1] for chunk in output.split("Traceback")[:-1]]
-    assert all("discord.shard" in line for line in logged_with), output
+    refused = ("discord.shard", "slack_bolt.AsyncApp: Failed to connect")
+    assert all(any(logger in line for logger in refused) for line in logged_with), output
     for secret in env.values():
         assert secret not in output
 
@@ -139,6 +140,16 @@ async def test_slack_socket_mode_health_readiness_and_metrics(tmp_path: Path) ->
             assert await wait_for_status(http, f"{url}/readyz", 200) == "ready\n"
             assert slack.socket_connections == 1
             assert await get(http, f"{url}/healthz") == (200, "ok\n")
+
+            await slack.socket_outage()  # Socket Mode goes away; the client reconnects, refused
+            await slack.wait_until(lambda: slack.socket_refusals > 0, timeout=60)
+            reasons = await wait_for_status(http, f"{url}/readyz", 503)
+            assert "slack: Socket Mode is not connected" in reasons
+            assert await get(http, f"{url}/healthz") == (200, "ok\n")  # alive all the same
+
+            slack.socket_down = False  # back: the client reconnects on its own
+            assert await wait_for_status(http, f"{url}/readyz", 200, timeout=120) == "ready\n"
+            assert slack.socket_connections == 2
 
             await slack.send_envelope(socket_event("Sage, hello over the socket", 1))
             await slack.wait_until(

@@ -57,6 +57,8 @@ class FakeSlackApi(LoopbackServer):
     socket_connections: int = 0
     socket_closes: int = 0
     socket_replies: list[dict[str, Any]] = field(default_factory=list)
+    socket_down: bool = False  # refuse Socket Mode's websocket handshake (503), as during an outage
+    socket_refusals: int = 0  # handshakes refused while down
     _scripted: defaultdict[str, deque[ScriptedAnswer]] = field(default_factory=lambda: defaultdict(deque))
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -103,6 +105,13 @@ class FakeSlackApi(LoopbackServer):
     async def send_envelope(self, envelope: dict[str, Any]) -> None:
         for socket in list(self._sockets):
             await socket.send_json(envelope)
+
+    async def socket_outage(self) -> None:
+        """Socket Mode goes away: every open websocket is closed and new handshakes are refused
+        until `socket_down` is set back to False."""
+        self.socket_down = True
+        for socket in list(self._sockets):
+            await socket.close()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -215,7 +224,12 @@ class FakeSlackApi(LoopbackServer):
         )
         return web.Response(text="ok")
 
-    async def _link(self, request: web.Request) -> web.WebSocketResponse:
+    async def _link(self, request: web.Request) -> web.StreamResponse:
+        if self.socket_down:
+            async with self._changed:
+                self.socket_refusals += 1
+                self._changed.notify_all()
+            return web.Response(status=503, text="upstream connect error")
         socket = web.WebSocketResponse()
         await socket.prepare(request)
         self._sockets.append(socket)
