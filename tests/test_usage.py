@@ -76,6 +76,7 @@ async def test_a_channel_stops_at_its_daily_budget_tells_once_keeps_lines_and_re
         assert "Sage, and now?" in lines and "Sage, hello?" in lines  # human lines still stored
 
         clock.now += 3600 + 5  # 00:00:05 UTC the next day
+        fake.queue("Good morning! Where were we?")  # not a copy of yesterday's line, which review would refuse
         await say(app, "Sage, good morning!")
         assert port.speakers(KEY) == ["sage", "sage"]
         assert len(fake.requests) == calls + 1
