@@ -7,13 +7,10 @@ Run from the repository root: python bench/actions.py
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 
-from bench.report import machine, rewrite_readme  # noqa: E402
+from bench import proposals  # noqa: E402
+from bench.report import machine  # noqa: E402
 from graph.actions import ActionCall, check_call  # noqa: E402
 from graph.models.factory import ProviderConfig, build_models  # noqa: E402
 from graph.prompt import system_text  # noqa: E402
@@ -35,39 +33,24 @@ FALSE_POSITIVE_TARGET = 0.05
 TEAM = ("nova", "sage", "rex")
 
 
-@dataclass(frozen=True)
-class Outcome:
-    expected: dict[str, Any]
-    proposed: ActionCall | None
-
-    @property
-    def wanted(self) -> bool:
-        return self.expected["action"] != "none"
-
-    @property
-    def exact(self) -> bool:
-        if self.proposed is None or self.proposed.name != self.expected["action"]:
+class Outcome(proposals.Outcome):
+    def same_args(self, got: dict[str, Any], expected: dict[str, Any]) -> bool:
+        """The same arguments; a time ("at") may be written in another offset or with Z."""
+        if got.keys() != expected.keys():
             return False
-        expected = {k: v for k, v in self.expected.items() if k != "action"}
-        return _same_args(self.proposed.args, expected)
-
-
-def _same_args(got: dict[str, Any], expected: dict[str, Any]) -> bool:
-    if got.keys() != expected.keys():
-        return False
-    for key, value in expected.items():
-        if key == "at":
-            if datetime.fromisoformat(str(got[key]).replace("Z", "+00:00")) != datetime.fromisoformat(value):
+        for key, value in expected.items():
+            if key == "at":
+                if datetime.fromisoformat(str(got[key]).replace("Z", "+00:00")) != datetime.fromisoformat(value):
+                    return False
+            elif got[key] != value:
                 return False
-        elif got[key] != value:
-            return False
-    return True
+        return True
 
 
-async def measure(cache_dir: Path) -> tuple[list[Outcome], float]:
+async def measure(cache_dir: Path) -> tuple[list[proposals.Outcome], float]:
     personas = load_personas()
     models = build_models(ProviderConfig(provider="local", local_cache_dir=cache_dir), {})
-    outcomes: list[Outcome] = []
+    outcomes: list[proposals.Outcome] = []
     started = time.perf_counter()
     for raw in LINES.read_text(encoding="utf-8").splitlines():
         row = json.loads(raw)
@@ -85,21 +68,11 @@ async def measure(cache_dir: Path) -> tuple[list[Outcome], float]:
             checked = check_call(persona, call["id"], call["name"], call["args"])
             if isinstance(checked, ActionCall):
                 proposed = checked
-        outcomes.append(Outcome(row["expect"], proposed))
+        outcomes.append(Outcome(row["text"], row["expect"], proposed))
     return outcomes, time.perf_counter() - started
 
 
-def by_action(outcomes: list[Outcome]) -> str:
-    """Per action: the requests for it that became that proposal, and how many of those were exact."""
-    parts = []
-    for name in dict.fromkeys(o.expected["action"] for o in outcomes if o.wanted):
-        asked = [o for o in outcomes if o.expected["action"] == name]
-        hit = [o for o in asked if o.proposed is not None and o.proposed.name == name]
-        parts.append(f"{name} {len(hit)}/{len(asked)} proposed, {sum(o.exact for o in hit)} exact")
-    return "By action: " + "; ".join(parts) + "."
-
-
-def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
+def report(outcomes: list[proposals.Outcome], seconds: float, load: float) -> str:
     wanted = [o for o in outcomes if o.wanted]
     chat = [o for o in outcomes if not o.wanted]
     true_positives = [o for o in wanted if o.proposed is not None]
@@ -147,7 +120,7 @@ def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
             "| --- | --- | --- |",
             *(f"| {a} | {b} | {c} |" for a, b, c in rows),
             "",
-            by_action(outcomes),
+            proposals.by_action(outcomes),
             "",
             f"Stated confidence, proposals asked for: {_spread(true_positives)}; "
             f"proposals on chit-chat: {_spread(false_positives)}.",
@@ -155,7 +128,7 @@ def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
     )
 
 
-def _spread(outcomes: list[Outcome]) -> str:
+def _spread(outcomes: list[proposals.Outcome]) -> str:
     """How often each confidence was stated, e.g. "0.9 ×20, 0.8 ×4"; "none" for no proposals."""
     counts = Counter(o.proposed.confidence for o in outcomes if o.proposed is not None)
     if not counts:
@@ -164,18 +137,7 @@ def _spread(outcomes: list[Outcome]) -> str:
 
 
 def main() -> None:
-    import os
-
-    load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as cache:
-        outcomes, seconds = asyncio.run(measure(Path(cache)))
-    block = report(outcomes, seconds, load)
-    print(block)
-    for outcome in outcomes:
-        if outcome.wanted != (outcome.proposed is not None) or (outcome.proposed and not outcome.exact):
-            shown = outcome.proposed.describe() if outcome.proposed else "nothing"
-            print(f"  expected {outcome.expected}, proposed {shown}")
-    rewrite_readme(ROOT / "README.md", block, name="actions")
+    proposals.run(measure, report, name="actions")
 
 
 if __name__ == "__main__":

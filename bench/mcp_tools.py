@@ -10,22 +10,18 @@ Run from the repository root: python bench/mcp_tools.py
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 
-from bench.report import machine, rewrite_readme  # noqa: E402
+from bench import proposals  # noqa: E402
+from bench.report import machine  # noqa: E402
 from bot.config import load_config  # noqa: E402
 from bot.mcp_servers import McpServers  # noqa: E402
 from graph.actions import ActionCall, check_call  # noqa: E402
@@ -38,27 +34,7 @@ LINES = ROOT / "tests" / "data" / "mcp_tool_lines.jsonl"
 SERVER = ROOT / "tests" / "mcp_notes_server.py"
 
 
-@dataclass(frozen=True)
-class Outcome:
-    line: str
-    expected: dict[str, Any]
-    proposed: ActionCall | None
-
-    @property
-    def wanted(self) -> bool:
-        return self.expected["action"] != "none"
-
-    @property
-    def exact(self) -> bool:
-        expected = {k: v for k, v in self.expected.items() if k != "action"}
-        return (
-            self.proposed is not None
-            and self.proposed.name == self.expected["action"]
-            and self.proposed.args == expected
-        )
-
-
-async def measure(work: Path) -> tuple[list[Outcome], float]:
+async def measure(work: Path) -> tuple[list[proposals.Outcome], float]:
     config_path = work / "config.toml"
     config_path.write_text(
         f'[storage]\ndata_dir = "{work / "data"}"\n'
@@ -76,7 +52,7 @@ async def measure(work: Path) -> tuple[list[Outcome], float]:
         models = build_models(ProviderConfig(provider="local", local_cache_dir=work / "models"), {})
         assert isinstance(models, ChatModels)
         models.use_tools(catalog)
-        outcomes: list[Outcome] = []
+        outcomes: list[proposals.Outcome] = []
         started = time.perf_counter()
         for raw in LINES.read_text(encoding="utf-8").splitlines():
             row = json.loads(raw)
@@ -90,24 +66,19 @@ async def measure(work: Path) -> tuple[list[Outcome], float]:
                 checked = check_call(rex, call["id"], call["name"], call["args"], catalog)
                 if isinstance(checked, ActionCall) and checked.name.startswith("notes."):
                     proposed = checked
-            outcomes.append(Outcome(row["text"], row["expect"], proposed))
+            outcomes.append(proposals.Outcome(row["text"], row["expect"], proposed))
         return outcomes, time.perf_counter() - started
     finally:
         await servers.stop()
 
 
-def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
+def report(outcomes: list[proposals.Outcome], seconds: float, load: float) -> str:
     wanted = [o for o in outcomes if o.wanted]
     chat = [o for o in outcomes if not o.wanted]
     hits = [o for o in wanted if o.proposed is not None]
     false_positives = [o for o in chat if o.proposed is not None]
     proposed = len(hits) + len(false_positives)
     exact = sum(o.exact for o in hits)
-    per_tool = []
-    for name in dict.fromkeys(o.expected["action"] for o in wanted):
-        asked = [o for o in wanted if o.expected["action"] == name]
-        got = [o for o in asked if o.proposed is not None and o.proposed.name == name]
-        per_tool.append(f"{name} {len(got)}/{len(asked)} proposed, {sum(o.exact for o in got)} exact")
     rows = [
         (
             "precision (proposals that were asked for)",
@@ -131,22 +102,13 @@ def report(outcomes: list[Outcome], seconds: float, load: float) -> str:
             "| --- | --- |",
             *(f"| {a} | {b} |" for a, b in rows),
             "",
-            "By tool: " + "; ".join(per_tool) + ".",
+            proposals.by_action(outcomes, "By tool"),
         ]
     )
 
 
 def main() -> None:
-    load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as work:
-        outcomes, seconds = asyncio.run(measure(Path(work)))
-    block = report(outcomes, seconds, load)
-    print(block)
-    for outcome in outcomes:
-        if outcome.wanted != (outcome.proposed is not None) or (outcome.proposed and not outcome.exact):
-            shown = outcome.proposed.describe() if outcome.proposed else "nothing"
-            print(f"  {outcome.line!r}: expected {outcome.expected}, proposed {shown}")
-    rewrite_readme(ROOT / "README.md", block, name="mcp_tools")
+    proposals.run(measure, report, name="mcp_tools")
 
 
 if __name__ == "__main__":
