@@ -176,6 +176,7 @@ async def open_app(
                 slack_managers=bool(config.settings.slack.managers),
             ),
             tokens=tokens,
+            mcp=servers,
         )
         readiness = Readiness()
         readiness.add("storage", storage_check(stored.db))

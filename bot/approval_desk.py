@@ -15,7 +15,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.approvals import NOTHING_PENDING, PENDING_HEADING, already_decided, deciding_channel, refusal, wanted
+from bot.approvals import (
+    GRANTS_HEADING,
+    NOTHING_PENDING,
+    PENDING_HEADING,
+    already_decided,
+    deciding_channel,
+    refusal,
+    wanted,
+)
 from bot.revisions import edited_arguments, full_arguments
 from graph.actions import ActionCall
 from graph.engine import RoundEngine
@@ -159,21 +167,11 @@ class ApprovalDesk:
                 await self._resume_if_complete(decided)
         return rejected
 
-    async def tool_grants_list(self, key: str) -> str:
-        """The MCP tools approved always in this channel (part of /approvals)."""
-        granted = await tool_grants.grants(self.db, key)
-        if not granted:
-            return ""
-        rows = [f"{g.tool} (by {g.granted_by})" for g in granted]
-        return "Approved always here (withdraw with /approvals forget SERVER.TOOL): " + ", ".join(rows)
-
     async def forget_tool(self, key: str, tool: str, actor: Actor) -> CommandReply:
-        """/approvals forget SERVER.TOOL: the tool waits for approval here again (approvers only)."""
-        if not self.may_decide(key, actor):
-            return CommandReply("Only approvers can withdraw an approve-always.", ok=False)
+        """/approvals forget SERVER.TOOL (approvers, by the registry): the tool waits for approval here again."""
         if not await tool_grants.forget(self.db, key, tool, actor.name):
             return CommandReply(f"{tool} is not approved always in this channel.", ok=False)
-        return CommandReply(f"{tool} waits for approval again in this channel.")
+        return CommandReply(f"{tool} waits for approval again in this channel ({actor.name} withdrew Approve always).")
 
     async def _decided_first(self, approval_id: int) -> CommandReply:
         current = await approvals.get(self.db, approval_id)
@@ -272,15 +270,17 @@ class ApprovalDesk:
         clean: Callable[[str], str] = str,
         detail: Callable[[Approval], Awaitable[str]] | None = None,
     ) -> str:
-        """The channel's pending approvals, one a line. A surface may say how its approvers decide
-        (`heading`), make the action safe for its markup (`clean`) and add to each line (`detail`)."""
+        """The channel's pending approvals, one a line, then the MCP tools approved always here. A surface
+        may say how its approvers decide (`heading`), make text safe for its markup (`clean`) and add to
+        each request's line (`detail`)."""
         waiting = await approvals.pending(self.db, key)
-        if not waiting:
-            return NOTHING_PENDING
         rows = [
             wanted(a, self._persona_name(a.persona_id), clean) + (await detail(a) if detail else "") for a in waiting
         ]
-        return heading + "\n" + "\n".join(rows)
+        listed = heading + "\n" + "\n".join(rows) if rows else NOTHING_PENDING
+        if granted := await tool_grants.grants(self.db, key):
+            listed += f"\n{GRANTS_HEADING}\n" + "\n".join(clean(f"{g.tool}, by {g.granted_by}") for g in granted)
+        return listed
 
     async def trust_table(self) -> str:
         events = await approvals.audit_events(self.db)

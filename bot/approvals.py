@@ -14,6 +14,7 @@ from storage.records import Approval, ApprovalStatus
 
 PENDING_HEADING = "Pending approvals (/approve N, /reject N [feedback], /view N, /revise N {json}):"
 NOTHING_PENDING = "No approvals are pending here."
+GRANTS_HEADING = "Tools approved always here (/approvals forget SERVER.TOOL makes one wait again):"
 
 
 def deciding_channel(approval: Approval, decided_in: str | None, surface: str) -> str:

@@ -8,7 +8,7 @@ the channel's state (resuming replies paused after model failures).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bot.approval_desk import Actor, CommandReply
@@ -16,6 +16,7 @@ from bot.command_values import (
     AllowRecruiting,
     Decide,
     Dismiss,
+    ForgetTool,
     Invite,
     ListApprovals,
     ListPersonas,
@@ -30,6 +31,7 @@ from bot.command_values import (
     ShowHelp,
     ShowMailbox,
     ShowReasons,
+    ShowTools,
     ShowTrust,
     ShowUsage,
     StopRound,
@@ -37,7 +39,8 @@ from bot.command_values import (
     ViewArguments,
 )
 from bot.mailbox import mailbox_report
-from storage import channels, history
+from bot.mcp_servers import NO_SERVERS
+from storage import channels, history, tool_grants
 from storage.records import ApprovalMode
 
 if TYPE_CHECKING:
@@ -190,6 +193,23 @@ async def list_approvals(call: Call, command: ListApprovals) -> CommandReply:
     return CommandReply(await call.service.approval_desk.pending_list(call.key))
 
 
+async def forget_tool(call: Call, command: ForgetTool) -> CommandReply:
+    reply = await call.service.approval_desk.forget_tool(call.key, command.tool, call.who)
+    if reply.ok:
+        await call.service.notice(call.key, reply.reply, call.thread)
+    return replace(reply, announced=reply.ok)
+
+
+async def tools(call: Call, command: ShowTools) -> CommandReply:
+    """The MCP servers, and the tools this channel's personas may use on each."""
+    service = call.service
+    if service.mcp is None:
+        return CommandReply(NO_SERVERS)
+    here = [service.personas[p] for p in await channels.participants(service.db, call.key) if p in service.personas]
+    granted = [grant.tool for grant in await tool_grants.grants(service.db, call.key)]
+    return CommandReply(service.mcp.report({p.id: p for p in here}, granted))
+
+
 async def set_approval_mode(call: Call, command: SetApprovalMode) -> CommandReply:
     await channels.set_approval_mode(call.service.db, call.key, ApprovalMode(command.mode))
     announce = f"Approval mode is now {command.mode}."
@@ -203,7 +223,9 @@ async def settle(call: Call, command: SettleUnknown) -> CommandReply:
 
 async def decide(call: Call, command: Decide) -> CommandReply:
     desk = call.service.approval_desk
-    return await desk.decide(command.approval_id, call.who, command.approve, command.comment, command.incident)
+    return await desk.decide(
+        command.approval_id, call.who, command.approve, command.comment, command.incident, always=command.always
+    )
 
 
 async def view(call: Call, command: ViewArguments) -> CommandReply:

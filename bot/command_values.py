@@ -7,9 +7,10 @@ the registry answers with the command's usage line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from bot.config import MODERATOR_PROMPT_LIMIT
 from bot.numbers import record_id, whole_number
@@ -41,35 +42,24 @@ class Moderate:
 @dataclass(frozen=True)
 class Invite:
     persona_id: str
-
-    @property
-    def permission(self) -> str:
-        return "persona_invite"
+    permission: ClassVar[str] = "persona_invite"
 
 
 @dataclass(frozen=True)
 class Dismiss:
     persona_id: str
-
-    @property
-    def permission(self) -> str:
-        return "persona_dismiss"
+    permission: ClassVar[str] = "persona_dismiss"
 
 
 @dataclass(frozen=True)
 class ListPersonas:
-    @property
-    def permission(self) -> str:
-        return "persona_list"
+    permission: ClassVar[str] = "persona_list"
 
 
 @dataclass(frozen=True)
 class SetScene:
     text: str
-
-    @property
-    def permission(self) -> str:
-        return "scene"
+    permission: ClassVar[str] = "scene"
 
 
 @dataclass(frozen=True)
@@ -86,44 +76,30 @@ class PauseReplies:
 @dataclass(frozen=True)
 class ShowReasons:
     on: bool
-
-    @property
-    def permission(self) -> str:
-        return "moderate_reasons"
+    permission: ClassVar[str] = "moderate_reasons"
 
 
 @dataclass(frozen=True)
 class SetModeratorPrompt:
     text: str  # "" puts back the default prompt
-
-    @property
-    def permission(self) -> str:
-        return "moderate_prompt"
+    permission: ClassVar[str] = "moderate_prompt"
 
 
 @dataclass(frozen=True)
 class AllowRecruiting:
     on: bool
-
-    @property
-    def permission(self) -> str:
-        return "moderate_recruit"
+    permission: ClassVar[str] = "moderate_recruit"
 
 
 @dataclass(frozen=True)
 class StopRound:
-    @property
-    def permission(self) -> str:
-        return "stop"
+    permission: ClassVar[str] = "stop"
 
 
 @dataclass(frozen=True)
 class NameNextSpeaker:
     persona: str  # an id or a display name, as typed
-
-    @property
-    def permission(self) -> str:
-        return "next"
+    permission: ClassVar[str] = "next"
 
 
 ModerateCommand = Moderate | PauseReplies | ShowReasons | SetModeratorPrompt | AllowRecruiting
@@ -163,18 +139,13 @@ def parse_moderate(text: str) -> ModerateCommand:
 
 @dataclass(frozen=True)
 class ListApprovals:
-    @property
-    def permission(self) -> str:
-        return "approvals"
+    permission: ClassVar[str] = "approvals"
 
 
 @dataclass(frozen=True)
 class SetApprovalMode:
     mode: str
-
-    @property
-    def permission(self) -> str:
-        return "approvals_mode"
+    permission: ClassVar[str] = "approvals_mode"
 
 
 @dataclass(frozen=True)
@@ -183,6 +154,7 @@ class Decide:
     approve: bool
     comment: str = ""
     incident: bool = False
+    always: bool = False  # /approve N always: an MCP tool then runs without asking in this channel
 
     @property
     def permission(self) -> str:
@@ -191,16 +163,12 @@ class Decide:
 
 @dataclass(frozen=True)
 class ShowUsage:
-    @property
-    def permission(self) -> str:
-        return "usage"
+    permission: ClassVar[str] = "usage"
 
 
 @dataclass(frozen=True)
 class ShowTrust:
-    @property
-    def permission(self) -> str:
-        return "trust"
+    permission: ClassVar[str] = "trust"
 
 
 APPROVAL_MODES = ("in-command", "in-the-loop", "on-the-loop")
@@ -218,7 +186,18 @@ class SettleUnknown:
         return "approvals_retry" if self.retry else "approvals_close"
 
 
-def parse_approvals(rest: str) -> ListApprovals | SetApprovalMode | SettleUnknown:
+@dataclass(frozen=True)
+class ForgetTool:
+    """/approvals forget SERVER.TOOL: an MCP tool approved always here waits for approval again."""
+
+    tool: str
+    permission: ClassVar[str] = "approvals_forget"
+
+
+TOOL_NAME = re.compile(r"[^\s.]{1,64}\.\S{1,128}")  # SERVER.TOOL, as approvals and the audit log name it
+
+
+def parse_approvals(rest: str) -> ListApprovals | SetApprovalMode | SettleUnknown | ForgetTool:
     args = rest.split()
     if not args:
         return ListApprovals()
@@ -227,6 +206,10 @@ def parse_approvals(rest: str) -> ListApprovals | SetApprovalMode | SettleUnknow
         return SetApprovalMode(args[1].lower())
     if verb in ("retry", "close") and len(args) == 2 and (approval_id := record_id(args[1])) is not None:
         return SettleUnknown(approval_id, retry=verb == "retry")
+    if verb == "forget" and len(args) == 2:
+        if not TOOL_NAME.fullmatch(args[1]) or not args[1].isprintable():
+            raise UsageError("(name the tool as SERVER.TOOL, e.g. time.convert_time)")
+        return ForgetTool(args[1])
     raise UsageError()
 
 
@@ -247,18 +230,18 @@ def _decision(name: str, rest: str) -> Decide:
     incident = False
     if name == "reject" and comment.split(" ", 1)[0].lower() == "incident":
         incident, comment = True, comment[len("incident") :].strip()
-    if name == "approve" and comment:
+    always = name == "approve" and comment.lower() == "always"
+    if name == "approve" and comment and not always:
         raise UsageError()
+    if always:
+        return Decide(approval_id, approve=True, always=True)
     return Decide(approval_id, approve=name == "approve", comment=comment, incident=incident)
 
 
 @dataclass(frozen=True)
 class ViewArguments:
     approval_id: int
-
-    @property
-    def permission(self) -> str:
-        return "view"
+    permission: ClassVar[str] = "view"
 
 
 @dataclass(frozen=True)
@@ -267,10 +250,7 @@ class Revise:
 
     approval_id: int
     args: dict[str, Any]
-
-    @property
-    def permission(self) -> str:
-        return "revise"
+    permission: ClassVar[str] = "revise"
 
 
 def parse_view(rest: str) -> ViewArguments:
@@ -332,16 +312,17 @@ def parse_task(rest: str) -> TaskCommand:
 
 @dataclass(frozen=True)
 class ShowMailbox:
-    @property
-    def permission(self) -> str:
-        return "mailbox"
+    permission: ClassVar[str] = "mailbox"
+
+
+@dataclass(frozen=True)
+class ShowTools:
+    permission: ClassVar[str] = "tools"
 
 
 @dataclass(frozen=True)
 class ShowHelp:
-    @property
-    def permission(self) -> str:
-        return "help"
+    permission: ClassVar[str] = "help"
 
 
 Command = (
@@ -353,12 +334,14 @@ Command = (
     | ListApprovals
     | SetApprovalMode
     | SettleUnknown
+    | ForgetTool
     | Decide
     | ViewArguments
     | Revise
     | ShowTrust
     | ShowMailbox
     | ShowUsage
+    | ShowTools
     | StopRound
     | NameNextSpeaker
     | TaskCommand

@@ -24,6 +24,7 @@ from bot.command_values import (
     CommandError,
     Decide,
     Dismiss,
+    ForgetTool,
     Invite,
     ListApprovals,
     ListPersonas,
@@ -39,6 +40,7 @@ from bot.command_values import (
     ShowHelp,
     ShowMailbox,
     ShowReasons,
+    ShowTools,
     ShowTrust,
     ShowUsage,
     StopRound,
@@ -134,6 +136,8 @@ class Spec:
         return [self.name] * self.bare + [f"{self.name}_{verb}" for verb in self.verbs]
 
 
+APPROVE_HELP = "approve action request N; /approve N always: an MCP tool then runs without asking here"
+TOOLS_HELP = "list the MCP servers and the tools this channel's personas may use on each"
 MODERATE_VERBS = ("on", "off", "status", "pause", "resume", "reasons", "prompt", "recruit")
 
 COMMANDS: tuple[Spec, ...] = (
@@ -223,10 +227,15 @@ COMMANDS: tuple[Spec, ...] = (
     ),
     Spec(
         "approvals",
-        "/approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]",
-        "list the pending approvals, or set the approval mode",
+        "/approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N | forget SERVER.TOOL]",
+        "list the pending approvals and the tools approved always, set the approval mode, or forget a tool",
         parse_approvals,
-        {ListApprovals: run.list_approvals, SetApprovalMode: run.set_approval_mode, SettleUnknown: run.settle},
+        {
+            ListApprovals: run.list_approvals,
+            SetApprovalMode: run.set_approval_mode,
+            SettleUnknown: run.settle,
+            ForgetTool: run.forget_tool,
+        },
         options=(
             Option(
                 "mode",
@@ -234,12 +243,15 @@ COMMANDS: tuple[Spec, ...] = (
                 APPROVAL_MODES,
                 keyword=True,
             ),
+            Option(
+                "forget", "an MCP tool approved always here, as SERVER.TOOL: it waits for approval again", keyword=True
+            ),
         ),
-        verbs=("mode", "retry", "close"),
-        needs={"approvals_mode": APPROVER | MANAGER},
-        doing={"approvals_mode": "change the approval mode"},
+        verbs=("mode", "retry", "close", "forget"),
+        needs={"approvals_mode": APPROVER | MANAGER, "approvals_forget": APPROVER},
+        doing={"approvals_mode": "change the approval mode", "approvals_forget": "withdraw an Approve always"},
     ),
-    Spec("approve", "/approve N", "approve action request N", parse_approve, {Decide: run.decide}, places=TYPED),
+    Spec("approve", "/approve N", APPROVE_HELP, parse_approve, {Decide: run.decide}, places=TYPED),
     Spec(
         "reject",
         "/reject N [incident] [feedback]",
@@ -297,6 +309,7 @@ COMMANDS: tuple[Spec, ...] = (
         ),
         verbs=TASK_VERBS,
     ),
+    Spec("tools", "/tools", TOOLS_HELP, no_words(ShowTools()), {ShowTools: run.tools}),
     Spec("help", "/help", "list these commands", lambda rest: ShowHelp(), {ShowHelp: run.show_help}, places=TYPED),
     Spec(
         "roundtable",

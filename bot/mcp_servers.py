@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 PING_SECONDS = 2.0  # how often a running server is checked
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
+NO_SERVERS = "No MCP servers are configured ([mcp.servers.NAME] in config.toml)."
 LISTING_FILE = "mcp-tools.json"  # in the data directory: what `roundtable persona check` checks tool names against
 
 
@@ -181,19 +182,32 @@ class McpServers:
         except OSError as exc:
             log.warning("could not save the MCP tool listing: %s", exc.strerror or type(exc).__name__)
 
-    def report(self, personas: Mapping[str, Persona]) -> str:
-        """/tools: each server, its state, its tools (read-only ones marked) and who may use them."""
-        if not self._servers:
-            return "No MCP servers are configured ([mcp.servers.NAME] in config.toml)."
-        lines: list[str] = []
+    def report(self, personas: Mapping[str, Persona], granted: Collection[str] = ()) -> str:
+        """/tools: each server, its transport and state, then the tools `personas` (a channel's) may use,
+        each marked read-only, approved always (`granted`, "SERVER.TOOL") or waiting for approval, with
+        who may use it; how many other tools the server offers is counted, not listed."""
+        lines = ["MCP tools the personas here may use, by server:"]
         for name, server in self._servers.items():
-            where = server.section.url or " ".join(server.section.command)
-            lines.append(f"{name}: {server.state} ({where})")
-            for tool in self.catalog.servers.get(name, []):
+            lines.append(f"{name}: {server.state} ({'streamable HTTP' if server.section.url else 'stdio'})")
+            if not self.catalog.listed(name):
+                lines.append("  its tools are not listed yet (it has not started)")
+                continue
+            offered = self.catalog.servers.get(name, [])
+            shown = 0
+            for tool in offered:
                 users = [p.display_name for p in personas.values() if tool in self.catalog.allowed(p)]
-                kind = "read-only" if self.catalog.is_read_only(tool.qualified) else "waits for approval"
-                lines.append(f"  {tool.name} ({kind}): {', '.join(users) or 'no persona'}")
+                if users:
+                    shown += 1
+                    lines.append(f"  {tool.name} ({self._standing(tool.qualified, granted)}): {', '.join(users)}")
+            if shown < len(offered):
+                more = len(offered) - shown
+                lines.append(f"  {'and ' * bool(shown)}{more} tool{'s' * (more != 1)} no persona here may use")
         return "\n".join(lines)
+
+    def _standing(self, qualified: str, granted: Collection[str]) -> str:
+        if self.catalog.is_read_only(qualified):
+            return "read-only: runs at once"
+        return "approved always here" if qualified in granted else "waits for approval"
 
 
 def known_tools(config: Config) -> dict[str, list[str] | None]:

@@ -30,6 +30,7 @@ from bot.command_values import Command, CommandError
 from bot.commands import HANDLERS, Surface, parse_command
 from bot.flood import FloodGate
 from bot.inbound import Inbound
+from bot.mcp_servers import McpServers
 from bot.pacing import RoundStarts
 from bot.permissions import Permissions
 from bot.tasks import RunTask, TaskDesk
@@ -80,9 +81,11 @@ class ChannelService:
         auto_detect_tasks: bool = False,
         permissions: Permissions | None = None,
         tokens: TokenBook | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
         self.db = db
         self.tokens = tokens
+        self.mcp = mcp  # the configured MCP servers, for /tools; None when there are none
         self.engine = engine
         self.personas = personas
         self.port = port

@@ -470,7 +470,7 @@ async def test_approvals_and_trust_commands(slack: SlackHarness) -> None:
     _, body = await slack.command("/approvals", "mode yolo")
     assert json.loads(body) == {
         "response_type": "ephemeral",
-        "text": "usage: /approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N]",
+        "text": "usage: /approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N | forget SERVER.TOOL]",
     }
     _, body = await slack.command("/trust", "everyone")
     assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /trust"}

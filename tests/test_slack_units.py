@@ -245,6 +245,7 @@ def test_manifest() -> None:
         "/task",
         "/mailbox",
         "/usage",
+        "/tools",
         "/roundtable",
     }
     assert set(commands) == set(SLASH_COMMANDS)

@@ -56,14 +56,16 @@ class ApprovalClicks:
         comment: str = "",
         *,
         edited: str | None = None,
+        always: bool = False,
     ) -> None:
-        """`edited`: the JSON typed into the Revise form; the approval then runs those arguments."""
+        """`edited`: the JSON typed into the Revise form; the approval then runs those arguments.
+        `always`: Approve always (an MCP tool then runs without asking in this channel)."""
         await interaction.response.defer()  # acknowledges the click; the message is edited below
         if (message := interaction.message) is not None and await self.board.places.place(approval_id) is None:
             await self.board.places.remember(approval_id, Place(str(message.channel.id), str(message.id)))
         actor = actor_of(interaction)
         if edited is None:
-            reply = await self.service.approval_desk.decide(approval_id, actor, approve, comment)
+            reply = await self.service.approval_desk.decide(approval_id, actor, approve, comment, always=always)
         elif isinstance(args := read_arguments(edited), str):
             reply = CommandReply(f"Approval #{approval_id} is unchanged: {args}.", ok=False)
         else:
@@ -121,8 +123,8 @@ async def tell(interaction: discord.Interaction, text: str) -> None:
 # needs, and the client registers the class in setup_hook, so a button on any request message works
 # after a restart too. Each click reaches the ApprovalClicks the client serves (interaction.client).
 
-Verb = Literal["approve", "reject", "feedback", "view", "revise"]
-TEMPLATE = rf"approval:(?P<id>[0-9]{{1,{ID_DIGITS}}}):(?P<verb>approve|reject|feedback|view|revise)"  # ASCII digits
+Verb = Literal["approve", "always", "reject", "feedback", "view", "revise"]
+TEMPLATE = rf"approval:(?P<id>[0-9]{{1,{ID_DIGITS}}}):(?P<verb>approve|always|reject|feedback|view|revise)"  # ASCII
 FEEDBACK_FORM = "approval-feedback:{approval_id}:{opened_by}"  # one form per opening
 FEEDBACK_FIELD = "feedback"
 REVISE_FORM = "approval-revise:{approval_id}:{opened_by}"
@@ -131,6 +133,7 @@ REVISE_MAX_CHARS = 4000  # Discord's most for a text input
 FEEDBACK_FORM_MINUTES = 60  # an unsubmitted form is forgotten after this; a late submit then fails
 _STYLE: dict[Verb, tuple[str, discord.ButtonStyle]] = {
     "approve": ("Approve", discord.ButtonStyle.success),
+    "always": ("Approve always", discord.ButtonStyle.success),  # an MCP tool: approve, and run it here from now on
     "reject": ("Reject", discord.ButtonStyle.danger),
     "feedback": ("Reject with feedback", discord.ButtonStyle.secondary),
     "view": ("View", discord.ButtonStyle.secondary),
@@ -143,11 +146,14 @@ def custom_id(approval_id: int, verb: Verb) -> str:
     return f"approval:{approval_id}:{verb}"
 
 
-def approval_view(approval_id: int) -> discord.ui.View:
-    """The buttons, on a view without a timeout: they keep working until the request is decided."""
+def approval_view(approval_id: int, *, always: bool = False) -> discord.ui.View:
+    """The buttons, on a view without a timeout: they keep working until the request is decided.
+    `always`: the request is an MCP tool's, which may be approved always (Discord wraps the sixth
+    button onto a second row)."""
     view = discord.ui.View(timeout=None)
     for verb in _STYLE:
-        view.add_item(ApprovalButton(approval_id, verb))
+        if verb != "always" or always:
+            view.add_item(ApprovalButton(approval_id, verb))
     return view
 
 
@@ -187,7 +193,10 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
                 form = await clicks.revision_form(self.approval_id, interaction.id)
                 await (tell(interaction, form) if isinstance(form, str) else interaction.response.send_modal(form))
             else:
-                await clicks.decide(interaction, self.approval_id, approve=self.verb == "approve")
+                always = self.verb == "always"
+                await clicks.decide(
+                    interaction, self.approval_id, approve=always or self.verb == "approve", always=always
+                )
         except Exception:
             log.exception("the %s button of approval #%s failed", self.verb, self.approval_id)
             await tell(interaction, SOMETHING_WENT_WRONG)

@@ -26,6 +26,7 @@ from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.request_places import RequestPlaces
 from graph.actions import ActionCall
 from graph.observe import DELIVERY_FAILURES
+from graph.mcp import is_mcp_action
 from graph.port import OutboundPort
 from personas import Persona
 from storage.records import Approval
@@ -138,7 +139,8 @@ class DiscordPort:
             await self.notice(approval.channel_key, f"Approval #{approval.id} was sent to Slack for review.", None)
             return
         try:
-            await self.board.post_request(approval, persona, approval_view(approval.id))
+            buttons = approval_view(approval.id, always=is_mcp_action(approval.action))
+            await self.board.post_request(approval, persona, buttons)
         except _DELIVERY_ERRORS as exc:
             log.warning("approval #%s could not be posted in %s: %s", approval.id, approval.channel_key, _describe(exc))
 
