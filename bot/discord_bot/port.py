@@ -25,8 +25,8 @@ from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.request_places import RequestPlaces
 from graph.actions import ActionCall
-from graph.observe import DELIVERY_FAILURES
 from graph.mcp import is_mcp_action
+from graph.observe import DELIVERY_FAILURES
 from graph.port import OutboundPort
 from personas import Persona
 from storage.records import Approval
