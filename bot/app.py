@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from bot.config import Config, ConfigError
@@ -181,6 +182,9 @@ async def open_app(
         readiness = Readiness()
         readiness.add("storage", storage_check(stored.db))
         readiness.add("model", model_check(models))
+        if servers is not None:  # each configured MCP server answers its supervisor's pings
+            for name in servers.names():
+                readiness.add(f"mcp {name}", partial(servers.not_ready, name))
         await stored.timers.start(service.approval_desk)
         try:
             if servers is not None:

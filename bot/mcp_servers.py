@@ -76,6 +76,11 @@ class McpServers:
     def outage(self, server: str) -> int:
         return self._servers[server].outages
 
+    async def not_ready(self, server: str) -> str | None:
+        """/readyz (bot/ops.py): None while the server answers its supervisor's pings, else why not."""
+        state = self._servers[server].state
+        return None if state == "up" else f"not reachable ({state})"
+
     async def start(self, wait_seconds: float = 10.0) -> None:
         """Start every server, and wait (a while) until each has listed its tools or failed once."""
         for server in self._servers.values():

@@ -3,7 +3,7 @@
 
 - GET /healthz: the process is alive and its event loop turns (a heartbeat timer ran lately).
 - GET /readyz: every readiness check passes (storage open, each configured platform connected, the
-  model loaded, and whatever else registers one, such as MCP servers); otherwise 503 with the reasons,
+  model loaded, each configured MCP server answering, and whatever else registers one); otherwise 503 with the reasons,
   one a line.
 - GET /metrics: Prometheus text format from prometheus-client's registry (graph/observe.py's metrics),
   with the approval and queue gauges read from storage at each scrape.

@@ -1,17 +1,21 @@
 """/tools, "Approve always" and `/approvals forget SERVER.TOOL` on each surface, with the notes MCP
 server (tests/mcp_notes_server.py) running over stdio: the console (`python -m bot console --script`),
 the real Slack app on the fake Slack Web API, and the real discord.py client on the fake Discord
-gateway, with the real providers' SDKs on the fake Gemini and OpenAI servers. What the server
-received is read from its own call log."""
+gateway, with the real providers' SDKs on the fake Gemini and OpenAI servers; and /readyz (bot/ops.py)
+while the server is killed and restarted. What the server received is read from its own call log."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
+from bot.ops import serving_ops
 from storage import approvals, tool_grants
 from storage.records import ApprovalStatus
 from tests.conftest import run_console, write_config
@@ -19,9 +23,10 @@ from tests.discord_harness import settle
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.providers import PROVIDERS, fake_provider
-from tests.mcp_setup import calls_received, notes_environment, stdio_sections
+from tests.mcp_setup import calls_received, free_port, notes_environment, server_pid, stdio_sections
 from tests.slack_harness import APPROVER, KEY, StartSlack
 from tests.test_actions_wire import Provider
+from tests.test_ops import wait_for_status
 
 pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 
@@ -250,3 +255,24 @@ async def test_discord_tools_lists_grants_and_an_approver_forgets_a_tool(
     assert refusal.json["content"] == "Only approvers can withdraw an Approve always."
     assert forgotten == FORGOTTEN.format(who="Ana") and len(told) == 1
     assert grants == []
+
+
+# -- /readyz -----------------------------------------------------------------------------------------
+
+
+async def test_readyz_says_503_while_an_mcp_server_is_down_and_200_once_it_is_back(
+    open_test_app: Any, tmp_path: Path, call_log: Path
+) -> None:
+    async with (
+        open_test_app(stdio_sections(tmp_path)) as app,
+        serving_ops(app.db, app.readiness, "127.0.0.1", free_port()) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        assert await wait_for_status(http, f"{url}/readyz", 200) == "ready\n"
+        os.killpg(server_pid(tmp_path), signal.SIGKILL)  # the server's whole process group, as a crash would
+        reasons = await wait_for_status(http, f"{url}/readyz", 503)
+        assert reasons.startswith("mcp notes: not reachable (")
+        assert await wait_for_status(http, f"{url}/readyz", 200, timeout=120) == "ready\n"  # restarted
+        assert app.mcp is not None
+        answer = await app.mcp.call("notes", "read_note", {"title": "groceries"})
+        assert answer.ok and "milk, eggs, bread" in answer.text
