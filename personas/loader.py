@@ -63,9 +63,11 @@ class Persona(BaseModel):
     @classmethod
     def _no_name_tags(cls, examples: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         name = str(info.data.get("display_name", "")).casefold()
-        for line in examples:
+        for number, line in enumerate(examples, start=1):
             if line.startswith("[") or (name and line.casefold().startswith(f"{name}:")):
-                raise ValueError("an example is the line alone, without a name tag such as 'Nova:' in front")
+                raise ValueError(
+                    f"example {number} ({line[:40]!r}) is a line alone, without a name tag such as 'Nova:' in front"
+                )
         return examples
 
     @property
@@ -91,6 +93,10 @@ def _describe(error: ErrorDetails) -> str:
         return f"{where}: missing required field"
     if error["type"] == "extra_forbidden":
         return f"{where}: unknown field"
+    if error["type"] == "too_long" and "ctx" in error:
+        return f"{where}: at most {error['ctx']['max_length']} (got {error['ctx']['actual_length']})"
+    if error["type"] == "value_error":  # our own validators' words already say what is wrong
+        return f"{where}: {error['msg'].removeprefix('Value error, ')}"
     return f"{where}: {error['msg']} (got {error.get('input')!r})"
 
 

@@ -128,3 +128,25 @@ def test_try_an_unknown_persona_or_a_broken_file(tmp_path: Path) -> None:
     assert broken.returncode == 2 and broken.stdout == ""
     assert broken.stderr.startswith(f"error: {tmp_path / 'bolt.toml'}: id: String should match pattern")
     assert broken.stderr.endswith(f"(and 4 more: roundtable persona check {tmp_path / 'bolt.toml'})\n")
+
+
+def test_check_names_what_is_wrong_with_a_personas_examples(tmp_path: Path) -> None:
+    nova = (REPO / "personas" / "nova.toml").read_text(encoding="utf-8")
+    tagged = tmp_path / "tagged.toml"
+    tagged.write_text(nova.replace('    "Love it!', '    "Nova: Love it!'), encoding="utf-8")
+    many = tmp_path / "many.toml"
+    many.write_text(
+        nova.replace('id = "nova"', 'id = "nova2"').replace(
+            "examples = [", "examples = [\n" + '    "One more line.",\n' * 6
+        ),
+        encoding="utf-8",
+    )
+
+    result = run_bot("persona", "check", str(tagged), str(many))
+    shown = "Nova: Love it! Let's give it a name peop"  # its first 40 characters
+
+    assert result.returncode == 2
+    assert result.stdout.splitlines() == [
+        f"{tagged}: examples: example 1 ({shown!r}) is a line alone, without a name tag such as 'Nova:' in front",
+        f"{many}: examples: at most 6 (got 9)",
+    ]
