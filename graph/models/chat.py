@@ -25,7 +25,9 @@ PlanSchema = Callable[[Sequence[str], int], dict[str, Any]]
 
 PLAN_MAX_TOKENS = 1024  # a whole plan from the embedded model: up to 8 steps of ~100 tokens
 COORDINATOR_MAX_TOKENS = 16
-JUDGE_MAX_TOKENS = 80  # a verdict and one short reason
+# A verdict and one short reason; the embedded model caps the reason at 100 characters, which can
+# take 60 tokens or more.
+JUDGE_MAX_TOKENS = 160
 
 
 def rate_limiter(requests_per_minute: float) -> InMemoryRateLimiter:

@@ -178,7 +178,12 @@ def tool_call_from(decision_text: str, line: str, speaker: str = "") -> dict[str
     name = decision.pop("action", NO_ACTION) if isinstance(decision, dict) else NO_ACTION
     if name != NO_ACTION and name not in ACTIONS:  # an MCP tool: every text it would send is in the line
         return _call(name, decision) if grounded_values(decision, line) else None
-    if name == NO_ACTION or not grounded(decision, line) or not sent_by_the_addressee(decision, line, speaker):
+    if (
+        name == NO_ACTION
+        or not asks_for(name, line)
+        or not grounded(decision, line)
+        or not sent_by_the_addressee(decision, line, speaker)
+    ):
         return None
     if isinstance(decision.get("text"), str):
         decision["text"] = snap_to_quote(decision["text"], line)
@@ -237,6 +242,21 @@ def snap_to_quote(text: str, line: str) -> str:
 
 
 _QUOTED = re.compile(r"'([^']+)'(?=\W|$)|\"([^\"]+)\"")
+
+
+# The words a request for each built-in action uses. A line that asks for words ("give me a
+# headline for the launch") names none of them, whatever the model proposes from it.
+ASKED_BY = {
+    "publish_post": frozenset({"post", "publish", "announce", "share", "put"}),
+    "schedule_post": frozenset({"schedule", "post", "publish"}),
+    "send_message": frozenset({"send", "dm", "message", "tell", "write"}),
+    "note_to": frozenset({"note", "tell", "send", "pass", "leave"}),
+}
+
+
+def asks_for(action: str, line: str) -> bool:
+    """Whether the person's line uses a word that asks for this built-in action."""
+    return bool(ASKED_BY.get(action, frozenset()) & set(_words(line.split(":", 1)[-1]).split()))
 
 
 def grounded(args: dict[str, Any], line: str) -> bool:
