@@ -102,7 +102,7 @@ class TokenBook:
             who = _who(total.persona_id, total.role, personas)
             lines.append(
                 f"- {who}: {today_by.get((total.persona_id, total.role), 0):,} today, {total.total:,} in "
-                f"{REPORT_DAYS} days ({total.calls:,} calls; {total.thinking_tokens:,} thinking)"
+                f"{REPORT_DAYS} days ({total.calls:,} call{'' if total.calls == 1 else 's'}; {total.thinking_tokens:,} thinking)"
             )
         if not month:
             lines.append(f"- none in the last {REPORT_DAYS} days")

@@ -103,7 +103,7 @@ async def test_usage_is_stored_per_persona_and_role_and_reported(
     assert sage.calls == 1 and sage.input_tokens == 12 and sage.thinking_tokens == THOUGHT_TOKENS
     assert sage.output_tokens == len("I think we should test it first.") // 4
     assert "- Sage: 0 today" in report and "the moderator: 0 today" in report
-    assert f"{sage.total:,} in 30 days (1 calls; {THOUGHT_TOKENS} thinking)" in report
+    assert f"{sage.total:,} in 30 days (1 call; {THOUGHT_TOKENS} thinking)" in report
 
 
 async def test_the_embedded_model_counts_its_own_tokens() -> None:

@@ -34,7 +34,7 @@ async def seed(db: Database, key: str) -> None:
 def check(report: str) -> None:
     assert "- Sage: 1,250 today, 1,250 in 30 days (2 calls; 50 thinking)" in report
     assert "- the moderator: 960 today, 960 in 30 days (3 calls; 0 thinking)" in report
-    assert "- Nova: 0 today, 600 in 30 days (1 calls; 0 thinking)" in report
+    assert "- Nova: 0 today, 600 in 30 days (1 call; 0 thinking)" in report
 
 
 async def test_usage_on_the_console(open_test_app: Any) -> None:
