@@ -32,7 +32,13 @@ _MOSTLY = 0.6  # ... and makes at least this share of the text
 _TAG = re.compile(r"^\s*(?:\[[^\]\n]{1,60}\]|[\w][\w.'-]{0,39}:|[A-Z][\w.'-]{0,19} [A-Z][\w.'-]{0,19}:)\s*")
 _NON_WORD = re.compile(r"[^\w]+")
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"'”’)\]*»]*)(?=\s|$)")
-_FINAL_CHARS = set(".!?…\"'”’)]*»:;~")
+_FINAL_CHARS = set(".!?…\"'”’)]*»~")
+# Words a sentence does not end with: articles, prepositions, conjunctions, possessives.
+_DANGLING = frozenset(
+    "a an the and or but nor so because if than that which who whose to of in on at by for with from into"
+    " about as like my your his her its our their this these those is are was were be will would can could"
+    " should very".split()
+)
 
 
 def review_reply(text: str, min_chars: int) -> str | None:
@@ -67,6 +73,8 @@ def review_draft(
         return f"the reply talked about the chat's own instructions ({phrase!r}); talk about the topic"
     if speaks_as_other(text, own_name, other_names):
         return f"the reply spoke as someone else; speak only as {own_name}"
+    if looks_cut_off(text):
+        return "the reply stopped mid-sentence; finish what you say"
     return None
 
 
@@ -119,12 +127,18 @@ def speaks_as_other(text: str, own_name: str, other_names: Sequence[str]) -> boo
 
 
 def looks_cut_off(text: str) -> bool:
-    """Whether the draft stops mid-sentence: its last character ends no sentence and is no emoji."""
+    """Whether the draft stops mid-sentence: it ends on a mark or a word no sentence ends with ("...
+    always have a", "because,"). A chat line without a full stop ("thanks, team") is not cut off."""
     stripped = text.rstrip()
     if not stripped:
         return False
     last = stripped[-1]
-    return last not in _FINAL_CHARS and not unicodedata.category(last).startswith("S")
+    if last in _FINAL_CHARS or unicodedata.category(last).startswith("S"):
+        return False
+    if not last.isalnum():
+        return True  # a comma, a dash, an opening bracket
+    words = _NON_WORD.sub(" ", stripped.casefold()).split()
+    return bool(words) and words[-1] in _DANGLING
 
 
 def last_full_sentence(text: str) -> str:

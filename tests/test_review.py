@@ -83,6 +83,9 @@ def test_a_reply_cut_by_its_token_limit_ends_at_its_last_full_sentence():
     assert looks_cut_off("Call it Bean There, because the best shops always have a")
     assert not looks_cut_off("Call it Bean There 🎉")
     assert not looks_cut_off('She said "go".')
+    assert not looks_cut_off("Use it to try to get a refund")  # a chat line without a full stop is whole
+    assert looks_cut_off("We could open at ten, and") and looks_cut_off("Three options:")
+    assert "mid-sentence" in review("We could open at ten on Sundays, because the")
     cut = "Call it Bean There. It is warm and easy to say! Then we paint the door in"
     assert last_full_sentence(cut) == "Call it Bean There. It is warm and easy to say!"
     assert last_full_sentence("no sentence ends here, because the limit came") == ""
