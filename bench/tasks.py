@@ -136,6 +136,9 @@ def main() -> None:
     for request, status, plan in results:
         titles = " | ".join(f"{s.title} [{s.capability}] {s.status}" for s in plan.steps) if plan else "-"
         print(f"  {status:10} {request!r}: {titles}")
+        for step in plan.steps if plan else ():
+            if step.status == "completed" and (why := copied_result(step.result_summary, request, plan, step.id)):
+                print(f"    step {step.id} completed by a copy ({why}): {step.result_summary!r}")
     print("\nTranscript of the first completed task:\n" + "\n".join(transcript))
     rewrite_readme(ROOT / "README.md", block, name="tasks")
     rewrite_readme(ROOT / "README.md", "```text\n" + "\n".join(transcript) + "\n```", name="task-transcript")
