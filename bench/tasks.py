@@ -82,7 +82,10 @@ async def run_tasks(count: int, data_dir: Path) -> tuple[list[tuple[str, str, Pl
             await app.service.wait_idle(key)
             record = await stored_tasks.latest(app.db, key)
             plan = Plan.model_validate_json(record.plan) if record and record.plan else None
-            results.append((request, record.status if record else "not started", plan))
+            status = record.status if record else "not started"
+            if status == "running" and plan is not None and any(step.batches for step in plan.steps):
+                status = "waiting for approval"  # a step's action waits for a person, as it should
+            results.append((request, status, plan))
             if number == 0 or (results[-1][1] == "completed" and not any(r[1] == "completed" for r in results[:-1])):
                 first_transcript = [f"Ana: /task {request}", *transcript[before:]]
         for line, is_task in COORDINATOR_LINES:
