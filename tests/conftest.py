@@ -15,6 +15,8 @@ import pytest
 from bot.app import App, PortFor, open_app
 from bot.config import Config, load_config
 from graph.models.base import Models
+from graph.models.chat import ChatModels
+from graph.models.factory import ProviderConfig, build_models
 from graph.port import OutboundPort
 from tests.postgres_server import PostgresServer
 from tests.recording_port import RecordingPort
@@ -154,3 +156,12 @@ async def app(open_test_app) -> AsyncIterator[App]:
 # The Slack harness's fixtures, for every test module that drives the real bolt app.
 from tests.discord_harness import fake, open_bot  # noqa: E402, F401
 from tests.slack_harness import fake_slack, slack, start_slack  # noqa: E402, F401
+
+
+@pytest.fixture(scope="module")
+def local_models() -> ChatModels:
+    """The embedded Gemma 3 270M as the local provider builds it, loaded once per test module."""
+    config = ProviderConfig(provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test")
+    models = build_models(config, {})
+    assert isinstance(models, ChatModels)
+    return models

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from bot.inbound import Inbound
 from graph.judge import JUDGE_SCHEMA, VERDICTS, Judgement, judge_draft, parse_judgement
 from graph.models.chat import ChatModels
-from graph.models.factory import ProviderConfig, build_models
 from personas import load_personas
 from tests.fakes.providers import PROVIDERS, Provider, fake_provider
 from tests.recording_port import RecordingPort
@@ -100,14 +98,6 @@ async def test_with_the_judge_off_no_draft_is_judged(provider: Provider, open_te
 
     assert said_by(port, "sage") == ["Open on Sundays, but only from ten to two."]
     assert len(provider.bodies) == 1
-
-
-@pytest.fixture(scope="module")
-def local_models() -> ChatModels:
-    config = ProviderConfig(provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test")
-    models = build_models(config, {})
-    assert isinstance(models, ChatModels)
-    return models
 
 
 async def test_the_embedded_judge_answers_a_verdict_of_the_schema(local_models: ChatModels) -> None:

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from bot.inbound import Inbound
 from graph import planner
 from graph.models.chat import ChatModels
-from graph.models.factory import ProviderConfig, build_models
 from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem
 from personas import load_personas
 from tests.fakes.providers import PROVIDERS, Provider, fake_provider
@@ -106,14 +104,6 @@ async def test_a_whole_task_runs_through_the_provider(provider: Provider, open_t
         "step 2 of 2. Results so far: step 1 (Sage): Launch is on May 5, the price stays the same. "
         "Ana: Nova, write the note." in nova_prompt
     )
-
-
-@pytest.fixture(scope="module")
-def local_models() -> ChatModels:
-    config = ProviderConfig(provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test")
-    models = build_models(config, {})
-    assert isinstance(models, ChatModels)
-    return models
 
 
 async def test_the_embedded_model_plans_under_the_plan_schema(local_models: ChatModels) -> None:
