@@ -16,6 +16,7 @@ from bot.config import Config, ConfigError
 from bot.flood import FloodGate
 from bot.mcp_servers import McpServers, known_tools
 from bot.ops import Readiness, model_check, storage_check
+from bot.outbox import Outbox, outbox_settings
 from bot.permissions import Permissions
 from bot.persistence import open_persistence
 from bot.recovery import recover
@@ -47,6 +48,7 @@ class App:
     service: ChannelService
     timers: DurableTimers
     readiness: Readiness  # what /readyz checks: storage and model here; platforms (and MCP) add theirs
+    outbox: Outbox
     mcp: McpServers | None = None
 
 
@@ -140,11 +142,13 @@ async def open_app(
     async with open_persistence(config) as stored:
         if callable(port):  # persistence first, then the adapters on it: nothing is set up in two phases
             port = port(stored.db)
+        # What is posted on Slack and Discord is stored, then sent (bot/outbox.py).
+        outbox = Outbox(port, stored.db, personas, outbox_settings(config))
         deps = EngineDeps(
             db=stored.db,
             personas=personas,
             models=models,
-            port=port,
+            port=outbox,
             settings=engine_settings(config),
             rng=rng or random.Random(),
             policy=policy_settings(config),
@@ -161,7 +165,8 @@ async def open_app(
             db=stored.db,
             engine=engine,
             personas=personas,
-            port=port,
+            port=outbox,
+            settled=outbox.settled,
             defaults=ChannelDefaults(
                 participants=config.settings.bot.participants,
                 moderated=config.settings.moderation.enabled,
@@ -186,33 +191,36 @@ async def open_app(
             for name in servers.names():
                 readiness.add(f"mcp {name}", partial(servers.not_ready, name))
         await stored.timers.start(service.approval_desk)
-        try:
-            if servers is not None:
-                await servers.start()
-            await recover(service)
-            # Everything loaded so far lives as long as the app: moving it out of the collector's
-            # reach stops full collections from pausing the event loop for ~100 ms under load.
-            gc.collect()
-            gc.freeze()
-            # A full collection also walks every round in flight: during a burst of 200 rounds one
-            # took 30-70 ms, once per burst. A tenth as often (after 100 young collections, not 10).
-            gc.set_threshold(*gc.get_threshold()[:2], FULL_COLLECTION_EVERY)
-            yield App(
-                config=config,
-                personas=personas,
-                db=stored.db,
-                models=models,
-                engine=engine,
-                service=service,
-                timers=stored.timers,
-                mcp=servers,
-                readiness=readiness,
-            )
-            await service.wait_idle()
-        finally:
-            # After a stop signal: running rounds get the grace period, queued work waits durably.
-            await service.drain(config.settings.bot.shutdown_grace_seconds)
-            if servers is not None:
-                await servers.stop()
-            await tokens.close()
-            await stored.timers.shutdown()
+        async with outbox.sending(config.settings.bot.shutdown_grace_seconds):
+            try:
+                if servers is not None:
+                    await servers.start()
+                await recover(service)
+                # Everything loaded so far lives as long as the app: moving it out of the collector's
+                # reach stops full collections from pausing the event loop for ~100 ms under load.
+                gc.collect()
+                gc.freeze()
+                # A full collection also walks every round in flight: during a burst of 200 rounds one
+                # took 30-70 ms, once per burst. A tenth as often (after 100 young collections, not 10).
+                gc.set_threshold(*gc.get_threshold()[:2], FULL_COLLECTION_EVERY)
+                yield App(
+                    config=config,
+                    personas=personas,
+                    db=stored.db,
+                    models=models,
+                    engine=engine,
+                    service=service,
+                    timers=stored.timers,
+                    readiness=readiness,
+                    outbox=outbox,
+                    mcp=servers,
+                )
+                await service.wait_idle()
+            finally:
+                # After a stop signal: running rounds get the grace period, queued work waits durably;
+                # then the outbox sends what is due within its own grace period.
+                await service.drain(config.settings.bot.shutdown_grace_seconds)
+                if servers is not None:
+                    await servers.stop()
+                await tokens.close()
+                await stored.timers.shutdown()

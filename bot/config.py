@@ -254,6 +254,12 @@ class McpSection(_Section):
     )
 
 
+class OutboxSection(_Section):
+    give_up_after_minutes: Annotated[float, Field(gt=0, le=10080)] = 60
+    max_retry_seconds: Annotated[float, Field(gt=0, le=3600)] = 60
+    claim_seconds: Annotated[float, Field(ge=5, le=3600)] = 60
+
+
 class Settings(_Section):
     bot: BotSection = BotSection()
     moderation: ModerationSection = ModerationSection()
@@ -271,6 +277,7 @@ class Settings(_Section):
     ops: OpsSection = OpsSection()
     telemetry: TelemetrySection = TelemetrySection()
     logging: LoggingSection = LoggingSection()
+    outbox: OutboxSection = OutboxSection()
     # A command's name, or name_verb ("moderate_prompt" for /moderate prompt), to whom it is open: [] anyone, or any of
     # "manager" and "approver" (both: someone who is both). Unlisted commands keep their defaults.
     permissions: dict[str, list[Literal["manager", "approver"]]] = Field(default_factory=dict)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from graph.actions import ActionCall
 from graph.port import OutboundPort
@@ -14,6 +16,39 @@ from storage.records import Approval
 
 class UnknownPlatform(LookupError):
     """A channel key of a platform this process does not serve."""
+
+
+# -- what a platform port needs to know while the outbox sends through it ------------------------------
+
+
+class PostFailed(Exception):
+    """A post the platform did not take, raised by a port while the outbox sends (else it is only logged).
+    `permanent`: trying again cannot help (channel_not_found). `retry_after`: the platform's own wait."""
+
+    def __init__(self, reason: str, *, permanent: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.permanent = permanent
+        self.retry_after = retry_after
+
+
+@dataclass
+class Sending:
+    """The outbox entry being sent: its id marks what it posts (Slack metadata, Discord nonce), and
+    `unknown_since` says an earlier attempt's outcome is unknown (a crash), so the port looks for
+    what that attempt may have posted before posting again."""
+
+    entry_id: int
+    unknown_since: float | None = None
+    found: dict[int, str] = field(default_factory=dict)  # piece -> the platform's id, of an earlier attempt
+
+
+SENDING: ContextVar[Sending | None] = ContextVar("roundtable_outbox_sending", default=None)
+
+
+def sending() -> Sending | None:
+    """The outbox entry this call sends, or None for a direct call (which logs failures, never raises)."""
+    return SENDING.get()
 
 
 class PlatformPorts:

@@ -4,8 +4,9 @@
   its channel's queue (a flow that had finished resumes as a no-op).
 - A run that started in a process that is gone, and was never confirmed, is marked unknown and
   reported to the approvers, never run again blindly (/approvals retry N or close N settles it).
-- Tasks that were running continue, then every channel's messages that were recorded but not
-  answered are answered, oldest first, as they came.
+- Tasks that were running continue, then every channel's round cut short by a crash goes on from
+  its last committed turn, and the messages that were recorded but not answered are answered,
+  oldest first, as they came.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from bot.approval_desk import ResumeApprovals
 from bot.approvals import unknown_outcome_notice
 from bot.service import AnswerInbox, ChannelService
-from storage import approvals, inbox
+from storage import approvals, inbox, rounds
 from storage.records import ApprovalStatus
 
 
@@ -34,5 +35,7 @@ async def recover(service: ChannelService) -> None:
         if not any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(db, batch)):
             service.enqueue(ResumeApprovals(key, batch))
     await service.tasks.resume_all()  # before the channels' waiting messages, as they came first
-    for key in await inbox.channels_waiting(db):
+    # A round cut short by a crash goes on from its last committed turn (storage.rounds), before
+    # the channel's next waiting message.
+    for key in sorted({*await rounds.channels_running(db), *await inbox.channels_waiting(db)}):
         service.enqueue(AnswerInbox(key))

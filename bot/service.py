@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.approval_desk import (
     Actor,
@@ -39,7 +40,7 @@ from graph.engine import RoundEngine
 from graph.observe import MESSAGES, working_in
 from graph.port import OutboundPort
 from personas import Persona
-from storage import channels, history, inbox
+from storage import channels, history, inbox, rounds
 from storage.database import Database
 from storage.locks import channel_lock
 from storage.records import LineKind
@@ -82,6 +83,7 @@ class ChannelService:
         permissions: Permissions | None = None,
         tokens: TokenBook | None = None,
         mcp: McpServers | None = None,
+        settled: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.db = db
         self.tokens = tokens
@@ -92,6 +94,7 @@ class ChannelService:
         self.defaults = defaults
         self.flood = flood
         self.permissions = permissions or Permissions()
+        self._settled = settled  # until what was posted is sent (the outbox), or waits for a retry
         self._queues: dict[str, asyncio.Queue[WorkItem]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._draining = False
@@ -229,23 +232,26 @@ class ChannelService:
             await self.engine.tasks.run(item.task_id)
             await self.tasks.after_run(item.task_id)
             return
-        while (message := await inbox.oldest(self.db, item.channel_key)) is not None:
+        while True:
+            # A round cut short by a crash or a stop goes first: it goes on from its last committed
+            # turn (storage.rounds), here or in another process. Then the inbox, oldest first.
+            cut_short = await rounds.running(self.db, item.channel_key)
+            message = cut_short[0] if cut_short else await inbox.oldest(self.db, item.channel_key)
+            if message is None:
+                return
             channel = await channels.get_channel(self.db, item.channel_key)
             if channel is not None and channel.paused:
                 return  # recorded, and answered after /moderate resume
-            if item.together:
-                message = await self._take_all_waiting(message)
-            # Taken off before the round runs: a round cut short by a crash is not run again,
-            # so no reply or action request is ever repeated. Messages still waiting are answered.
-            await inbox.take(self.db, message.line_id)
+            saved = cut_short[1] if cut_short else None
+            if cut_short is None:
+                if item.together:
+                    message = await self._take_all_waiting(message)
+                await rounds.begin(self.db, message)
             try:
-                await self._answer(message)
-            except asyncio.CancelledError:
-                # Stopped mid-round: a round that had said nothing yet is answered at the next start.
-                await asyncio.shield(inbox.give_back_if_unanswered(self.db, message))
-                raise
+                await self._answer(message, saved)
             except Exception:
                 log.exception("round failed in %s", item.channel_key)
+                await rounds.finish(self.db, item.channel_key)
                 await self.notice(
                     item.channel_key, "Something went wrong in this round; the message was kept.", message.thread
                 )
@@ -261,9 +267,12 @@ class ChannelService:
             texts.append(following.text)
         return replace(newest, text="\n".join(texts), mentions=tuple(mentions))
 
-    async def _answer(self, message: inbox.Waiting) -> None:
+    async def _answer(self, message: inbox.Waiting, saved: dict[str, Any] | None) -> None:
         async with self.port.answering(message.channel_key, message.event_id):
-            if await self.tasks.start_if_task(message.channel_key, message.thread, message.text, message.author_name):
+            if saved is None and await self.tasks.start_if_task(
+                message.channel_key, message.thread, message.text, message.author_name
+            ):
+                await rounds.finish(self.db, message.channel_key)
                 return  # answered by a task (the coordinator read the line as one)
             waiting = await self.engine.run_round(
                 message.channel_key,
@@ -271,7 +280,9 @@ class ChannelService:
                 author_name=message.author_name,
                 mentions=list(message.mentions),
                 thread=message.thread,
+                saved=saved,
             )
+        await rounds.finish(self.db, message.channel_key)
         await self.engine.start_approvals(waiting)
 
     async def notice(self, key: str, text: str, thread: str | None) -> None:
@@ -305,6 +316,8 @@ class ChannelService:
         while True:
             tasks = [t for k, t in self._workers.items() if channel_key in (None, k)]
             if not tasks:
+                if self._settled is not None:
+                    await self._settled()
                 return
             await asyncio.gather(*tasks, return_exceptions=True)
 

@@ -18,7 +18,7 @@ from graph.deps import EngineDeps
 from graph.mailbox import Mailbox
 from graph.nodes import RoundNodes
 from graph.observe import ROUNDS
-from graph.state import RoundInput, initial_state
+from graph.state import Floor, RoundInput, RoundState, initial_state
 from graph.task_runner import TaskRunner
 from storage import approvals, channels, history
 from storage.records import Approval, ToolCall
@@ -37,8 +37,9 @@ class RoundEngine:
             deps.db, deps.port, deps.timers, deps.policy, mailbox=mailbox, tools=deps.tools, mcp=deps.mcp
         )
         self.nodes = RoundNodes(deps, self.runner)
-        # No checkpointer for rounds: a round is never resumed midway (a new message starts a new
-        # one, and initial_state sets every key), so its saved state was written and never read.
+        # No checkpointer for rounds: a round cut by a crash goes on from the state its last turn
+        # committed together with its lines and posts (storage.rounds), which a checkpoint in
+        # another transaction could not promise. initial_state sets every key.
         self.graph = build_round_graph(self.nodes)
         self.approval_graph = build_approval_graph(
             ApprovalFlow(deps, self.runner, self.nodes.prompts.persona_prompt), checkpointer
@@ -53,10 +54,15 @@ class RoundEngine:
         author_name: str,
         mentions: list[str] | None = None,
         thread: str | None = None,
+        saved: dict[str, Any] | None = None,
     ) -> list[Batch]:
-        """Run one round; returns the action batches that now wait for approval (see start_approvals)."""
+        """Run one round, or run on a round cut by a crash from its `saved` state (storage.rounds);
+        returns the action batches that now wait for approval (see start_approvals)."""
         ROUNDS.inc()
         state = initial_state(RoundInput(channel_key, text, author_name, tuple(mentions or ()), thread))
+        if saved is not None and "floor" in saved:
+            floor: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in saved["floor"].items()}
+            state = RoundState(round=state["round"], floor=Floor(**floor), turn=None, batches=list(saved["batches"]))
         turns = max(MAX_TURNS_LIMIT, len(self.deps.personas))
         config: RunnableConfig = {
             "configurable": {"thread_id": channel_key},

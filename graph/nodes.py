@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -28,7 +28,8 @@ from graph.prompt_pages import PromptPages
 from graph.review import RETRY_NOTE, cut_impersonation, last_full_sentence, review_draft, review_reply
 from graph.state import Floor, RoundInput, RoundState, TurnResult
 from personas import Persona
-from storage import channels, history
+from storage import channels, history, rounds
+from storage.database import one_transaction
 from storage.records import LineKind
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,10 @@ class RoundNodes:
     # LangGraph's work per step is a large share of a turn that takes no model time.
 
     async def start(self, state: RoundState) -> Update:
-        """The round's settings, then its first pick and turn, in one step."""
+        """The round's settings, then its first pick and turn, in one step. A round run on after a
+        crash (a turn of it was committed) goes straight to its next step."""
+        if state["floor"].turns_taken:
+            return {}
         return await self._then_turn(state["round"], await self.chair.begin(state["round"]))
 
     async def moderator(self, state: RoundState) -> Update:
@@ -97,9 +101,15 @@ class RoundNodes:
                 if step != "persona":
                     break
             TURNS.labels("spoke" if step == "deliver" else "skipped").inc()
-            if step == "deliver":
-                return await self.deliver(round_input, floor, draft)
-            return await self.skip(round_input, floor, draft)
+            # The turn's lines, its posts (the outbox) and the round's progress commit together: a round
+            # cut by a crash goes on after its last committed turn, and says nothing twice.
+            async with one_transaction(self.deps.db):
+                if step == "deliver":
+                    floor, result = await self.deliver(round_input, floor, draft)
+                else:
+                    floor, result = await self.skip(round_input, floor, draft)
+                await rounds.save_turn(self.deps.db, round_input.channel_key, asdict(floor), result.batch)
+            return floor, result
 
     async def persona(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
         persona = self.deps.personas[speaker]

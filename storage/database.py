@@ -7,9 +7,12 @@ connections, transactions and locks.
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -74,6 +77,57 @@ class Database(Protocol):
     async def schema_version(self) -> int: ...
 
     async def close(self) -> None: ...
+
+
+# -- one transaction for a whole step -------------------------------------------------------------
+# A round's turn commits its line, its outbox entries and the round's progress together, though
+# they are written by different modules: inside `one_transaction`, every `transaction()` of the
+# same task on the same database joins the open one, and reads go through it (they see its writes).
+
+
+@dataclass
+class Ambient:
+    db: object
+    tx: Tx
+    task: asyncio.Task[Any] | None
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
+
+
+_AMBIENT: ContextVar[Ambient | None] = ContextVar("roundtable_ambient_transaction", default=None)
+
+
+def joined(db: object) -> Tx | None:
+    """The open `one_transaction` of this task on `db`, if any."""
+    ambient = _AMBIENT.get()
+    if ambient is None or ambient.db is not db or ambient.task is not asyncio.current_task():
+        return None  # a task started inside the block copies the context, but never joins it
+    return ambient.tx
+
+
+@asynccontextmanager
+async def one_transaction(db: Database) -> AsyncIterator[Tx]:
+    """Everything written inside the block commits together, or not at all."""
+    if (tx := joined(db)) is not None:
+        yield tx
+        return
+    async with db.transaction() as tx:
+        ambient = Ambient(db, tx, asyncio.current_task())
+        token = _AMBIENT.set(ambient)
+        try:
+            yield tx
+        finally:
+            _AMBIENT.reset(token)
+    for callback in ambient.after_commit:
+        callback()
+
+
+def after_commit(db: object, callback: Callable[[], None]) -> None:
+    """Call `callback` once what was written so far is committed: now, or when the open block commits."""
+    ambient = _AMBIENT.get()
+    if ambient is not None and joined(db) is not None:
+        ambient.after_commit.append(callback)
+    else:
+        callback()
 
 
 def is_postgres_url(url: str) -> bool:

@@ -126,27 +126,3 @@ async def take(db: Database, line_id: int) -> None:
 async def channels_waiting(db: Database) -> list[str]:
     rows = await db.fetch_all("SELECT DISTINCT channel_key FROM inbox ORDER BY channel_key")
     return [row["channel_key"] for row in rows]
-
-
-async def give_back_if_unanswered(db: Database, message: Waiting) -> bool:
-    """Put a taken line back in the inbox, unless its round already said something (then a rerun
-    would repeat it). True when it was given back."""
-    async with db.transaction() as tx:
-        spoken = await tx.fetch_one(
-            "SELECT 1 FROM lines WHERE channel_key = ? AND kind = 'persona' AND id > ? LIMIT 1",
-            (message.channel_key, message.line_id),
-        )
-        if spoken is not None:
-            return False
-        await tx.execute(
-            "INSERT INTO inbox (line_id, channel_key, mentions, thread, event_id) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (line_id) DO NOTHING",
-            (
-                message.line_id,
-                message.channel_key,
-                json.dumps(list(message.mentions)),
-                message.thread,
-                message.event_id,
-            ),
-        )
-    return True

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import asyncpg
 
-from storage.database import Params, Row, storable
+from storage.database import Params, Row, joined, storable
 from storage.locks import SETUP_LOCK
 from storage.migrations import MIGRATIONS, migration_sql
 
@@ -106,6 +106,10 @@ class PostgresDatabase:
 
     @asynccontextmanager
     async def transaction(self, *, urgent: bool = False) -> AsyncIterator[PostgresTx]:  # the pool has room for both
+        if (open_tx := joined(self)) is not None:  # inside storage.database.one_transaction
+            assert isinstance(open_tx, PostgresTx)
+            yield open_tx
+            return
         async with self._queries.acquire() as conn, conn.transaction():
             yield PostgresTx(conn)
 
@@ -127,9 +131,13 @@ class PostgresDatabase:
         return False
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
+        if (open_tx := joined(self)) is not None:  # sees what the open transaction wrote
+            return await open_tx.fetch_one(sql, params)
         async with self._queries.acquire() as conn:
             return await PostgresTx(conn).fetch_one(sql, params)
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        if (open_tx := joined(self)) is not None:
+            return await open_tx.fetch_all(sql, params)
         async with self._queries.acquire() as conn:
             return await PostgresTx(conn).fetch_all(sql, params)

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from storage.database import Params, Row, storable
+from storage.database import Params, Row, joined, storable
 from storage.migrations import MIGRATIONS, migration_sql
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,10 @@ class SqliteDatabase:
 
     @asynccontextmanager
     async def transaction(self, *, urgent: bool = False) -> AsyncIterator[SqliteTx]:
+        if (open_tx := joined(self)) is not None:  # inside storage.database.one_transaction
+            assert isinstance(open_tx, SqliteTx)
+            yield open_tx
+            return
         async with self._writer_turn(urgent):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -178,6 +182,8 @@ class SqliteDatabase:
         return True
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        if (open_tx := joined(self)) is not None:  # sees what the open transaction wrote
+            return await open_tx.fetch_all(sql, params)
         if self._reader is None:
             async with self._write_lock:
                 return await self._reads.fetch_all(sql, params)

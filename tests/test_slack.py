@@ -204,7 +204,10 @@ async def test_failed_post_is_logged_without_secrets_and_the_app_carries_on(
     await slack.say("Sage, are you in here?", "1700000011.000100")
     await slack.say("Sage, and now?", "1700000012.000100")
 
-    assert [c.error for c in slack.fake.calls_to("chat.postMessage")] == [error, None]
+    # The post that cannot succeed is given up, and the approvers are told (the outbox); then the next reply.
+    failed, told, replied = slack.fake.calls_to("chat.postMessage")
+    assert [failed.error, told.error, replied.error] == [error, None, None]
+    assert told.args["text"].startswith(f"<@{APPROVER}> For the approvers: A persona's line for {KEY}")
     assert f"chat.postMessage in {KEY} failed: {error}" in caplog.text
     assert BOT_TOKEN not in caplog.text and SIGNING_SECRET not in caplog.text
 

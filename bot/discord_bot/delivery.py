@@ -11,11 +11,14 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
+import aiohttp
 import discord
 
 from bot.avatars import TWEMOJI_BASE_URL, twemoji_url
 from bot.discord_bot.inbound import channel_id_of
+from bot.port import PostFailed, sending
 from personas import Persona
 
 log = logging.getLogger(__name__)
@@ -87,14 +90,14 @@ class Delivery:
     async def as_bot(self, where: Destination, text: str, *, silent: bool = False) -> None:
         """`silent`: suppressed from notifications, as Discord's @silent messages are."""
         channel = self._client.get_partial_messageable(where.channel_id)
-        for chunk in split_message(text):
-            await channel.send(chunk, allowed_mentions=NO_MENTIONS, silent=silent)
+        for piece, chunk in enumerate(split_message(text)):
+            await channel.send(chunk, allowed_mentions=NO_MENTIONS, silent=silent, nonce=nonce(piece))
 
     async def _as_bot_named(self, where: Destination, persona: Persona, text: str) -> None:
         prefix = f"**{discord.utils.escape_markdown(persona.display_name)}:** "
         channel = self._client.get_partial_messageable(where.channel_id)
-        for chunk in split_message(text, MESSAGE_LIMIT - len(prefix)):
-            await channel.send(prefix + chunk, allowed_mentions=NO_MENTIONS)
+        for piece, chunk in enumerate(split_message(text, MESSAGE_LIMIT - len(prefix))):
+            await channel.send(prefix + chunk, allowed_mentions=NO_MENTIONS, nonce=nonce(piece))
 
     async def _webhook(self, where: Destination) -> discord.Webhook | None:
         if where.webhook_channel_id in self._without_webhooks:
@@ -106,6 +109,38 @@ class Delivery:
             self._without_webhooks.add(where.webhook_channel_id)
             await self.as_bot(where, NO_WEBHOOKS_NOTICE)
             return None
+
+
+# -- the outbox ----------------------------------------------------------------------------------------
+# A message the bot itself sends for the outbox carries a nonce with enforce_nonce (discord.py sets it
+# with the nonce): Discord answers a repeat within a few minutes with the message it already created,
+# so an attempt cut by a crash is not posted twice. Webhook messages (persona lines) have no nonce.
+
+
+def nonce(piece: int) -> Any:
+    """The nonce of piece `piece` of the outbox entry being sent; None (send's default) for a direct call.
+    Typed Any: discord.py's overloads take no None, though its implementation does."""
+    outbox = sending()
+    return None if outbox is None else f"rt{outbox.entry_id}.{piece}"  # at most 25 characters
+
+
+def failure_of(exc: BaseException) -> PostFailed:
+    """Discord refused (404 Unknown Channel, 403 Missing Access, 400): permanent. Rate limits (after
+    discord.py's own waits), 5xx and the network: worth another try, after Retry-After when given."""
+    if isinstance(exc, discord.HTTPException):
+        reason = f"HTTP {exc.status} (Discord code {exc.code})"
+        if exc.status == 429 or exc.status >= 500:
+            retry_after = None
+            if exc.status == 429:
+                try:
+                    retry_after = float(exc.response.headers.get("Retry-After", ""))
+                except (TypeError, ValueError, AttributeError):
+                    retry_after = None
+            return PostFailed(reason, retry_after=retry_after)
+        return PostFailed(reason, permanent=True)
+    if isinstance(exc, aiohttp.ClientError | TimeoutError):
+        return PostFailed(type(exc).__name__)
+    return PostFailed(type(exc).__name__, permanent=True)
 
 
 # -- message length --------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """DiscordPort: the outbound port (graph/port.py) for Discord.
 
 Persona posts go through a webhook per channel under the persona's name and avatar (delivery.py).
-A failed delivery is logged, never raised, as in the Slack port: the line is already stored, and a
-lost post must not fail the round. Only `execute` raises, because its caller turns the error into
-the persona's tool result.
+A failed delivery is logged; it is raised as PostFailed only while the outbox sends (bot/outbox.py),
+which tries again or gives up, as in the Slack port. `execute` raises, because its caller turns
+the error into the persona's tool result.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from bot.approvals import outcome
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.discord_bot.approval_message import PLATFORM, ApprovalBoard
 from bot.discord_bot.approvals import approval_view
-from bot.discord_bot.delivery import MESSAGE_LIMIT, NO_MENTIONS, Delivery
+from bot.discord_bot.delivery import MESSAGE_LIMIT, NO_MENTIONS, Delivery, failure_of, nonce
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
+from bot.port import sending
 from bot.request_places import RequestPlaces
 from graph.actions import ActionCall
 from graph.mcp import is_mcp_action
@@ -65,6 +66,7 @@ class DiscordPort:
         except _DELIVERY_ERRORS as exc:
             DELIVERY_FAILURES.labels("discord").inc()
             log.warning("%s's post in %s was not delivered: %s", persona.id, channel_key, _describe(exc))
+            _raise_for_outbox(exc)
 
     async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
         try:
@@ -72,6 +74,7 @@ class DiscordPort:
         except _DELIVERY_ERRORS as exc:
             DELIVERY_FAILURES.labels("discord").inc()
             log.warning("a notice in %s was not delivered: %s", channel_key, _describe(exc))
+            _raise_for_outbox(exc)
 
     async def trace(self, channel_key: str, text: str) -> None:
         log.debug("trace %s: %s", channel_key, text)
@@ -102,6 +105,7 @@ class DiscordPort:
             await self._delivery.as_bot(await self._delivery.destination(channel_key), f"-# {text}", silent=True)
         except _DELIVERY_ERRORS as exc:
             log.warning("a moderator reason in %s was not delivered: %s", channel_key, _describe(exc))
+            _raise_for_outbox(exc)
 
     async def show_plan(self, channel_key: str, text: str, thread: str | None, shown_as: str | None) -> str | None:
         """An edit of the bot's plan message `shown_as`; a new message when there is none yet or it is gone
@@ -119,15 +123,19 @@ class DiscordPort:
                 log.warning("the plan message in %s is gone (%s); posting it anew", channel_key, _describe(exc))
             except _DELIVERY_ERRORS as exc:
                 log.warning("the plan in %s was not updated: %s", channel_key, _describe(exc))
+                _raise_for_outbox(exc)
                 return shown_as
         try:
             channel_id = channel_id_of(channel_key)
-            sent = await self._client.get_partial_messageable(channel_id).send(shown, allowed_mentions=NO_MENTIONS)
+            sent = await self._client.get_partial_messageable(channel_id).send(
+                shown, allowed_mentions=NO_MENTIONS, nonce=nonce(0)
+            )
         except ValueError:
             log.warning("not a Discord channel key, plan not shown: %s", channel_key)
             return None
         except _DELIVERY_ERRORS as exc:
             log.warning("the plan in %s was not delivered: %s", channel_key, _describe(exc))
+            _raise_for_outbox(exc)
             return None
         return plan_message_id(channel_id, sent.id)
 
@@ -143,6 +151,7 @@ class DiscordPort:
             await self.board.post_request(approval, persona, buttons)
         except _DELIVERY_ERRORS as exc:
             log.warning("approval #%s could not be posted in %s: %s", approval.id, approval.channel_key, _describe(exc))
+            _raise_for_outbox(exc)
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         if self._elsewhere is not None:
@@ -152,6 +161,8 @@ class DiscordPort:
                 return
         except _DELIVERY_ERRORS as exc:
             log.warning("approval #%s's request could not be updated: %s", approval.id, _describe(exc))
+            if not isinstance(exc, discord.NotFound | discord.Forbidden):
+                _raise_for_outbox(exc)  # gone: its outcome becomes a notice instead
         # No request message to edit (sent to Slack, lost, or deleted): the outcome becomes a notice.
         shown = outcome(approval)
         await self.notice(approval.channel_key, f"Action #{approval.id} by {persona.display_name}: {shown}", None)
@@ -176,6 +187,12 @@ class DiscordPort:
         where = await self._delivery.destination(key_for_channel(target.id))
         await self._delivery.as_persona(where, persona, call.args["text"])
         return f"posted in #{target.name}"
+
+
+def _raise_for_outbox(exc: BaseException) -> None:
+    """While the outbox sends, a failure is its business: it tries again or gives up."""
+    if sending() is not None:
+        raise failure_of(exc) from None
 
 
 def _describe(exc: BaseException) -> str:

@@ -18,9 +18,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.avatars import slack_icon_emoji
 from bot.config import Config, slack_approver
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
+from bot.port import sending
 from bot.request_places import Place, RequestPlaces
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
+from bot.slack.delivery import failure_of, is_gone, outbox_metadata, posted_before
 from bot.slack.inbound import message_of
 from bot.slack.keys import channel_id_of, thread_ts_of
 from bot.slack.slack_bot import UserNames
@@ -88,9 +90,14 @@ def slack_port(config: Config, client: AsyncWebClient, db: Database | None = Non
 
 
 class SlackPort:
-    """Delivery failures (not_in_channel, ratelimited after retries, invalid_auth) are logged, never raised:
-    the line is already stored, and a failed post must not fail the round or the service. Only `execute`
-    raises, because its caller records the action as failed and tells the persona why."""
+    """Delivery failures (not_in_channel, ratelimited after retries, invalid_auth) are logged; they are
+    raised as PostFailed only while the outbox sends (bot/outbox.py), which tries again or gives up.
+    A direct call never fails the round or the service. `execute` raises, because its caller records
+    the action as failed and tells the persona why.
+
+    Every message the outbox sends carries Slack message metadata naming its entry and piece; when an
+    earlier attempt's outcome is unknown (the process died during it), conversations.history (or
+    conversations.replies in a thread) is read first, and a piece found there is not posted again."""
 
     def __init__(
         self,
@@ -171,6 +178,8 @@ class SlackPort:
                 gone = isinstance(exc, SlackApiError) and exc.response.get("error") in _PLAN_MESSAGE_GONE
                 log.warning("chat.update of the plan in %s failed: %s", channel_key, _describe(exc))
                 if not gone:
+                    if sending() is not None:
+                        raise failure_of(exc) from None
                     return shown_as
         ref = await self._post_message(channel_key, channel, thread or thread_ts_of(channel_key), {"text": shown})
         return plan_message_id(ref.channel, ref.message) if ref is not None and ref.message else None
@@ -181,6 +190,9 @@ class SlackPort:
         pieces = slack_messages(f"For the approvers: {text}")
         if mentions and pieces:
             pieces[0] = f"{mentions} {pieces[0]}"
+        if self.approvals_channel:  # where the approvers look: approval requests are posted there too
+            await self._send_pieces(channel_key, self.approvals_channel.lstrip("#"), None, pieces, NOTICE_NAME)
+            return
         await self._send(channel_key, pieces, None, {"username": NOTICE_NAME})
 
     # -- approvals -------------------------------------------------------------------------------
@@ -214,6 +226,8 @@ class SlackPort:
                 return
             except _DELIVERY_ERRORS as exc:
                 log.warning("chat.update of approval %s failed: %s", approval.id, _describe(exc))
+                if sending() is not None and not is_gone(exc):
+                    raise failure_of(exc) from None
         channel, thread = request_location(approval, self.approvals_channel)
         if channel is not None:
             await self._post_message(approval.channel_key, channel, thread, message)
@@ -256,21 +270,37 @@ class SlackPort:
             log.warning("not a Slack channel key, message dropped: %s", channel_key)
             return
         thread = thread or thread_ts_of(channel_key)  # a thread's conversation is answered in the thread
-        for piece in pieces:
-            if await self._post_message(channel_key, channel, thread, {"text": piece, **identity}) is None:
+        for number, piece in enumerate(pieces):
+            message = {"text": piece, **identity}
+            if await self._post_message(channel_key, channel, thread, message, piece=number) is None:
                 return  # the rest of a split message would read as a fragment
 
+    async def _send_pieces(
+        self, channel_key: str, channel: str, thread: str | None, pieces: list[str], username: str
+    ) -> None:
+        for number, piece in enumerate(pieces):
+            message = {"text": piece, "username": username}
+            if await self._post_message(channel_key, channel, thread, message, piece=number) is None:
+                return
+
     async def _post_message(
-        self, channel_key: str, channel: str, thread: str | None, message: dict[str, Any]
+        self, channel_key: str, channel: str, thread: str | None, message: dict[str, Any], *, piece: int = 0
     ) -> Place | None:
         arguments: dict[str, Any] = {"channel": channel, "unfurl_links": False, "username": NOTICE_NAME, **message}
         if thread:
             arguments["thread_ts"] = thread
+        outbox = sending()
+        if outbox is not None:
+            if (earlier := await posted_before(self.client, outbox, channel, thread, piece)) is not None:
+                return Place(channel, earlier)
+            arguments["metadata"] = outbox_metadata(outbox, piece)
         try:
             response = await self.client.chat_postMessage(**arguments)
         except _DELIVERY_ERRORS as exc:
             DELIVERY_FAILURES.labels("slack").inc()
             log.warning("chat.postMessage in %s failed: %s", channel_key, _describe(exc))
+            if outbox is not None:
+                raise failure_of(exc) from None
             return None
         return Place(str(response.get("channel") or channel), str(response.get("ts") or ""))
 

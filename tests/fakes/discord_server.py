@@ -16,6 +16,12 @@ interaction, the echo of a post) goes to the newest connection holding its shard
 guild (a DM) goes to shard 0. An impossible shard is closed with 4010 "Invalid shard". GET
 /gateway/bot recommends `recommended_shards`.
 
+Posting can fail as on Discord: during an `outage` a message post or webhook execute answers 429
+with Retry-After, the JSON body {message, retry_after, global} and the rate-limit headers (and
+`Via`, which discord.py looks for before it believes a 429 is Discord's), then HTTP 503; a channel
+in `missing_channels` answers 404 Unknown Channel (its webhooks, 404 Unknown Webhook). A message
+created with a nonce and enforce_nonce, again within the window, answers the message created first.
+
 Gateway: HELLO, then READY and GUILD_CREATE after IDENTIFY, heartbeat ACKs, RESUMED after RESUME.
 Frames follow what the client asked for in the query: `compress=zstd-stream` (discord.py when the
 zstandard package is installed), `compress=zlib-stream`, or plain JSON text without `compress`.
@@ -27,6 +33,7 @@ import asyncio
 import json
 import re
 import secrets
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,6 +110,7 @@ class FakeDiscord(LoopbackServer):
     commands: list[dict[str, Any]] = field(default_factory=list)
     webhooks: dict[int, dict[str, Any]] = field(default_factory=dict)
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # posted by the bot, as last edited
+    posts: list[tuple[int, str, str]] = field(default_factory=list)  # (channel, author name, content) created
     guilds_sent: int = 0  # connections that got READY and GUILD_CREATE
     guild_ids: tuple[int, ...] = (p.GUILD_ID,)  # the guilds the bot is in
     recommended_shards: int = 1  # what GET /gateway/bot answers
@@ -111,6 +119,9 @@ class FakeDiscord(LoopbackServer):
     gateway_refusals: int = 0  # handshakes refused while down
     _sessions: list[GatewaySession] = field(default_factory=list)  # every connection, oldest first
     _shards_by_session_id: dict[str, tuple[int, int]] = field(default_factory=dict)  # for RESUME
+    missing_channels: set[int] = field(default_factory=set)  # deleted channels
+    _outage: tuple[float, float, float, float] | None = None  # start, 429 seconds, 503 seconds, retry_after
+    _nonces: dict[tuple[int, str], int] = field(default_factory=dict)  # (channel, nonce) -> message id
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -163,6 +174,34 @@ class FakeDiscord(LoopbackServer):
         for session in self._sessions:
             if not session.ws.closed:
                 await session.ws.close(code=4000, message=b"Unknown error")
+
+    def outage(self, *, rate_limited_for: float, server_errors_for: float, retry_after: float = 1.0) -> None:
+        """From now on, posts answer 429 for `rate_limited_for` seconds, then 503 for `server_errors_for`."""
+        self._outage = (time.monotonic(), rate_limited_for, server_errors_for, retry_after)
+
+    def _outage_answer(self) -> web.Response | None:
+        if self._outage is None:
+            return None
+        start, limited, errors, retry_after = self._outage
+        elapsed = time.monotonic() - start
+        if elapsed < limited:
+            body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": False}
+            headers = {
+                "Retry-After": str(retry_after),
+                "X-RateLimit-Limit": "5",
+                "X-RateLimit-Remaining": "0",
+                "X-RateLimit-Reset-After": str(retry_after),
+                "X-RateLimit-Bucket": "fake-messages",
+                "X-RateLimit-Scope": "user",
+                "Via": "1.1 google",
+            }
+            response = _json(body, status=429)
+            response.headers.update(headers)
+            return response
+        if elapsed < limited + errors:
+            return _error(503, 0, "503: Service Unavailable")
+        self._outage = None
+        return None
 
     async def wait_until_guild_sent(self, timeout: float = 10, *, count: int = 1) -> None:
         """Until `count` connections (one per client start) have identified and received READY and GUILD_CREATE."""
@@ -396,10 +435,14 @@ class FakeDiscord(LoopbackServer):
         return _json(self.commands)
 
     async def _channel(self, request: web.Request) -> web.Response:
+        if int(request.match_info["channel_id"]) in self.missing_channels:
+            return _error(404, 10003, "Unknown Channel")
         channel = p.channels_by_id().get(int(request.match_info["channel_id"]))
         return _json(channel) if channel else _error(404, 10003, "Unknown Channel")
 
     async def _list_webhooks(self, request: web.Request) -> web.Response:
+        if int(request.match_info["channel_id"]) in self.missing_channels:
+            return _error(404, 10003, "Unknown Channel")
         if self.forbid_webhooks:
             return _error(403, 50013, "Missing Permissions")
         channel_id = request.match_info["channel_id"]
@@ -420,11 +463,21 @@ class FakeDiscord(LoopbackServer):
 
     async def _create_message(self, request: web.Request) -> web.Response:
         body = request[BODY]
+        channel_id = int(request.match_info["channel_id"])
+        if channel_id in self.missing_channels:
+            return _error(404, 10003, "Unknown Channel")
+        if (refused := self._outage_answer()) is not None:
+            return refused
         if problem := _content_problem(body):
             return problem
-        channel_id = int(request.match_info["channel_id"])
+        nonce = str(body["nonce"]) if body.get("nonce") is not None else None
+        if nonce and body.get("enforce_nonce") and (first := self._nonces.get((channel_id, nonce))):
+            return _json(self.messages[first])  # the same nonce again: the message it created, no new one
         message = p.message(channel_id, body.get("content", ""), author=p.bot_user(), components=body.get("components"))
         self.messages[int(message["id"])] = message
+        if nonce:
+            self._nonces[(channel_id, nonce)] = int(message["id"])
+        self.posts.append((channel_id, p.bot_user()["username"], message["content"]))
         await self._echo(message)
         return _json(message)
 
@@ -447,6 +500,10 @@ class FakeDiscord(LoopbackServer):
         webhook = self.webhooks.get(webhook_id)
         if webhook is None or webhook["token"] != request.match_info["webhook_token"]:
             return _error(404, 10015, "Unknown Webhook")
+        if int(webhook["channel_id"]) in self.missing_channels:  # deleted with its channel
+            return _error(404, 10015, "Unknown Webhook")
+        if (refused := self._outage_answer()) is not None:
+            return refused
         if problem := _content_problem(body):
             return problem
         username = body.get("username") or webhook["name"]
@@ -455,6 +512,7 @@ class FakeDiscord(LoopbackServer):
         channel_id = int(request.query.get("thread_id") or webhook["channel_id"])
         author = {**p.user(webhook_id, username, bot=True), "discriminator": "0000"}
         message = p.message(channel_id, body.get("content", ""), author=author, webhook_id=webhook_id)
+        self.posts.append((channel_id, username, message["content"]))
         await self._echo(message)
         if request.query.get("wait") in ("1", "true", "True"):
             return _json(message)

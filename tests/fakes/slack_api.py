@@ -2,8 +2,11 @@
 
 Give the SDK `base_url=fake.api_url`. Every call is recorded as a SlackCall (method name plus the
 merged query, form or JSON arguments). Calls answer ok:true with plausible payloads unless an
-answer was scripted with `rate_limit_next` or `fail_next` (chat.postMessage hands out increasing
-ts values and remembers each message in `messages`, which conversations.replies answers from;
+answer was scripted with `rate_limit_next` or `fail_next`, or an `outage` is under way (HTTP 429
+"ratelimited" with Retry-After, as Slack answers past a method's rate limit, then HTTP 503), or the
+channel is one of `missing_channels` (channel_not_found). chat.postMessage hands out increasing
+ts values and remembers each message in `messages` with its thread_ts and metadata, which
+conversations.history and conversations.replies answer from (metadata only with include_all_metadata;
 chat.update echoes the message and edits a remembered one, views.open the view). Posts to `fake.response_url(name)`
 are recorded as method "response_url". `apps.connections.open` hands out `ws_url`, whose endpoint
 says `hello`, records what the client sends back and can push envelopes with `send_envelope`.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +63,10 @@ class FakeSlackApi(LoopbackServer):
     socket_replies: list[dict[str, Any]] = field(default_factory=list)
     socket_down: bool = False  # refuse Socket Mode's websocket handshake (503), as during an outage
     socket_refusals: int = 0  # handshakes refused while down
+    missing_channels: set[str] = field(default_factory=set)  # deleted: every call naming one is channel_not_found
+    _outages: dict[str, tuple[float, float, float, int]] = field(
+        default_factory=dict
+    )  # start, 429 s, 5xx s, Retry-After
     _scripted: defaultdict[str, deque[ScriptedAnswer]] = field(default_factory=lambda: defaultdict(deque))
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -90,6 +98,23 @@ class FakeSlackApi(LoopbackServer):
 
     def fail_next(self, method: str, error: str) -> None:
         self._scripted[method].append(ScriptedAnswer(200, {"ok": False, "error": error}))
+
+    def outage(self, method: str, *, rate_limited_for: float, server_errors_for: float, retry_after: int = 1) -> None:
+        """From now on `method` answers 429 with Retry-After for `rate_limited_for` seconds, then HTTP 503
+        for `server_errors_for` seconds, then works again."""
+        self._outages[method] = (time.monotonic(), rate_limited_for, server_errors_for, retry_after)
+
+    def _outage_answer(self, method: str) -> ScriptedAnswer | None:
+        if method not in self._outages:
+            return None
+        start, limited, errors, retry_after = self._outages[method]
+        elapsed = time.monotonic() - start
+        if elapsed < limited:
+            return ScriptedAnswer(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
+        if elapsed < limited + errors:
+            return ScriptedAnswer(503, {"ok": False, "error": "service_unavailable"})
+        del self._outages[method]
+        return None
 
     def calls_to(self, method: str) -> list[SlackCall]:
         return [call for call in self.calls if call.method == method]
@@ -142,7 +167,9 @@ class FakeSlackApi(LoopbackServer):
             args.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
         if method == "users.info" and (delay := self.slow_users.get(str(args.get("user")))):
             await asyncio.sleep(delay)
-        scripted = self._scripted[method].popleft() if self._scripted[method] else None
+        scripted = self._scripted[method].popleft() if self._scripted[method] else self._outage_answer(method)
+        if scripted is None and str(args.get("channel")) in self.missing_channels:
+            scripted = ScriptedAnswer(200, {"ok": False, "error": "channel_not_found"})
         answer = scripted or ScriptedAnswer(200, self._answer(method, args))
         error = None if answer.body.get("ok") else str(answer.body.get("error"))
         await self._record(SlackCall(method, args, dict(request.headers), answer.status, error, answer.body))
@@ -170,15 +197,19 @@ class FakeSlackApi(LoopbackServer):
                 "bot_id": BOT_ID,
                 "username": args.get("username"),
             }
+            if args.get("thread_ts"):
+                message["thread_ts"] = str(args["thread_ts"])
+            if isinstance(args.get("metadata"), dict):
+                message["metadata"] = args["metadata"]
             self.messages[(str(args.get("channel")), ts)] = message
-            return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": message}
+            return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": _shown(message, False)}
+        if method == "conversations.history":
+            return {"ok": True, "messages": self._history(args, thread=None), "has_more": False}
         if method == "conversations.replies":
             parent = self.messages.get((str(args.get("channel")), str(args.get("ts"))))
-            return (
-                {"ok": True, "messages": [parent], "has_more": False}
-                if parent
-                else {"ok": False, "error": "thread_not_found"}
-            )
+            if not parent:
+                return {"ok": False, "error": "thread_not_found"}
+            return {"ok": True, "messages": [parent, *self._history(args, thread=str(args["ts"]))], "has_more": False}
         if method == "chat.update":
             if known := self.messages.get((str(args.get("channel")), str(args.get("ts")))):
                 known.update({k: args[k] for k in ("text", "blocks") if k in args})  # edited in place
@@ -212,6 +243,17 @@ class FakeSlackApi(LoopbackServer):
         if method == "apps.connections.open":
             return {"ok": True, "url": self.ws_url}
         return {"ok": True}
+
+    def _history(self, args: dict[str, Any], thread: str | None) -> list[dict[str, Any]]:
+        """The channel's messages (or a thread's replies) after `oldest`, newest first, as Slack orders them."""
+        channel, oldest = str(args.get("channel")), float(args.get("oldest") or 0)
+        metadata = str(args.get("include_all_metadata", "")).lower() in ("1", "true")
+        found = [
+            _shown(message, metadata)
+            for (where, ts), message in self.messages.items()
+            if where == channel and float(ts) > oldest and message.get("thread_ts") == thread and ts != thread
+        ]
+        return sorted(found, key=lambda message: float(message["ts"]), reverse=True)
 
     def _next_ts(self) -> str:
         self._ts += 1
@@ -256,3 +298,8 @@ class FakeSlackApi(LoopbackServer):
                 self.socket_closes += 1
                 self._changed.notify_all()
         return socket
+
+
+def _shown(message: dict[str, Any], metadata: bool) -> dict[str, Any]:
+    """A message as Slack returns it: its metadata only when asked for."""
+    return message if metadata else {k: v for k, v in message.items() if k != "metadata"}

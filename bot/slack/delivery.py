@@ -1,0 +1,93 @@
+"""What the outbox needs from Slack beyond posting: which failures are worth another try, and whether
+an attempt cut by a crash posted its message after all.
+
+Each message the outbox sends carries Slack message metadata naming its entry and piece (a long
+text is several messages). When an earlier attempt's outcome is unknown, the conversation's messages
+since that attempt began are read once (conversations.history, or conversations.replies in a
+thread, with include_all_metadata) and a piece found there is not posted again.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.port import PostFailed, Sending
+
+OUTBOX_EVENT = "roundtable_outbox"  # the metadata event type of what the outbox posted
+CLOCK_MARGIN = 60.0  # seconds read before the attempt began, for a clock that differs from Slack's
+
+_ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError)
+_GONE = {"message_not_found", "cant_update_message", "edit_window_closed"}
+
+# Trying again cannot help: the channel or the message is gone, or the app may not post there.
+PERMANENT = {
+    "channel_not_found",
+    "not_in_channel",
+    "is_archived",
+    "msg_too_long",
+    "no_text",
+    "invalid_blocks",
+    "invalid_auth",
+    "account_inactive",
+    "token_revoked",
+    "not_authed",
+    "missing_scope",
+    "restricted_action",
+    *_GONE,
+}
+
+
+def outbox_metadata(outbox: Sending, piece: int) -> dict[str, Any]:
+    return {"event_type": OUTBOX_EVENT, "event_payload": {"entry": outbox.entry_id, "piece": piece}}
+
+
+def is_gone(exc: BaseException) -> bool:
+    """The message to update is gone: a new one is posted instead."""
+    return isinstance(exc, SlackApiError) and exc.response.get("error") in _GONE
+
+
+def failure_of(exc: BaseException) -> PostFailed:
+    """A Slack failure as the outbox sees it: permanent, or worth another try (after Retry-After when given)."""
+    if not isinstance(exc, SlackApiError):
+        return PostFailed(type(exc).__name__)  # the network or a timeout
+    code = str(exc.response.get("error", "unknown_error"))
+    retry_after = None
+    if exc.response.status_code == 429:
+        for name, value in (exc.response.headers or {}).items():
+            if name.lower() == "retry-after":
+                with suppress(TypeError, ValueError, IndexError):
+                    retry_after = float(value[0] if isinstance(value, list) else value)
+    return PostFailed(code, permanent=code in PERMANENT, retry_after=retry_after)
+
+
+async def posted_before(
+    client: AsyncWebClient, outbox: Sending, channel: str, thread: str | None, piece: int
+) -> str | None:
+    """The ts of the piece an attempt cut by a crash posted, if it did."""
+    if outbox.unknown_since is None:
+        return None
+    if not outbox.found:
+        oldest = f"{outbox.unknown_since - CLOCK_MARGIN:.6f}"
+        try:
+            if thread:
+                answer = await client.conversations_replies(
+                    channel=channel, ts=thread, oldest=oldest, include_all_metadata=True, limit=200
+                )
+            else:
+                answer = await client.conversations_history(
+                    channel=channel, oldest=oldest, include_all_metadata=True, limit=200
+                )
+        except _ERRORS as exc:
+            raise failure_of(exc) from None
+        outbox.found[-1] = ""  # read: not read again for this entry
+        for message in answer.get("messages") or []:
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if metadata.get("event_type") == OUTBOX_EVENT and payload.get("entry") == outbox.entry_id:
+                outbox.found[int(payload.get("piece", 0))] = str(message.get("ts") or "")
+    return outbox.found.get(piece) or None

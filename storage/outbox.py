@@ -1,0 +1,194 @@
+"""The outbox: everything Roundtable posts, stored before it is sent.
+
+An entry is written in the transaction of the line or state it shows (inside a round's turn, that
+is the turn's one transaction). A sender in any process claims the oldest waiting entry of each
+conversation for a while (a lease, taken with a compare-and-set UPDATE, so processes sharing a
+PostgreSQL database never send one entry together), marks the attempt as in flight before the
+platform call, and records the outcome: sent (with the platform's message id), tried again later,
+or failed. A later entry of a conversation waits while an earlier one waits, so order is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from storage.database import Database, Row, Tx
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: int
+    channel_key: str
+    thread: str | None
+    kind: str
+    payload: dict[str, Any]
+    status: str
+    created_at: float
+    attempts: int
+    next_try_at: float
+    in_flight_since: float | None
+    sent_ref: str | None
+    error: str | None
+
+
+def conversation_of(channel_key: str, thread: str | None) -> str:
+    return f"{channel_key}#{thread}" if thread else channel_key
+
+
+async def add_in(
+    tx: Tx,
+    channel_key: str,
+    thread: str | None,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    dedupe: str | None = None,
+    conversation: str | None = None,
+    now: float | None = None,
+) -> int | None:
+    """Queue one post; None when an entry with the same `dedupe` key was queued before. Entries of one
+    `conversation` (by default the channel and thread) are sent in order."""
+    at = time.time() if now is None else now
+    row = await tx.fetch_one(
+        "INSERT INTO outbox (conversation, channel_key, thread, kind, payload, dedupe, created_at, next_try_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe) DO NOTHING RETURNING id",
+        (
+            conversation or conversation_of(channel_key, thread),
+            channel_key,
+            thread,
+            kind,
+            json.dumps(payload),
+            dedupe,
+            at,
+            at,
+        ),
+    )
+    return int(row[0]) if row else None
+
+
+async def claim_due(db: Database, claimer: str, *, lease_seconds: float, limit: int = 50) -> list[Entry]:
+    """The oldest waiting entry of each conversation that is due and not claimed by a live lease,
+    claimed by `claimer` for `lease_seconds`."""
+    now = time.time()
+    rows = await db.fetch_all(
+        "SELECT o.id FROM outbox o WHERE o.status = 'waiting' AND o.next_try_at <= ? "
+        "AND (o.claimed_until IS NULL OR o.claimed_until < ?) "
+        "AND o.id = (SELECT MIN(p.id) FROM outbox p WHERE p.conversation = o.conversation AND p.status = 'waiting') "
+        "ORDER BY o.id LIMIT ?",
+        (now, now, limit),
+    )
+    claimed: list[Entry] = []
+    for row in rows:
+        async with db.transaction() as tx:
+            taken = await tx.fetch_one(
+                "UPDATE outbox SET claimed_by = ?, claimed_until = ? WHERE id = ? AND status = 'waiting' "
+                "AND (claimed_until IS NULL OR claimed_until < ?) RETURNING *",
+                (claimer, now + lease_seconds, row[0], now),
+            )
+        if taken is not None:
+            claimed.append(_entry(taken))
+    return claimed
+
+
+async def due_now(db: Database, now: float) -> bool:
+    row = await db.fetch_one("SELECT 1 FROM outbox WHERE status = 'waiting' AND next_try_at <= ? LIMIT 1", (now,))
+    return row is not None
+
+
+async def next_due_at(db: Database) -> float | None:
+    row = await db.fetch_one("SELECT MIN(next_try_at) FROM outbox WHERE status = 'waiting'")
+    return float(row[0]) if row and row[0] is not None else None
+
+
+async def mark_in_flight(db: Database, entry_id: int, claimer: str, lease_seconds: float) -> bool:
+    """Before the platform call: from now until it is recorded, its outcome is unknown. False when
+    the claim was lost (another process took the entry over)."""
+    now = time.time()
+    async with db.transaction() as tx:
+        changed = await tx.execute(
+            "UPDATE outbox SET in_flight_since = ?, attempts = attempts + 1, claimed_until = ? "
+            "WHERE id = ? AND claimed_by = ? AND status = 'waiting'",
+            (now, now + lease_seconds, entry_id, claimer),
+        )
+    return changed == 1
+
+
+async def mark_sent(db: Database, entry_id: int, sent_ref: str | None) -> None:
+    async with db.transaction() as tx:
+        await tx.execute(
+            "UPDATE outbox SET status = 'sent', sent_ref = ?, finished_at = ?, in_flight_since = NULL, "
+            "claimed_by = NULL, claimed_until = NULL, error = NULL WHERE id = ?",
+            (sent_ref, time.time(), entry_id),
+        )
+
+
+async def retry_later(db: Database, entry_id: int, at: float, error: str) -> None:
+    async with db.transaction() as tx:
+        await tx.execute(
+            "UPDATE outbox SET next_try_at = ?, error = ?, in_flight_since = NULL, claimed_by = NULL, "
+            "claimed_until = NULL WHERE id = ? AND status = 'waiting'",
+            (at, error, entry_id),
+        )
+
+
+async def mark_failed(db: Database, entry_id: int, error: str) -> bool:
+    """True when this call failed it (so the approvers are told once)."""
+    async with db.transaction() as tx:
+        changed = await tx.execute(
+            "UPDATE outbox SET status = 'failed', error = ?, finished_at = ?, in_flight_since = NULL, "
+            "claimed_by = NULL, claimed_until = NULL WHERE id = ? AND status = 'waiting'",
+            (error, time.time(), entry_id),
+        )
+    return changed == 1
+
+
+async def release_claims(db: Database) -> int:
+    """Every lease given up (at start-up, by the one process that owns an SQLite file)."""
+    async with db.transaction() as tx:
+        return await tx.execute(
+            "UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE status = 'waiting' AND claimed_by IS NOT NULL"
+        )
+
+
+async def get(db: Database, entry_id: int) -> Entry | None:
+    row = await db.fetch_one("SELECT * FROM outbox WHERE id = ?", (entry_id,))
+    return _entry(row) if row else None
+
+
+async def listed(db: Database, status: str, *, channel_key: str | None = None, limit: int = 20) -> list[Entry]:
+    """Entries in `status` ('waiting' oldest first, 'failed' newest first), of one channel or all."""
+    order = "ASC" if status == "waiting" else "DESC"
+    where, params = "status = ?", [status]
+    if channel_key is not None:
+        where += " AND channel_key = ?"
+        params.append(channel_key)
+    rows = await db.fetch_all(f"SELECT * FROM outbox WHERE {where} ORDER BY id {order} LIMIT ?", (*params, limit))
+    return [_entry(row) for row in rows]
+
+
+async def counts(db: Database, *, channel_key: str | None = None) -> dict[str, int]:
+    """How many entries wait, were sent and failed."""
+    where, params = ("WHERE channel_key = ?", (channel_key,)) if channel_key is not None else ("", ())
+    rows = await db.fetch_all(f"SELECT status, COUNT(*) FROM outbox {where} GROUP BY status", params)
+    found = {str(row[0]): int(row[1]) for row in rows}
+    return {status: found.get(status, 0) for status in ("waiting", "sent", "failed")}
+
+
+def _entry(row: Row) -> Entry:
+    return Entry(
+        id=int(row["id"]),
+        channel_key=row["channel_key"],
+        thread=row["thread"],
+        kind=row["kind"],
+        payload=json.loads(row["payload"]),
+        status=row["status"],
+        created_at=float(row["created_at"]),
+        attempts=int(row["attempts"]),
+        next_try_at=float(row["next_try_at"]),
+        in_flight_since=None if row["in_flight_since"] is None else float(row["in_flight_since"]),
+        sent_ref=row["sent_ref"],
+        error=row["error"],
+    )

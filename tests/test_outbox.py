@@ -1,0 +1,321 @@
+"""The durable outbox: what Roundtable posts is stored with what it shows, then sent, in order per
+conversation, through rate limits and outages, and once: on the fake Slack and the fake Discord,
+in process and across a SIGKILL. The outages are seconds long, not minutes: the tests wait on what
+the platforms received, and the retries go the real way (429 with Retry-After, then 503)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.outbox import outbox_report
+from storage import channels, history, outbox, rounds
+from storage.database import Database, one_transaction, open_database
+from storage.inbox import Waiting
+from storage.records import LineKind
+from tests.conftest import REPO, write_config
+from tests.fakes import discord_payloads as p
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.slack_payloads import SIGNING_SECRET, envelope, message, signed_headers
+from tests.slack_harness import APPROVER, KEY, StartSlack
+from tests.test_two_processes import free_port, wait_for_port
+
+FAST_RETRIES = {"outbox": {"max_retry_seconds": 0.3}}
+REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
+
+
+# -- storage, on SQLite and PostgreSQL ---------------------------------------------------------------
+
+
+@pytest.fixture
+def storage_url(any_backend: str) -> str:
+    return any_backend
+
+
+@pytest.fixture
+async def open_db(storage_url: str, tmp_path: Path) -> AsyncIterator[Callable[[], Any]]:
+    opened: list[Database] = []
+
+    async def opener() -> Database:
+        db = await open_database(storage_url or tmp_path / "db.sqlite3")
+        opened.append(db)
+        return db
+
+    yield opener
+    for db in opened:
+        await db.close()
+
+
+async def test_a_turn_commits_its_line_posts_and_progress_together_or_not_at_all(open_db) -> None:
+    db = await open_db()
+    key = "slack:T1:C1"
+    await channels.ensure_channel(db, key, participants=["nova"], moderated=False)
+    await rounds.begin(db, Waiting(1, key, "Ana", "hi", (), None))
+
+    with pytest.raises(RuntimeError):
+        async with one_transaction(db):
+            await history.append_line(db, key, LineKind.PERSONA, "nova", "Nova", "lost with its turn")
+            async with db.transaction() as tx:
+                await outbox.add_in(tx, key, None, "post", {"persona": "nova", "text": "lost with its turn"})
+            await rounds.save(db, key, {"turns_taken": 1})
+            assert await db.fetch_one("SELECT 1 FROM lines WHERE text = 'lost with its turn'")  # seen inside
+            raise RuntimeError("the process dies here")
+    assert await db.fetch_one("SELECT 1 FROM lines WHERE text = 'lost with its turn'") is None
+    assert (await outbox.counts(db))["waiting"] == 0
+    assert (await rounds.running(db, key)) == (Waiting(1, key, "Ana", "hi", (), None), None)
+
+    async with one_transaction(db):
+        await history.append_line(db, key, LineKind.PERSONA, "nova", "Nova", "kept")
+        async with db.transaction() as tx:
+            await outbox.add_in(tx, key, None, "post", {"persona": "nova", "text": "kept"})
+        await rounds.save(db, key, {"turns_taken": 1})
+    assert (await outbox.counts(db))["waiting"] == 1
+    assert (await rounds.running(db, key)) == (Waiting(1, key, "Ana", "hi", (), None), {"turns_taken": 1})
+
+
+async def test_processes_claim_each_conversations_oldest_entry_and_never_the_same_one(open_db) -> None:
+    first, second = await open_db(), await open_db()
+    async with first.transaction() as tx:
+        for n, key in enumerate(["slack:T1:C1", "slack:T1:C1", "slack:T1:C2"]):
+            await outbox.add_in(tx, key, None, "notice", {"text": f"#{n}"})
+        assert await outbox.add_in(tx, "slack:T1:C2", None, "request", {}, dedupe="request:1") is not None
+        assert await outbox.add_in(tx, "slack:T1:C2", None, "request", {}, dedupe="request:1") is None
+
+    taken = await outbox.claim_due(first, "one", lease_seconds=60)
+    assert [e.payload["text"] for e in taken] == ["#0", "#2"]  # the head of each conversation
+    assert await outbox.claim_due(second, "two", lease_seconds=60) == []  # leased to "one"
+
+    assert await outbox.mark_in_flight(first, taken[0].id, "one", 60)
+    await outbox.mark_sent(first, taken[0].id, "ts-1")
+    [following] = await outbox.claim_due(second, "two", lease_seconds=60)
+    assert following.payload["text"] == "#1"
+    assert not await outbox.mark_in_flight(first, following.id, "one", 60)  # not one's any more
+
+
+# -- Slack, in process -----------------------------------------------------------------------------
+
+
+def delivered(fake: FakeSlackApi, channel: str) -> list[str]:
+    return [post["text"] for post in fake.delivered_posts() if post["channel"] == channel]
+
+
+async def test_slack_posts_everything_once_in_order_after_429s_and_503s(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    async with start_slack(FAST_RETRIES) as slack:
+        fake_slack.outage("chat.postMessage", rate_limited_for=1.5, server_errors_for=3, retry_after=1)
+        await slack.say("Nova and Sage, what now?", "1700000001.000100")
+        await slack.say("Rex, !!fail 1 and you?", "1700000002.000100")  # Rex is skipped: a notice
+        await slack.say(REQUEST, "1700000003.000100")
+        await slack.say("Sage, one more thought", "1700000004.000100", channel="C0OTHER")
+        db = slack.bot.roundtable.db
+
+        async def all_sent() -> None:
+            while (await outbox.counts(db))["waiting"]:
+                await asyncio.sleep(0.1)
+
+        await asyncio.wait_for(all_sent(), 60)
+        counts = await outbox.counts(db)
+        persona_lines = [
+            row[0] for row in await db.fetch_all("SELECT text FROM lines WHERE kind = 'persona' ORDER BY id")
+        ]
+
+    statuses = [c.status for c in fake_slack.calls_to("chat.postMessage")]
+    assert 429 in statuses and 503 in statuses  # the outage was met, and ridden out
+    assert counts == {"waiting": 0, "sent": 7, "failed": 0}
+    general = delivered(fake_slack, "C0GENERAL")
+    expected = [line for line in persona_lines if "one more thought" not in line]
+    assert [text for text in general if text in expected] == expected  # once each, in order
+    assert general[2:4] == [
+        "Rex could not answer (model error) and was skipped.",
+        "Round stopped: more than half of its turns failed.",
+    ]
+    assert general[5].startswith("Approval #1: Nova wants to run publish_post")
+    assert len(general) == len(set(general)) == 6  # Nova, Sage, the two notices, Nova's words, the request
+    assert len(delivered(fake_slack, "C0OTHER")) == 1
+
+
+async def test_slack_channel_not_found_fails_once_and_the_approvers_are_told_once(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    sections = {**FAST_RETRIES, "slack": {"approvals_channel": "C0APPROVALS"}}
+    async with start_slack(sections) as slack:
+        fake_slack.missing_channels.add("C0GONE")
+        await slack.say("Nova and Sage, are you there?", "1700000005.000100", channel="C0GONE")
+        db = slack.bot.roundtable.db
+        report = await outbox_report(db)
+
+    attempts = [c for c in fake_slack.calls_to("chat.postMessage") if c.args["channel"] == "C0GONE"]
+    assert [c.error for c in attempts] == ["channel_not_found"] * 2  # each line tried once: it cannot succeed
+    [told] = delivered(fake_slack, "C0APPROVALS")
+    assert told.startswith(f"<@{APPROVER}> For the approvers: A persona's line for slack:T0FAKE:C0GONE")
+    assert "channel_not_found" in told
+    assert report.startswith("Outbox: 0 waiting, 2 failed, 1 sent.")
+    assert report.count("persona's line in slack:T0FAKE:C0GONE, 1 attempt: channel_not_found") == 2
+
+
+async def test_slack_post_whose_outcome_was_unknown_is_not_posted_again(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    async with start_slack(FAST_RETRIES) as slack:
+        db = slack.bot.roundtable.db
+        await slack.say("Sage, hello", "1700000006.000100")
+        [first] = delivered(fake_slack, "C0GENERAL")
+        # What a SIGKILL right after Slack took the post leaves: the entry waits, marked in flight.
+        async with db.transaction() as tx:
+            await tx.execute(
+                "UPDATE outbox SET status = 'waiting', in_flight_since = ?, sent_ref = NULL", (time.time(),)
+            )
+        await slack.bot.roundtable.outbox.settled()
+        await asyncio.wait_for(wait_for_no_waiting(db), 30)
+
+    assert delivered(fake_slack, "C0GENERAL") == [first]  # found in conversations.history, not posted again
+    [looked] = fake_slack.calls_to("conversations.history")
+    assert looked.args["include_all_metadata"] in (True, "true", "1")
+
+
+async def wait_for_counts(db: Database, done: Callable[[dict[str, int]], bool], timeout: float = 30) -> dict[str, int]:
+    async with asyncio.timeout(timeout):
+        while not done(counts := await outbox.counts(db)):
+            await asyncio.sleep(0.05)
+    return counts
+
+
+async def wait_for_no_waiting(db: Database) -> None:
+    while (await outbox.counts(db))["waiting"]:
+        await asyncio.sleep(0.05)
+
+
+# -- Discord, in process ---------------------------------------------------------------------------
+
+
+def discord_posts(fake: FakeDiscord, channel: int = p.TEXT_CHANNEL_ID) -> list[tuple[str, str]]:
+    return [(author, content) for where, author, content in fake.posts if where == channel]
+
+
+async def test_discord_posts_everything_once_in_order_after_429s_and_503s(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        await fake.send_message("Nova, say hello")  # the webhook exists before the outage
+        await fake.wait_for_webhook_executes()
+        fake.outage(rate_limited_for=1.5, server_errors_for=3, retry_after=0.5)
+        await fake.send_message("Nova and Sage, what now?")
+        await fake.send_message("Rex, !!fail 1 and you?")
+        await asyncio.sleep(0.5)
+        await asyncio.wait_for(bot.app.service.wait_idle(), 60)
+        await asyncio.wait_for(wait_for_no_waiting(bot.app.db), 60)
+        persona_lines = [
+            row[0] for row in await bot.app.db.fetch_all("SELECT text FROM lines WHERE kind = 'persona' ORDER BY id")
+        ]
+
+    posted = discord_posts(fake)
+    assert [content for _, content in posted if content in persona_lines] == persona_lines  # once each, in order
+    assert [content for _, content in posted[-2:]] == [
+        "Rex could not answer (model error) and was skipped.",
+        "Round stopped: more than half of its turns failed.",
+    ]
+    assert len(posted) == len(set(posted))
+
+
+async def test_discord_unknown_channel_fails_once_and_the_approvers_are_told(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        await fake.send_message("Nova, say hello")
+        await fake.wait_for_webhook_executes()
+        fake.missing_channels.add(p.TEXT_CHANNEL_ID)
+        await fake.send_message("Sage, and now?")
+        counts = await wait_for_counts(bot.app.db, lambda counts: counts["failed"] >= 2)
+        await asyncio.sleep(0.5)  # a third failure, or a second notice, would come now
+        counts = await outbox.counts(bot.app.db)
+
+    # Sage's line, tried once, and the approvers' notice in the same channel (gone too: Discord has no
+    # approvals channel, so /outbox and the log are where an approver sees it).
+    assert counts["failed"] == 2
+    assert len(discord_posts(fake)) == 1  # Nova's, before the channel went
+
+
+# -- SIGKILL while posts are failing ----------------------------------------------------------------
+
+
+async def start_slack_bot(directory: Path, fake: FakeSlackApi, port: int) -> asyncio.subprocess.Process:
+    config = write_config(
+        directory,
+        {**FAST_RETRIES, "slack": {"api_base_url": fake.api_url, "host": "127.0.0.1", "port": port}},
+    )
+    env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-outbox", "SLACK_SIGNING_SECRET": SIGNING_SECRET}
+    for unused in ("SLACK_APP_TOKEN", "DISCORD_TOKEN", "GOOGLE_API_KEY", "OPENAI_API_KEY"):
+        env.pop(unused, None)
+    with open(directory / "bot.log", "ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "--config", str(config), cwd=REPO, env=env, stdout=log, stderr=log
+        )
+    await wait_for_port(port, process)
+    return process
+
+
+async def test_slack_posts_survive_a_sigkill_during_an_outage(tmp_path: Path) -> None:
+    port = free_port()
+    channels = ("C0ONE", "C0TWO")
+    async with FakeSlackApi() as fake, aiohttp.ClientSession() as http:
+        bot = await start_slack_bot(tmp_path, fake, port)
+        fake.outage("chat.postMessage", rate_limited_for=2, server_errors_for=6, retry_after=1)
+        try:
+            for n in range(3):
+                for c, channel in enumerate(channels):
+                    event = message(f"Nova, {channel} question {n}", f"17000001{n:02d}.{c:06d}", channel=channel)
+                    body = json.dumps(envelope(event, f"Ev{channel}{n}"))
+                    url = f"http://127.0.0.1:{port}/slack/events"
+                    async with http.post(
+                        url, data=body.encode(), headers=signed_headers(body, "application/json")
+                    ) as r:
+                        assert r.status == 200
+            # Every round ran and its reply waits in the outbox, failing, when the bot is killed.
+            database = tmp_path / "data" / "roundtable.sqlite3"
+            await fake.wait_until(lambda: sum(c.status == 503 for c in fake.calls) > 0, timeout=60)
+            await wait_for_rows(database, "SELECT COUNT(*) FROM outbox", 6)
+            assert fake.delivered_posts() == []
+        finally:
+            bot.send_signal(signal.SIGKILL)
+            await bot.wait()
+
+        bot = await start_slack_bot(tmp_path, fake, port)
+        try:
+            await fake.wait_until(lambda: len(fake.delivered_posts()) >= 6, timeout=90)
+            await asyncio.sleep(1.0)  # a second copy would arrive now
+        finally:
+            bot.terminate()
+            await bot.wait()
+
+    for channel in channels:
+        replies = [post["text"] for post in fake.delivered_posts() if post["channel"] == channel]
+        asked = [int(text.split("question ")[1][0]) for text in replies]
+        assert asked == [0, 1, 2], replies  # once each, in order
+
+
+async def wait_for_rows(database: Path, query: str, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if database.exists():
+            with sqlite3.connect(database) as db:
+                try:
+                    if db.execute(query).fetchone()[0] >= count:
+                        return
+                except sqlite3.OperationalError:
+                    pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"never {count} rows: {query}")
+
+
+# -- the Slack key of the harness is the one these tests post in --------------------------------------
+
+assert KEY == "slack:T0FAKE:C0GENERAL"
