@@ -171,23 +171,24 @@ class Outbox:
 
     @asynccontextmanager
     async def sending(self, grace_seconds: float = 5.0) -> AsyncIterator[Outbox]:
-        """The sender runs while the block does; at its end, posts under way get `grace_seconds`."""
+        """The sender runs while the block does; at its end, what is due gets `grace_seconds` to go out
+        (what is left waits in the database for the next start)."""
         if self.db.dialect == "sqlite":  # one process owns the file: every claim left is a dead one's
             await stored.release_claims(self.db)
         self._loop = asyncio.create_task(self._run(), name="outbox")
         try:
             yield self
         finally:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self.settled(), grace_seconds)
             self._loop.cancel()
             with suppress(asyncio.CancelledError):
                 await self._loop
             self._loop = None
             running = list(self._sending.values())
-            if running:
-                _, late = await asyncio.wait(running, timeout=grace_seconds)
-                for task in late:
-                    task.cancel()  # its entry stays in flight: the next start checks before posting again
-                await asyncio.gather(*running, return_exceptions=True)
+            for task in running:
+                task.cancel()  # its entry stays in flight: the next start checks before posting again
+            await asyncio.gather(*running, return_exceptions=True)
 
     async def settled(self) -> None:
         """Until nothing is being sent and nothing waiting is due now (a retry later does not count)."""
