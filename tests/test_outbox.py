@@ -229,19 +229,21 @@ async def test_discord_posts_everything_once_in_order_after_429s_and_503s(fake: 
 
 
 async def test_discord_unknown_channel_fails_once_and_the_approvers_are_told(fake: FakeDiscord, open_bot) -> None:
-    async with open_bot(sections=FAST_RETRIES) as bot:
+    approver = {"approvals": {"approvers": {"discord": [str(p.HUMAN_USER_ID)]}}}
+    async with open_bot(sections={**FAST_RETRIES, **approver}) as bot:
         await fake.send_message("Nova, say hello")
         await fake.wait_for_webhook_executes()
         fake.missing_channels.add(p.TEXT_CHANNEL_ID)
         await fake.send_message("Sage, and now?")
-        counts = await wait_for_counts(bot.app.db, lambda counts: counts["failed"] >= 2)
-        await asyncio.sleep(0.5)  # a third failure, or a second notice, would come now
+        await wait_for_counts(bot.app.db, lambda counts: counts["failed"] >= 1 and not counts["waiting"])
+        await asyncio.sleep(0.5)  # a second failure, or a second notice, would come now
         counts = await outbox.counts(bot.app.db)
 
-    # Sage's line, tried once, and the approvers' notice in the same channel (gone too: Discord has no
-    # approvals channel, so /outbox and the log are where an approver sees it).
-    assert counts["failed"] == 2
+    assert counts == {"waiting": 0, "sent": 2, "failed": 1}  # Nova's line, the notice; Sage's line
     assert len(discord_posts(fake)) == 1  # Nova's, before the channel went
+    [told] = discord_posts(fake, fake.direct_messages[p.HUMAN_USER_ID])  # the channel is gone: a direct message
+    assert told[1].startswith(f"For the approvers (discord:{p.TEXT_CHANNEL_ID}): A persona's line for discord:")
+    assert "Discord code 10003" in told[1]
 
 
 # -- SIGKILL while posts are failing ----------------------------------------------------------------

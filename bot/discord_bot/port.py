@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 
 import aiohttp
@@ -54,8 +54,10 @@ class DiscordPort:
         *,
         approvals_elsewhere: OutboundPort | None = None,
         twemoji_base_url: str = TWEMOJI_BASE_URL,
+        approvers_for: Callable[[str], set[str]] = lambda channel_key: set(),
     ) -> None:
         self._client = client
+        self._approvers_for = approvers_for
         self._delivery = Delivery(client, twemoji_base_url)
         self.board = board or ApprovalBoard(client, RequestPlaces(PLATFORM))
         self._elsewhere = approvals_elsewhere
@@ -140,7 +142,24 @@ class DiscordPort:
         return plan_message_id(channel_id, sent.id)
 
     async def notify_approvers(self, channel_key: str, text: str) -> None:
-        await self.notice(channel_key, f"For the approvers: {text}", None)
+        """A notice in the channel; when the channel is gone (or closed to the bot), a direct message
+        to each of its approvers instead."""
+        try:
+            await self._delivery.as_bot(await self._delivery.destination(channel_key), f"For the approvers: {text}")
+            return
+        except (discord.NotFound, discord.Forbidden) as exc:
+            log.warning("the approvers' notice in %s was refused (%s); sending it to them", channel_key, _describe(exc))
+        except _DELIVERY_ERRORS as exc:
+            log.warning("a notice to the approvers in %s was not delivered: %s", channel_key, _describe(exc))
+            _raise_for_outbox(exc)
+            return
+        for approver in sorted(a for a in self._approvers_for(channel_key) if a.isdigit()):
+            try:
+                user = self._client.get_user(int(approver)) or await self._client.fetch_user(int(approver))
+                await user.send(f"For the approvers ({channel_key}): {text}", allowed_mentions=NO_MENTIONS)
+            except _DELIVERY_ERRORS as exc:
+                log.warning("approver %s could not be told: %s", approver, _describe(exc))
+                _raise_for_outbox(exc)
 
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         if self._elsewhere is not None and await self._shown_elsewhere(approval, persona):

@@ -71,6 +71,7 @@ class DiscordAdapter:
             self.board,
             approvals_elsewhere=self.approvals_elsewhere,
             twemoji_base_url=self.config.settings.discord.twemoji_base_url,
+            approvers_for=self.config.settings.approvals.approvers_for,
         )
 
     @asynccontextmanager

@@ -120,6 +120,7 @@ class FakeDiscord(LoopbackServer):
     _sessions: list[GatewaySession] = field(default_factory=list)  # every connection, oldest first
     _shards_by_session_id: dict[str, tuple[int, int]] = field(default_factory=dict)  # for RESUME
     missing_channels: set[int] = field(default_factory=set)  # deleted channels
+    direct_messages: dict[int, int] = field(default_factory=dict)  # user id -> the bot's DM channel with them
     _outage: tuple[float, float, float, float] | None = None  # start, 429 seconds, 503 seconds, retry_after
     _nonces: dict[tuple[int, str], int] = field(default_factory=dict)  # (channel, nonce) -> message id
 
@@ -142,6 +143,8 @@ class FakeDiscord(LoopbackServer):
         app.router.add_get("/gateway", self._gateway)
         api = [
             ("GET", "/users/@me", self._me),
+            ("POST", "/users/@me/channels", self._open_dm),
+            ("GET", "/users/{user_id}", self._user),
             ("GET", "/oauth2/applications/@me", self._application),
             ("GET", "/gateway", self._gateway_info),
             ("GET", "/gateway/bot", self._gateway_info),
@@ -419,6 +422,18 @@ class FakeDiscord(LoopbackServer):
 
     async def _me(self, request: web.Request) -> web.Response:
         return _json(p.bot_user())
+
+    async def _user(self, request: web.Request) -> web.Response:
+        user_id = int(request.match_info["user_id"])
+        known = {p.HUMAN_USER_ID: "Ana", p.OWNER_USER_ID: "Owner"}
+        return _json(p.user(user_id, known[user_id])) if user_id in known else _error(404, 10013, "Unknown User")
+
+    async def _open_dm(self, request: web.Request) -> web.Response:
+        """Create DM: one direct-message channel per recipient, kept in `direct_messages`."""
+        recipient = int(request[BODY]["recipient_id"])
+        channel_id = self.direct_messages.setdefault(recipient, p.snowflake())
+        dm = {"id": str(channel_id), "type": 1, "last_message_id": None, "recipients": [p.user(recipient, "Ana")]}
+        return _json(dm)
 
     async def _application(self, request: web.Request) -> web.Response:
         return _json(p.application())
