@@ -246,6 +246,21 @@ async def test_discord_unknown_channel_fails_once_and_the_approvers_are_told(fak
     assert "Discord code 10003" in told[1]
 
 
+async def test_discord_persona_post_whose_outcome_was_unknown_is_not_posted_again(fake: FakeDiscord, open_bot) -> None:
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        db = bot.app.db
+        await fake.send_message("Sage, hello")
+        await fake.wait_for_webhook_executes()
+        await wait_for_counts(db, lambda counts: counts["sent"] == 1)
+        # What a SIGKILL right after Discord took the post leaves: the entry waits, marked in flight.
+        async with db.transaction() as tx:
+            await tx.execute("UPDATE outbox SET status = 'waiting', in_flight_since = ?", (time.time(),))
+        await wait_for_counts(db, lambda counts: counts["sent"] == 1)
+
+    assert len(discord_posts(fake)) == 1  # found among the channel's newest messages, not posted again
+    assert fake.find_calls("GET", rf"/channels/{p.TEXT_CHANNEL_ID}/messages")
+
+
 # -- SIGKILL while posts are failing ----------------------------------------------------------------
 
 
@@ -347,8 +362,7 @@ async def test_discord_posts_survive_a_sigkill_during_an_outage(tmp_path: Path) 
         try:
             await fake.send_message("Nova, first of all")  # its webhook is made before the outage
             await fake.wait_for_webhook_executes(timeout=60)
-            # Until it is ended after the restart: the kill never lands while Discord takes posts again
-            # (a webhook post that Discord took just before a kill may appear twice: see the README).
+            # Until it is ended after the restart, so the kill surely lands while posts are failing.
             fake.outage(rate_limited_for=2, server_errors_for=3600, retry_after=0.5)
             for n in range(1, 4):
                 await fake.send_message(f"Nova, question {n}")

@@ -69,8 +69,12 @@ class Delivery:
             if webhook is None:
                 await self._as_bot_named(where, persona, "\n".join(chunks[sent:]))
                 return
+            posted_before = await self._posted_before(where, webhook, chunks)
             try:
-                for chunk in chunks[sent:]:
+                for piece, chunk in enumerate(chunks[sent:], start=sent):
+                    if piece in posted_before:
+                        sent += 1
+                        continue
                     await webhook.send(
                         chunk,
                         username=webhook_username(persona.display_name),
@@ -86,6 +90,23 @@ class Delivery:
                     raise
                 log.warning("the webhook of channel %s is gone; making a new one", where.webhook_channel_id)
                 self._webhooks.forget(where.webhook_channel_id)
+
+    async def _posted_before(self, where: Destination, webhook: discord.Webhook, chunks: list[str]) -> set[int]:
+        """The pieces an attempt cut by a crash already posted through the webhook (webhooks take no
+        nonce): the channel's newest messages since that attempt began, by this webhook, with the
+        same text. Nothing to look for unless the outbox says an attempt's outcome is unknown."""
+        outbox = sending()
+        if outbox is None or outbox.unknown_since is None:
+            return set()
+        since = outbox.unknown_since - CLOCK_MARGIN
+        found: set[int] = set()
+        channel = self._client.get_partial_messageable(where.channel_id)
+        async for message in channel.history(limit=HISTORY_LIMIT):
+            if message.created_at.timestamp() < since:
+                break
+            if message.webhook_id == webhook.id and message.content in chunks:
+                found.add(chunks.index(message.content))
+        return found
 
     async def as_bot(self, where: Destination, text: str, *, silent: bool = False) -> None:
         """`silent`: suppressed from notifications, as Discord's @silent messages are."""
@@ -114,7 +135,12 @@ class Delivery:
 # -- the outbox ----------------------------------------------------------------------------------------
 # A message the bot itself sends for the outbox carries a nonce with enforce_nonce (discord.py sets it
 # with the nonce): Discord answers a repeat within a few minutes with the message it already created,
-# so an attempt cut by a crash is not posted twice. Webhook messages (persona lines) have no nonce.
+# so an attempt cut by a crash is not posted twice. Webhook messages (persona lines) take no nonce:
+# for them the channel's newest messages are read first (Delivery._posted_before).
+
+
+CLOCK_MARGIN = 60.0  # seconds looked back before the attempt began, for a clock that differs from Discord's
+HISTORY_LIMIT = 50  # messages read back when an attempt's outcome is unknown
 
 
 def nonce(piece: int) -> Any:

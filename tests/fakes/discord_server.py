@@ -111,6 +111,7 @@ class FakeDiscord(LoopbackServer):
     webhooks: dict[int, dict[str, Any]] = field(default_factory=dict)
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # posted by the bot, as last edited
     posts: list[tuple[int, str, str]] = field(default_factory=list)  # (channel, author name, content) created
+    history: list[dict[str, Any]] = field(default_factory=list)  # every message the bot or a webhook created
     guilds_sent: int = 0  # connections that got READY and GUILD_CREATE
     guild_ids: tuple[int, ...] = (p.GUILD_ID,)  # the guilds the bot is in
     recommended_shards: int = 1  # what GET /gateway/bot answers
@@ -153,6 +154,7 @@ class FakeDiscord(LoopbackServer):
             ("GET", "/channels/{channel_id}/webhooks", self._list_webhooks),
             ("POST", "/channels/{channel_id}/webhooks", self._create_webhook),
             ("POST", "/channels/{channel_id}/messages", self._create_message),
+            ("GET", "/channels/{channel_id}/messages", self._channel_messages),
             ("POST", "/channels/{channel_id}/typing", self._typing),
             ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message),
             ("POST", "/webhooks/{webhook_id}/{webhook_token}", self._execute_webhook),
@@ -493,8 +495,18 @@ class FakeDiscord(LoopbackServer):
         if nonce:
             self._nonces[(channel_id, nonce)] = int(message["id"])
         self.posts.append((channel_id, p.bot_user()["username"], message["content"]))
+        self.history.append(message)
         await self._echo(message)
         return _json(message)
+
+    async def _channel_messages(self, request: web.Request) -> web.Response:
+        """Get Channel Messages without before/after: the newest `limit` (50 by default), newest first."""
+        channel_id = int(request.match_info["channel_id"])
+        if channel_id in self.missing_channels:
+            return _error(404, 10003, "Unknown Channel")
+        limit = min(100, int(request.query.get("limit", 50)))
+        found = [m for m in self.history if int(m["channel_id"]) == channel_id]
+        return _json(list(reversed(found))[:limit])
 
     async def _edit_message(self, request: web.Request) -> web.Response:
         message = self.messages.get(int(request.match_info["message_id"]))
@@ -528,6 +540,7 @@ class FakeDiscord(LoopbackServer):
         author = {**p.user(webhook_id, username, bot=True), "discriminator": "0000"}
         message = p.message(channel_id, body.get("content", ""), author=author, webhook_id=webhook_id)
         self.posts.append((channel_id, username, message["content"]))
+        self.history.append(message)
         await self._echo(message)
         if request.query.get("wait") in ("1", "true", "True"):
             return _json(message)
