@@ -41,6 +41,7 @@ DURABLE_PLATFORMS = ("slack", "discord")
 PLAN_PREFIX = "outbox:"  # a plan message not posted yet: "outbox:<entry id>" until it is
 POLL_SECONDS = 1.0  # how often a sender looks for entries other processes queued
 CLAIM_BATCH = 50
+SETTLE_SECONDS = 30.0  # the longest wait_idle waits for the outbox
 
 
 @dataclass(frozen=True)
@@ -190,9 +191,11 @@ class Outbox:
                 task.cancel()  # its entry stays in flight: the next start checks before posting again
             await asyncio.gather(*running, return_exceptions=True)
 
-    async def settled(self) -> None:
-        """Until nothing is being sent and nothing waiting is due now (a retry later does not count)."""
-        while self._loop is not None:
+    async def settled(self, timeout: float = SETTLE_SECONDS) -> None:
+        """Until nothing is being sent and nothing waiting is due now (a retry later does not count),
+        for at most `timeout` seconds: a platform that keeps failing must not hold up its caller."""
+        deadline = time.monotonic() + timeout
+        while self._loop is not None and time.monotonic() < deadline:
             if not self._sending and not await stored.due_now(self.db, self.clock()):
                 return
             self._wake.set()

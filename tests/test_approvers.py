@@ -81,6 +81,7 @@ async def test_the_approvers_are_mentioned_by_user_id_whatever_their_team(start_
         await slack.bot.roundtable.service.port.notify_approvers(
             f"slack:{TEAM_ID}:{CHANNEL}", "three failures in a row"
         )
+        await slack.bot.wait_idle()  # the outbox sends it
 
         [alert] = slack.posts()
         assert alert["text"] == f"<@{APPROVER}> <@{GUEST}> For the approvers: three failures in a row"
