@@ -136,25 +136,3 @@ def test_an_unknown_outcome_can_be_closed_without_running_it(tmp_path: Path) -> 
     assert "[action 1] closed by you without running again" in closed
     assert "[Nova in #news]" not in closed
     assert approval_status(tmp_path) == "failed"
-
-
-def test_a_round_cut_by_sigkill_goes_on_from_its_last_committed_turn(tmp_path: Path) -> None:
-    config = write_config(tmp_path)
-    console = InteractiveConsole(config)
-    console.wait_for("[system] Type a message")
-    console.type("Nova, then Sage and Rex: take your time. !!slow 3")
-    console.wait_for("[Nova] ")  # Nova's turn is committed; Sage's model call is under way
-    console.stop(signal.SIGKILL)
-    before = "\n".join(console.lines)
-    assert "[Sage] " not in before
-
-    after = restart(config, tmp_path, "")
-    # Nova is not asked again; Sage and Rex finish the round.
-    assert "[Nova] " not in after.split("[Sage] ")[0]
-    assert after.count("[Sage] ") >= 1 and after.count("[Rex] ") >= 1
-    with database(tmp_path) as db:
-        spoken = [row[0] for row in db.execute("SELECT author_id FROM lines WHERE kind = 'persona' ORDER BY id")]
-        waiting = db.execute("SELECT COUNT(*) FROM inbox").fetchone()[0]
-        running = db.execute("SELECT COUNT(*) FROM running_rounds").fetchone()[0]
-    assert spoken == ["nova", "sage", "rex"]  # the cut round, each persona once
-    assert (waiting, running) == (0, 0)

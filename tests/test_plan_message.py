@@ -163,7 +163,7 @@ MESSAGES = rf"/channels/{p.TEXT_CHANNEL_ID}/messages"
 @pytest.fixture
 async def discord_port(fake: FakeDiscord, open_bot: Callable[..., Any]) -> AsyncIterator[Any]:
     async with open_bot() as bot:
-        yield bot.app.service.port
+        yield bot.app.outbox.inner  # the Discord port itself, behind the outbox
 
 
 async def test_discord_sends_the_plan_once_then_edits_the_same_message(fake: FakeDiscord, discord_port: Any) -> None:
