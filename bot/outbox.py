@@ -9,7 +9,8 @@ through the platform port, which raises `PostFailed` while it sends for the outb
 tried again with backoff (tenacity's exponential wait with jitter, or the platform's Retry-After),
 also after a restart, until `[outbox] give_up_after_minutes`; a post that cannot succeed
 (channel_not_found) fails at once. A failed entry is counted, listed by /outbox, and the
-approvers are told once. The console prints at once: its terminal goes down with the process.
+approvers are told once. The console prints at once, once what it shows is committed (a turn cut by
+a crash and run again is never printed twice): its terminal goes down with the process.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from graph.port import OutboundPort
 from personas import Persona
 from storage import approvals
 from storage import outbox as stored
-from storage.database import Database, after_commit
+from storage.database import Database, after_commit, when_committed
 from storage.records import Approval
 
 log = logging.getLogger(__name__)
@@ -101,33 +102,33 @@ class Outbox:
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
         if not _durable(channel_key):
-            return await self.inner.post(channel_key, persona, text, thread)
+            return await when_committed(self.db, lambda: self.inner.post(channel_key, persona, text, thread))
         await self._add(channel_key, thread, "post", {"persona": persona.id, "text": text})
 
     async def notice(self, channel_key: str, text: str, thread: str | None) -> None:
         if not _durable(channel_key):
-            return await self.inner.notice(channel_key, text, thread)
+            return await when_committed(self.db, lambda: self.inner.notice(channel_key, text, thread))
         await self._add(channel_key, thread, "notice", {"text": text})
 
     async def show_reason(self, channel_key: str, text: str, thread: str | None) -> None:
         if not _durable(channel_key):
-            return await self.inner.show_reason(channel_key, text, thread)
+            return await when_committed(self.db, lambda: self.inner.show_reason(channel_key, text, thread))
         await self._add(channel_key, thread, "reason", {"text": text})
 
     async def notify_approvers(self, channel_key: str, text: str) -> None:
         if not _durable(channel_key):
-            return await self.inner.notify_approvers(channel_key, text)
+            return await when_committed(self.db, lambda: self.inner.notify_approvers(channel_key, text))
         await self._add(channel_key, None, "approvers", {"text": text})
 
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         if not _durable(approval.channel_key):
-            return await self.inner.request_approval(approval, persona)
+            return await when_committed(self.db, lambda: self.inner.request_approval(approval, persona))
         payload = {"approval": approval.id, "persona": persona.id}
         await self._add(approval.channel_key, approval.thread, "request", payload, dedupe=f"request:{approval.id}")
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         if not _durable(approval.channel_key):
-            return await self.inner.show_decision(approval, persona)
+            return await when_committed(self.db, lambda: self.inner.show_decision(approval, persona))
         payload = {"approval": approval.id, "persona": persona.id}
         dedupe = f"decision:{approval.id}:{approval.status.value}"
         await self._add(approval.channel_key, approval.thread, "decision", payload, dedupe=dedupe)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -90,7 +90,7 @@ class Ambient:
     db: object
     tx: Tx
     task: asyncio.Task[Any] | None
-    after_commit: list[Callable[[], None]] = field(default_factory=list)
+    after_commit: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
 
 
 _AMBIENT: ContextVar[Ambient | None] = ContextVar("roundtable_ambient_transaction", default=None)
@@ -118,7 +118,8 @@ async def one_transaction(db: Database) -> AsyncIterator[Tx]:
         finally:
             _AMBIENT.reset(token)
     for callback in ambient.after_commit:
-        callback()
+        if (pending := callback()) is not None:
+            await pending
 
 
 def after_commit(db: object, callback: Callable[[], None]) -> None:
@@ -128,6 +129,17 @@ def after_commit(db: object, callback: Callable[[], None]) -> None:
         ambient.after_commit.append(callback)
     else:
         callback()
+
+
+async def when_committed(db: object, work: Callable[[], Awaitable[None]]) -> None:
+    """Run `work` once what was written so far is committed: now, or right after the open block commits
+    (in order with the block's other callbacks). What only shows the written state, and cannot be
+    queued, such as a console print, never shows what a crash then rolls back."""
+    ambient = _AMBIENT.get()
+    if ambient is not None and joined(db) is not None:
+        ambient.after_commit.append(work)
+    else:
+        await work()
 
 
 def is_postgres_url(url: str) -> bool:
