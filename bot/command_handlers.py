@@ -30,6 +30,7 @@ from bot.command_values import (
     SettleUnknown,
     ShowHelp,
     ShowMailbox,
+    ShowOutbox,
     ShowReasons,
     ShowTools,
     ShowTrust,
@@ -40,6 +41,7 @@ from bot.command_values import (
 )
 from bot.mailbox import mailbox_report
 from bot.mcp_servers import NO_SERVERS
+from bot.outbox import outbox_report
 from storage import channels, history, tool_grants
 from storage.records import ApprovalMode
 
@@ -186,7 +188,7 @@ async def set_scene(call: Call, command: SetScene) -> CommandReply:
     return CommandReply(announce, announced=True)
 
 
-# -- approvals, trust, the mailbox, tasks, help ------------------------------------------------------
+# -- approvals, trust, the mailbox, the outbox, tasks, help ----------------------------------------
 
 
 async def list_approvals(call: Call, command: ListApprovals) -> CommandReply:
@@ -242,6 +244,10 @@ async def trust(call: Call, command: ShowTrust) -> CommandReply:
 
 async def mailbox(call: Call, command: ShowMailbox) -> CommandReply:
     return CommandReply(await mailbox_report(call.service.db, call.key, call.service.personas))
+
+
+async def outbox(call: Call, command: ShowOutbox) -> CommandReply:
+    return CommandReply(await outbox_report(call.service.db))
 
 
 async def usage(call: Call, command: ShowUsage) -> CommandReply:

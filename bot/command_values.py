@@ -321,6 +321,11 @@ class ShowTools:
 
 
 @dataclass(frozen=True)
+class ShowOutbox:
+    permission: ClassVar[str] = "outbox"
+
+
+@dataclass(frozen=True)
 class ShowHelp:
     permission: ClassVar[str] = "help"
 
@@ -342,6 +347,7 @@ Command = (
     | ShowMailbox
     | ShowUsage
     | ShowTools
+    | ShowOutbox
     | StopRound
     | NameNextSpeaker
     | TaskCommand
