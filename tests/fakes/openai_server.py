@@ -2,7 +2,8 @@
 
 Give the SDK `base_url=<fake.url>/v1`. The fake records every request, can answer the next N
 requests with a 429 rate-limit error and otherwise replies with the next queued answer (text
-and/or a tool call, see `queue`) or else `reply_text`.
+and/or a tool call, see `queue`) or else `reply_text`. `let_through(n)` makes it answer only n more
+requests and keep the others waiting, as a slow model does, until `let_through(None)`.
 
 A reasoning model name (o-series, gpt-5 and later except -chat) is treated as OpenAI treats one: a
 request with `max_tokens`, or with a temperature other than the default 1, is refused with a 400
@@ -11,6 +12,7 @@ request with `max_tokens`, or with a temperature other than the default 1, is re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -66,6 +68,8 @@ class FakeOpenAI(LoopbackServer):
     rate_limited_requests: int = 0  # answer this many upcoming requests with a 429
     requests: list[RecordedRequest] = field(default_factory=list)
     answers: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
+    answering: int | None = None  # how many more requests are answered; the rest wait (None: all)
+    _gate: asyncio.Condition | None = None
 
     def queue(self, text: str = "", call: dict[str, Any] | None = None) -> None:
         """Answer an upcoming request with `text`, a tool call `{"name", "args"}`, or both."""
@@ -79,6 +83,22 @@ class FakeOpenAI(LoopbackServer):
     def fail_next(self, times: int) -> None:
         self.rate_limited_requests = times
 
+    async def let_through(self, requests: int | None) -> None:
+        """Answer `requests` more requests (already waiting first) and hold the ones after; None: all."""
+        async with self._condition():
+            self.answering = requests
+            self._condition().notify_all()
+
+    async def wait_for_requests(self, count: int, timeout: float = 60) -> None:
+        """Until `count` requests have arrived (answered or waiting)."""
+        async with asyncio.timeout(timeout), self._condition():
+            await self._condition().wait_for(lambda: len(self.requests) >= count)
+
+    def _condition(self) -> asyncio.Condition:
+        if self._gate is None:
+            self._gate = asyncio.Condition()
+        return self._gate
+
     def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
@@ -89,6 +109,11 @@ class FakeOpenAI(LoopbackServer):
         self.requests.append(
             RecordedRequest(path=request.path, query=request.query_string, headers=dict(request.headers), body=body)
         )
+        async with self._condition():
+            self._condition().notify_all()
+            await self._condition().wait_for(lambda: self.answering is None or self.answering > 0)
+            if self.answering is not None:
+                self.answering -= 1
         if self.rate_limited_requests > 0:
             self.rate_limited_requests -= 1
             error = {

@@ -1,0 +1,76 @@
+"""A round cut by SIGKILL between two turns goes on from its last committed turn after the restart:
+on the fake Slack, with the OpenAI-compatible provider (langchain-openai on the fake Chat Completions
+server). The fake model holds the second persona's call, so the kill surely lands after the first
+turn was committed and posted and before the second one ended; nothing is timed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.cluster import BotProcess, free_port
+from tests.conftest import write_config
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.slack_payloads import envelope, message, signed_headers
+
+QUESTION = "Nova, then Sage and Rex: what do we ship first?"
+
+
+def persona_of(request_body: dict[str, Any]) -> str:
+    """The persona a model call speaks for, by its system prompt ("You are Nova, ...")."""
+    system = next(m["content"] for m in request_body["messages"] if m["role"] == "system")
+    return str(system).split("You are ", 1)[1].split(",", 1)[0]
+
+
+def persona_posts(fake: FakeSlackApi) -> list[str]:
+    return [post["username"] for post in fake.delivered_posts() if post.get("username")]
+
+
+async def test_a_round_cut_by_sigkill_between_turns_goes_on_from_its_last_committed_turn(tmp_path: Path) -> None:
+    async with FakeSlackApi() as slack, FakeOpenAI(reply_text="Ship the small thing first.") as model:
+        port = free_port()
+        llm = {"provider": "openai", "base_url": f"{model.url}/v1", "model": "fake-model", "backoff_seconds": 0.2}
+        config = write_config(
+            tmp_path, {"llm": llm, "slack": {"api_base_url": slack.api_url, "host": "127.0.0.1", "port": port}}
+        )
+        bot = BotProcess("bot", tmp_path, port, config)
+        await model.let_through(1)  # Nova's call is answered; the next one (Sage's) waits
+        await bot.start()
+        try:
+            body = json.dumps(envelope(message(QUESTION, "1700000500.000100"), "EvRerun1"))
+            async with aiohttp.ClientSession() as http:
+                async with http.post(
+                    bot.url, data=body.encode(), headers=signed_headers(body, "application/json")
+                ) as r:
+                    assert r.status == 200
+            await slack.wait_until(lambda: persona_posts(slack) == ["Nova"], timeout=120)  # committed and posted
+            await model.wait_for_requests(2, timeout=120)  # Sage's turn is under way
+            assert persona_of(model.requests[1].body) == "Sage"
+        finally:
+            await bot.kill()
+        with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+            running = db.execute("SELECT COUNT(*) FROM running_rounds").fetchone()[0]
+        assert running == 1  # the round was cut, not finished
+
+        await model.let_through(None)
+        await bot.start()
+        try:
+            await slack.wait_until(lambda: len(persona_posts(slack)) >= 3, timeout=120)
+            await asyncio.sleep(1.0)  # a second copy of anything would arrive now
+        finally:
+            await bot.stop()
+
+    # Nova is not asked again nor posted twice; Sage's cut call is made again, then Rex's.
+    assert [persona_of(r.body) for r in model.requests] == ["Nova", "Sage", "Sage", "Rex"]
+    assert persona_posts(slack) == ["Nova", "Sage", "Rex"]
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        spoken = [row[0] for row in db.execute("SELECT author_id FROM lines WHERE kind = 'persona' ORDER BY id")]
+        left = db.execute("SELECT (SELECT COUNT(*) FROM inbox) + (SELECT COUNT(*) FROM running_rounds)").fetchone()
+    assert spoken == ["nova", "sage", "rex"]
+    assert left[0] == 0  # nothing waits: the message was answered once
