@@ -65,6 +65,7 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
         "trust",
         "task",
         "mailbox",
+        "outbox",
         "roundtable",
         "scene",  # issue 23: /scene on Discord, declared in the registry
         "usage",  # issue 24: /usage, declared in the registry
