@@ -20,6 +20,7 @@ from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import envelope, message, signed_headers
 
 QUESTION = "Nova, then Sage and Rex: what do we ship first?"
+REPLIES = ("The small fix goes out first.", "I would wait for the survey results.", "Release notes, then the fix.")
 
 
 def persona_of(request_body: dict[str, Any]) -> str:
@@ -33,7 +34,9 @@ def persona_posts(fake: FakeSlackApi) -> list[str]:
 
 
 async def test_a_round_cut_by_sigkill_between_turns_goes_on_from_its_last_committed_turn(tmp_path: Path) -> None:
-    async with FakeSlackApi() as slack, FakeOpenAI(reply_text="Ship the small thing first.") as model:
+    async with FakeSlackApi() as slack, FakeOpenAI() as model:
+        for reply in REPLIES:  # a reply of its own for each turn: the review never posts a copy
+            model.queue(reply)
         port = free_port()
         llm = {"provider": "openai", "base_url": f"{model.url}/v1", "model": "fake-model", "backoff_seconds": 0.2}
         config = write_config(
@@ -58,8 +61,8 @@ async def test_a_round_cut_by_sigkill_between_turns_goes_on_from_its_last_commit
             running = db.execute("SELECT COUNT(*) FROM running_rounds").fetchone()[0]
         assert running == 1  # the round was cut, not finished
 
-        await model.let_through(None)
         await bot.start()
+        await model.let_through(None)  # Sage's cut call, its client gone, takes no answer
         try:
             await slack.wait_until(lambda: len(persona_posts(slack)) >= 3, timeout=120)
             await asyncio.sleep(1.0)  # a second copy of anything would arrive now
@@ -69,6 +72,7 @@ async def test_a_round_cut_by_sigkill_between_turns_goes_on_from_its_last_commit
     # Nova is not asked again nor posted twice; Sage's cut call is made again, then Rex's.
     assert [persona_of(r.body) for r in model.requests] == ["Nova", "Sage", "Sage", "Rex"]
     assert persona_posts(slack) == ["Nova", "Sage", "Rex"]
+    assert [post["text"] for post in slack.delivered_posts()] == list(REPLIES)
     with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
         spoken = [row[0] for row in db.execute("SELECT author_id FROM lines WHERE kind = 'persona' ORDER BY id")]
         left = db.execute("SELECT (SELECT COUNT(*) FROM inbox) + (SELECT COUNT(*) FROM running_rounds)").fetchone()

@@ -3,7 +3,8 @@
 Give the SDK `base_url=<fake.url>/v1`. The fake records every request, can answer the next N
 requests with a 429 rate-limit error and otherwise replies with the next queued answer (text
 and/or a tool call, see `queue`) or else `reply_text`. `let_through(n)` makes it answer only n more
-requests and keep the others waiting, as a slow model does, until `let_through(None)`.
+requests and keep the others waiting, as a slow model does, until `let_through(None)`; a request
+whose client went away meanwhile takes no answer.
 
 A reasoning model name (o-series, gpt-5 and later except -chat) is treated as OpenAI treats one: a
 request with `max_tokens`, or with a temperature other than the default 1, is refused with a 400
@@ -112,6 +113,8 @@ class FakeOpenAI(LoopbackServer):
         async with self._condition():
             self._condition().notify_all()
             await self._condition().wait_for(lambda: self.answering is None or self.answering > 0)
+            if request.transport is None or request.transport.is_closing():
+                return web.Response(status=499)  # the client went away while it waited: nothing to answer
             if self.answering is not None:
                 self.answering -= 1
         if self.rate_limited_requests > 0:
