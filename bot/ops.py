@@ -6,7 +6,7 @@
   model loaded, each configured MCP server answering, and whatever else registers one); otherwise 503 with the reasons,
   one a line.
 - GET /metrics: Prometheus text format from prometheus-client's registry (graph/observe.py's metrics),
-  with the approval and queue gauges read from storage at each scrape.
+  with the approval, queue and outbox gauges read from storage at each scrape.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from graph.models.base import Models
-from graph.observe import APPROVALS, LOOP_LAG, QUEUE_DEPTH, QUEUED
-from storage import usage
+from graph.observe import APPROVALS, LOOP_LAG, OUTBOX, QUEUE_DEPTH, QUEUED
+from storage import outbox, usage
 from storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -101,13 +101,16 @@ class LoopWatch:
 
 
 async def refresh_gauges(db: Database) -> None:
-    """The gauges storage knows best, whichever process changed it: approvals and waiting messages."""
+    """The gauges storage knows best, whichever process changed it: approvals, waiting messages, and the
+    outbox's posts waiting to go out and failed for good."""
     counts = await usage.approval_counts(db)
     for status in APPROVAL_STATUSES:
         APPROVALS.labels(status).set(counts.get(status, 0))
     depths = await usage.queue_depths(db)
     QUEUED.set(sum(depths))
     QUEUE_DEPTH.set(max(depths, default=0))
+    for status, count in (await outbox.counts(db, statuses=("waiting", "failed"))).items():
+        OUTBOX.labels(status).set(count)
 
 
 def ops_web_app(db: Database, readiness: Readiness, watch: LoopWatch) -> web.Application:

@@ -43,6 +43,7 @@ QUEUE_DEPTH = Gauge("roundtable_channel_queue_depth", "Messages waiting for a ro
 QUEUED = Gauge("roundtable_queued_messages", "Messages waiting for a round, all channels")
 LOOP_LAG = Gauge("roundtable_event_loop_lag_seconds", "How late the event loop ran a timer, last measured")
 DELIVERY_FAILURES = Counter("roundtable_delivery_failures", "Posts a platform refused or never answered", ["platform"])
+OUTBOX = Gauge("roundtable_outbox_posts", "Posts in the outbox: waiting to go out, and failed for good", ["status"])
 
 working_in: ContextVar[str] = ContextVar("roundtable_channel", default="")
 """The channel key whose work runs in this task (bot/service.py sets it per channel worker)."""

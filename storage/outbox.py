@@ -169,12 +169,18 @@ async def listed(db: Database, status: str, *, channel_key: str | None = None, l
     return [_entry(row) for row in rows]
 
 
-async def counts(db: Database, *, channel_key: str | None = None) -> dict[str, int]:
-    """How many entries wait, were sent and failed."""
-    where, params = ("WHERE channel_key = ?", (channel_key,)) if channel_key is not None else ("", ())
+async def counts(
+    db: Database, *, channel_key: str | None = None, statuses: tuple[str, ...] = ("waiting", "sent", "failed")
+) -> dict[str, int]:
+    """How many entries wait, were sent and failed (of `statuses`: sent ones are never deleted, so a
+    frequent caller leaves them out)."""
+    where = f"WHERE status IN ({', '.join('?' * len(statuses))})"
+    params: tuple[str, ...] = statuses
+    if channel_key is not None:
+        where, params = f"{where} AND channel_key = ?", (*statuses, channel_key)
     rows = await db.fetch_all(f"SELECT status, COUNT(*) FROM outbox {where} GROUP BY status", params)
     found = {str(row[0]): int(row[1]) for row in rows}
-    return {status: found.get(status, 0) for status in ("waiting", "sent", "failed")}
+    return {status: found.get(status, 0) for status in statuses}
 
 
 def _entry(row: Row) -> Entry:

@@ -1,6 +1,6 @@
 """/outbox: the approvers see what waits to be posted and what failed, typed in the console, as a Slack
 slash command while Slack's chat.postMessage fails, and as a Discord app command after a channel went
-away; anyone else is refused in one private line."""
+away; anyone else is refused in one private line. /metrics counts both (roundtable_outbox_posts)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,16 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from storage import outbox
 from tests.conftest import REPO, run_console, write_config
 from tests.fakes import discord_payloads as dp
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.slack_payloads import envelope, message
 from tests.slack_harness import APPROVER, StartSlack
+from tests.test_ops import bot_process, get, metric, wait_for_metric
 from tests.test_outbox import FAST_RETRIES, wait_for_counts
 
 REFUSED = "Only approvers can see the outbox."
@@ -77,3 +81,37 @@ async def test_discord_outbox_shows_the_failed_post_to_approvers_only(fake: Fake
     assert lines[:2] == [f"Outbox: 0 waiting, 1 failed, {counts['sent']} sent.", "Failed:"]
     assert f"persona's line in discord:{dp.TEXT_CHANNEL_ID}, 1 attempt: HTTP 404 (Discord code 10003)" in lines[2]
     assert refused.json["flags"] == 64 and refused.json["content"] == REFUSED
+
+
+async def test_metrics_count_the_posts_waiting_and_failed(tmp_path: Path) -> None:
+    async with FakeSlackApi() as slack, aiohttp.ClientSession() as http:
+        sections = {"slack": {"api_base_url": slack.api_url, "approvals_channel": "C0APPROVALS"}}
+        env = {"SLACK_BOT_TOKEN": "xoxb-outbox-metrics", "SLACK_APP_TOKEN": "xapp-outbox-metrics"}
+        async with bot_process(tmp_path, sections, env) as url:
+            await slack.wait_until(lambda: slack.socket_connections == 1, timeout=60)
+            _, text = await get(http, f"{url}/metrics")
+            assert 'roundtable_outbox_posts{status="waiting"} 0.0' in text.splitlines()
+            assert 'roundtable_outbox_posts{status="failed"} 0.0' in text.splitlines()
+
+            slack.missing_channels.add("C0GONE")  # Sage's line there fails for good; the approvers are told
+            await slack.send_envelope(
+                socket_event(message("Sage, still there?", "1700000601.000100", channel="C0GONE"), 1)
+            )
+            text = await wait_for_metric(http, url, "roundtable_outbox_posts", 'status="failed"', 1)
+            await slack.wait_until(lambda: any(p["channel"] == "C0APPROVALS" for p in slack.delivered_posts()), 30)
+
+            slack.outage("chat.postMessage", rate_limited_for=0, server_errors_for=3600)  # Sage's next line waits
+            await slack.send_envelope(socket_event(message("Sage, and here?", "1700000602.000100"), 2))
+            text = await wait_for_metric(http, url, "roundtable_outbox_posts", 'status="waiting"', 1)
+            slack.outage("chat.postMessage", rate_limited_for=0, server_errors_for=0)  # over: it goes out
+
+    assert metric(text, "roundtable_outbox_posts", 'status="waiting"') == 1
+    assert metric(text, "roundtable_outbox_posts", 'status="failed"') == 1
+
+
+def socket_event(event: dict[str, Any], number: int) -> dict[str, Any]:
+    return {
+        "envelope_id": f"env-outbox-{number}",
+        "type": "events_api",
+        "payload": envelope(event, f"EvOutbox{number}"),
+    }
