@@ -109,6 +109,11 @@ class RoundNodes:
                 else:
                     floor, result = await self.skip(round_input, floor, draft)
                 await rounds.save_turn(self.deps.db, round_input.channel_key, asdict(floor), result.batch)
+            if floor.moderated and floor.moderated_now:
+                # What is not queued (the console) is shown at the commit, just now: a /moderate off
+                # that came while it was shown ends the round after this turn, as during the turn.
+                channel = await channels.get_channel(self.deps.db, round_input.channel_key)
+                floor = replace(floor, moderated_now=bool(channel and channel.moderated))
             return floor, result
 
     async def persona(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
