@@ -243,6 +243,7 @@ def test_manifest() -> None:
         "/approvals",
         "/trust",
         "/task",
+        "/outbox",
         "/mailbox",
         "/usage",
         "/tools",
