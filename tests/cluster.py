@@ -8,7 +8,8 @@
 - **The model** is the OpenAI-compatible provider (langchain-openai, its real wire format) against
   `SlowModel`, a fake Chat Completions server that answers after a fixed latency. A persona answers
   the newest human line, naming its tag ("C07 message 3"); a line that says "publish" gets a
-  `publish_post` tool call, which waits for approval.
+  `publish_post` tool call, which waits for approval, and the follow-up once it ran says the request
+  is in (it answers no newer line: that line's own round does).
 - **The load balancer** spreads signed Slack requests over the processes round-robin, with no health
   checks, as Slack's retries meet it: a delivery that fails (refused connection, an error status,
   or no answer within Slack's 3 seconds) is sent again with `X-Slack-Retry-Num` and
@@ -89,6 +90,18 @@ def called_since_the_human_line(messages: list[dict[str, Any]]) -> bool:
     return False
 
 
+def following_up(messages: list[dict[str, Any]]) -> bool:
+    """Whether this call is the persona's follow-up on its action's result (after an approval): its
+    newest tool result has no reply of its own after it. Newer human lines may follow the result in
+    the prompt; a follow-up speaks of the result, it does not answer them."""
+    for message in reversed(messages):
+        if message.get("role") == "tool":
+            return True
+        if message.get("role") == "assistant" and message.get("content") and not message.get("tool_calls"):
+            return False
+    return False
+
+
 @dataclass
 class SlowModel(LoopbackServer):
     """OpenAI-compatible Chat Completions that answer after `latency` seconds, many at a time."""
@@ -122,7 +135,7 @@ class SlowModel(LoopbackServer):
         tag = found.group(1) if found else "nothing"
         number = int(tag.rsplit(" ", 1)[-1]) if found else 0
         call = None
-        if called_since_the_human_line(messages):
+        if called_since_the_human_line(messages) or following_up(messages):
             text = f"{REPLIES[(number + 5) % len(REPLIES)]}; the request for {tag} is in."
         else:
             text = f"{REPLIES[number % len(REPLIES)]} (on {tag})."
