@@ -43,6 +43,10 @@ PLAN_PREFIX = "outbox:"  # a plan message not posted yet: "outbox:<entry id>" un
 POLL_SECONDS = 1.0  # how often a sender looks for entries other processes queued
 CLAIM_BATCH = 50
 SETTLE_SECONDS = 30.0  # the longest wait_idle waits for the outbox
+# What a process queues is its own to send for this long (its sender is woken at the commit); then
+# any process may take it, so a process that dies right after a commit holds up nothing for long.
+QUEUED_HOLD_SECONDS = 2.0
+SENDER_LOCK = "outbox-sender:"  # + the claimer: held by each sending process while it lives
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,16 @@ class Outbox:
     ) -> int | None:
         async with self.db.transaction() as tx:  # joins the turn's transaction inside a round
             entry_id = await stored.add_in(
-                tx, channel_key, thread, kind, payload, dedupe=dedupe, conversation=conversation, now=self.clock()
+                tx,
+                channel_key,
+                thread,
+                kind,
+                payload,
+                dedupe=dedupe,
+                conversation=conversation,
+                now=self.clock(),
+                claimer=self.claimer,  # this process sends what it queued, unless it is gone
+                lease_seconds=QUEUED_HOLD_SECONDS,
             )
         after_commit(self.db, self._wake.set)
         return entry_id
@@ -177,6 +190,7 @@ class Outbox:
         (what is left waits in the database for the next start)."""
         if self.db.dialect == "sqlite":  # one process owns the file: every claim left is a dead one's
             await stored.release_claims(self.db)
+        await self.db.claim(f"{SENDER_LOCK}{self.claimer}")  # held while this process lives
         self._loop = asyncio.create_task(self._run(), name="outbox")
         try:
             yield self
@@ -197,19 +211,23 @@ class Outbox:
         for at most `timeout` seconds: a platform that keeps failing must not hold up its caller."""
         deadline = time.monotonic() + timeout
         while self._loop is not None and time.monotonic() < deadline:
-            if not self._sending and not await stored.due_now(self.db, self.clock()):
+            if not self._sending and not await stored.due_now(self.db, self.clock(), self.claimer):
                 return
             self._wake.set()
             await asyncio.sleep(0.02)
 
     async def _run(self) -> None:
+        probed = 0.0
         while True:
             self._wake.clear()
             try:
+                if self.clock() - probed >= POLL_SECONDS:
+                    probed = self.clock()
+                    await self._take_over_from_the_gone()
                 claimed = await stored.claim_due(
                     self.db, self.claimer, lease_seconds=self.settings.claim_seconds, limit=CLAIM_BATCH
                 )
-                due = await stored.next_due_at(self.db)
+                due = await stored.next_due_at(self.db, self.claimer)
             except Exception:
                 log.exception("the outbox could not be read; trying again")
                 claimed, due = [], None
@@ -219,6 +237,13 @@ class Outbox:
             wait = POLL_SECONDS if due is None else min(POLL_SECONDS, max(0.01, due - self.clock()))
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
+
+    async def _take_over_from_the_gone(self) -> None:
+        """A process killed while it held posts (queued, or being sent) no longer holds its sender lock:
+        its leases are given up at once rather than when they run out."""
+        for holder in await stored.lease_holders(self.db, self.claimer, self.clock()):
+            if not await self.db.held(f"{SENDER_LOCK}{holder}"):
+                await stored.release_claims_of(self.db, holder)
 
     async def _send(self, entry: stored.Entry) -> None:
         try:

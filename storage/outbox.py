@@ -48,13 +48,16 @@ async def add_in(
     dedupe: str | None = None,
     conversation: str | None = None,
     now: float | None = None,
+    claimer: str | None = None,
+    lease_seconds: float = 0.0,
 ) -> int | None:
     """Queue one post; None when an entry with the same `dedupe` key was queued before. Entries of one
-    `conversation` (by default the channel and thread) are sent in order."""
+    `conversation` (by default the channel and thread) are sent in order. With `claimer`, the process
+    that queued it holds it for `lease_seconds` first: it sends what it queued, unless it dies."""
     at = time.time() if now is None else now
     row = await tx.fetch_one(
-        "INSERT INTO outbox (conversation, channel_key, thread, kind, payload, dedupe, created_at, next_try_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe) DO NOTHING RETURNING id",
+        "INSERT INTO outbox (conversation, channel_key, thread, kind, payload, dedupe, created_at, next_try_at, "
+        "claimed_by, claimed_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe) DO NOTHING RETURNING id",
         (
             conversation or conversation_of(channel_key, thread),
             channel_key,
@@ -64,42 +67,54 @@ async def add_in(
             dedupe,
             at,
             at,
+            claimer,
+            at + lease_seconds if claimer is not None else None,
         ),
     )
     return int(row[0]) if row else None
 
 
 async def claim_due(db: Database, claimer: str, *, lease_seconds: float, limit: int = 50) -> list[Entry]:
-    """The oldest waiting entry of each conversation that is due and not claimed by a live lease,
-    claimed by `claimer` for `lease_seconds`."""
+    """The oldest waiting entry of each conversation that is due and not claimed by another's live
+    lease, claimed by `claimer` for `lease_seconds`."""
     now = time.time()
     rows = await db.fetch_all(
         "SELECT o.id FROM outbox o WHERE o.status = 'waiting' AND o.next_try_at <= ? "
-        "AND (o.claimed_until IS NULL OR o.claimed_until < ?) "
+        "AND (o.claimed_until IS NULL OR o.claimed_until < ? OR o.claimed_by = ?) "
         "AND o.id = (SELECT MIN(p.id) FROM outbox p WHERE p.conversation = o.conversation AND p.status = 'waiting') "
         "ORDER BY o.id LIMIT ?",
-        (now, now, limit),
+        (now, now, claimer, limit),
     )
     claimed: list[Entry] = []
     for row in rows:
         async with db.transaction() as tx:
             taken = await tx.fetch_one(
                 "UPDATE outbox SET claimed_by = ?, claimed_until = ? WHERE id = ? AND status = 'waiting' "
-                "AND (claimed_until IS NULL OR claimed_until < ?) RETURNING *",
-                (claimer, now + lease_seconds, row[0], now),
+                "AND (claimed_until IS NULL OR claimed_until < ? OR claimed_by = ?) RETURNING *",
+                (claimer, now + lease_seconds, row[0], now, claimer),
             )
         if taken is not None:
             claimed.append(_entry(taken))
     return claimed
 
 
-async def due_now(db: Database, now: float) -> bool:
-    row = await db.fetch_one("SELECT 1 FROM outbox WHERE status = 'waiting' AND next_try_at <= ? LIMIT 1", (now,))
+async def due_now(db: Database, now: float, claimer: str) -> bool:
+    """Whether an entry `claimer` may send is due now (another process's live lease excluded)."""
+    row = await db.fetch_one(
+        "SELECT 1 FROM outbox WHERE status = 'waiting' AND next_try_at <= ? "
+        "AND (claimed_until IS NULL OR claimed_until < ? OR claimed_by = ?) LIMIT 1",
+        (now, now, claimer),
+    )
     return row is not None
 
 
-async def next_due_at(db: Database) -> float | None:
-    row = await db.fetch_one("SELECT MIN(next_try_at) FROM outbox WHERE status = 'waiting'")
+async def next_due_at(db: Database, claimer: str) -> float | None:
+    """When `claimer` may next send something: an entry's next try, or the end of another's lease on it."""
+    row = await db.fetch_one(
+        "SELECT MIN(CASE WHEN claimed_until IS NOT NULL AND claimed_by <> ? AND claimed_until > next_try_at "
+        "THEN claimed_until ELSE next_try_at END) FROM outbox WHERE status = 'waiting'",
+        (claimer,),
+    )
     return float(row[0]) if row and row[0] is not None else None
 
 
@@ -143,6 +158,24 @@ async def mark_failed(db: Database, entry_id: int, error: str) -> bool:
             (error, time.time(), entry_id),
         )
     return changed == 1
+
+
+async def lease_holders(db: Database, claimer: str, now: float) -> list[str]:
+    """The other processes holding a live lease on a waiting entry."""
+    rows = await db.fetch_all(
+        "SELECT DISTINCT claimed_by FROM outbox WHERE status = 'waiting' AND claimed_until >= ? AND claimed_by <> ?",
+        (now, claimer),
+    )
+    return [str(row[0]) for row in rows]
+
+
+async def release_claims_of(db: Database, holder: str) -> int:
+    """The leases of a process that is gone, given up: its waiting entries may be sent by another now."""
+    async with db.transaction() as tx:
+        return await tx.execute(
+            "UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE status = 'waiting' AND claimed_by = ?",
+            (holder,),
+        )
 
 
 async def release_claims(db: Database) -> int:

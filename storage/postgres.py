@@ -130,6 +130,13 @@ class PostgresDatabase:
         await self._locks.release(conn)
         return False
 
+    async def held(self, name: str) -> bool:
+        async with self._locks.acquire() as conn:
+            if await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", name):
+                await conn.fetchval("SELECT pg_advisory_unlock(hashtextextended($1, 0))", name)
+                return False
+            return True
+
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
         if (open_tx := joined(self)) is not None:  # sees what the open transaction wrote
             return await open_tx.fetch_one(sql, params)

@@ -181,6 +181,9 @@ class SqliteDatabase:
     async def claim(self, name: str) -> bool:
         return True
 
+    async def held(self, name: str) -> bool:
+        return False  # one process owns the file: nobody else holds anything
+
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         if (open_tx := joined(self)) is not None:  # sees what the open transaction wrote
             return await open_tx.fetch_all(sql, params)
