@@ -91,15 +91,12 @@ def called_since_the_human_line(messages: list[dict[str, Any]]) -> bool:
 
 
 def following_up(messages: list[dict[str, Any]]) -> bool:
-    """Whether this call is the persona's follow-up on its action's result (after an approval): its
-    newest tool result has no reply of its own after it. Newer human lines may follow the result in
-    the prompt; a follow-up speaks of the result, it does not answer them."""
-    for message in reversed(messages):
-        if message.get("role") == "tool":
-            return True
-        if message.get("role") == "assistant" and message.get("content") and not message.get("tool_calls"):
-            return False
-    return False
+    """Whether this call is the persona's follow-up on its action's result (after an approval) rather
+    than its answer to a line: every human line names whom it asks, and the newest one does not name
+    this persona. A follow-up speaks of the result; the newer line is answered by its own round."""
+    system = next((str(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    named = re.search(r"You are ([^,]+),", system)
+    return named is not None and named.group(1) not in newest_human_line(messages)
 
 
 @dataclass
