@@ -186,6 +186,30 @@ async def test_slack_post_whose_outcome_was_unknown_is_not_posted_again(
     assert looked.args["include_all_metadata"] in (True, "true", "1")
 
 
+async def test_slack_edit_whose_outcome_was_unknown_is_not_made_again(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    sections = {**FAST_RETRIES, "approvals": {"approvers": {"slack": [APPROVER]}}}
+    async with start_slack(sections) as slack:
+        db = slack.bot.roundtable.db
+        await slack.say("Rex, hello", "1700000007.000100")  # one line before, so the request is not the newest
+        await slack.say(REQUEST, "1700000008.000100")
+        [request] = slack.approval_requests()
+        await slack.click("approval_reject", request)
+        await slack.bot.roundtable.outbox.settled()
+        [rejected] = slack.updates()
+        # What a SIGKILL right after Slack took the edit leaves: the decision waits, marked in flight.
+        async with db.transaction() as tx:
+            await tx.execute(
+                "UPDATE outbox SET status = 'waiting', in_flight_since = ? WHERE kind = 'decision'", (time.time(),)
+            )
+        await asyncio.wait_for(wait_for_no_waiting(db), 30)
+
+    assert slack.updates() == [rejected]  # the message already read as the outcome: not edited again
+    [looked] = fake_slack.calls_to("conversations.history")
+    assert (looked.args["oldest"], looked.args["latest"]) == (request["ts"], request["ts"])
+
+
 async def wait_for_counts(db: Database, done: Callable[[dict[str, int]], bool], timeout: float = 30) -> dict[str, int]:
     async with asyncio.timeout(timeout):
         while not done(counts := await outbox.counts(db)):

@@ -42,6 +42,24 @@ PERMANENT = {
 }
 
 
+async def shows_already(
+    client: AsyncWebClient, outbox: Sending | None, channel: str, ts: str, thread: str | None, text: str
+) -> bool:
+    """Whether an edit cut by a crash was made after all: the message `ts` reads `text` already."""
+    if outbox is None or outbox.unknown_since is None:
+        return False
+    try:
+        if thread and thread != ts:
+            answer = await client.conversations_replies(
+                channel=channel, ts=thread, oldest=ts, latest=ts, inclusive=True, limit=15
+            )
+        else:
+            answer = await client.conversations_history(channel=channel, oldest=ts, latest=ts, inclusive=True, limit=1)
+    except _ERRORS as exc:
+        raise failure_of(exc) from None
+    return any(m.get("ts") == ts and m.get("text") == text for m in answer.get("messages") or [])
+
+
 def outbox_metadata(outbox: Sending, piece: int) -> dict[str, Any]:
     return {"event_type": OUTBOX_EVENT, "event_payload": {"entry": outbox.entry_id, "piece": piece}}
 

@@ -22,7 +22,7 @@ from bot.port import sending
 from bot.request_places import Place, RequestPlaces
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
-from bot.slack.delivery import failure_of, is_gone, outbox_metadata, posted_before
+from bot.slack.delivery import failure_of, is_gone, outbox_metadata, posted_before, shows_already
 from bot.slack.inbound import message_of
 from bot.slack.keys import channel_id_of, thread_ts_of
 from bot.slack.slack_bot import UserNames
@@ -59,7 +59,6 @@ PLATFORM = "slack"
 _DELIVERY_ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError)
 _NO_DECIDER = (ApprovalStatus.PENDING, ApprovalStatus.EXPIRED)
 PLAN_CHARS = 4_000  # Slack asks for message text under 4,000 characters
-_PLAN_MESSAGE_GONE = {"message_not_found", "cant_update_message", "edit_window_closed"}
 
 ApproversFor = Callable[[str], set[str]]
 
@@ -170,18 +169,19 @@ class SlackPort:
             log.warning("not a Slack channel key, plan not shown: %s", channel_key)
             return None
         shown = fit_plan(text, PLAN_CHARS, escape_for_slack)
+        thread = thread or thread_ts_of(channel_key)
         if place := plan_message_place(shown_as):
             try:
-                await self.client.chat_update(channel=place[0], ts=place[1], text=shown)
+                if not await shows_already(self.client, sending(), place[0], place[1], thread, shown):
+                    await self.client.chat_update(channel=place[0], ts=place[1], text=shown)
                 return shown_as
             except _DELIVERY_ERRORS as exc:
-                gone = isinstance(exc, SlackApiError) and exc.response.get("error") in _PLAN_MESSAGE_GONE
                 log.warning("chat.update of the plan in %s failed: %s", channel_key, _describe(exc))
-                if not gone:
+                if not is_gone(exc):
                     if sending() is not None:
                         raise failure_of(exc) from None
                     return shown_as
-        ref = await self._post_message(channel_key, channel, thread or thread_ts_of(channel_key), {"text": shown})
+        ref = await self._post_message(channel_key, channel, thread, {"text": shown})
         return plan_message_id(ref.channel, ref.message) if ref is not None and ref.message else None
 
     async def notify_approvers(self, channel_key: str, text: str) -> None:
@@ -218,17 +218,18 @@ class SlackPort:
             "blocks": decision_blocks(approval, persona, outcome, name_the_channel=bool(self.approvals_channel)),
         }
         ref = await self.places.place(approval.id)
+        channel, thread = request_location(approval, self.approvals_channel)
         if ref is not None:
             try:
-                await self.client.chat_update(
-                    channel=ref.channel, ts=ref.message, text=message["text"], blocks=message["blocks"]
-                )
+                if not await shows_already(self.client, sending(), ref.channel, ref.message, thread, message["text"]):
+                    await self.client.chat_update(
+                        channel=ref.channel, ts=ref.message, text=message["text"], blocks=message["blocks"]
+                    )
                 return
             except _DELIVERY_ERRORS as exc:
                 log.warning("chat.update of approval %s failed: %s", approval.id, _describe(exc))
                 if sending() is not None and not is_gone(exc):
                     raise failure_of(exc) from None
-        channel, thread = request_location(approval, self.approvals_channel)
         if channel is not None:
             await self._post_message(approval.channel_key, channel, thread, message)
 

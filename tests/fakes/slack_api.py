@@ -245,15 +245,22 @@ class FakeSlackApi(LoopbackServer):
         return {"ok": True}
 
     def _history(self, args: dict[str, Any], thread: str | None) -> list[dict[str, Any]]:
-        """The channel's messages (or a thread's replies) after `oldest`, newest first, as Slack orders them."""
-        channel, oldest = str(args.get("channel")), float(args.get("oldest") or 0)
-        metadata = str(args.get("include_all_metadata", "")).lower() in ("1", "true")
+        """The channel's messages (or a thread's replies) between `oldest` and `latest` (the bounds
+        themselves only with `inclusive`), newest first as Slack orders them, at most `limit`."""
+        channel = str(args.get("channel"))
+        oldest, latest = float(args.get("oldest") or 0), float(args.get("latest") or "inf")
+        inclusive = _flag(args.get("inclusive"))
+
+        def within(ts: float) -> bool:
+            return oldest <= ts <= latest if inclusive else oldest < ts < latest
+
         found = [
-            _shown(message, metadata)
+            _shown(message, _flag(args.get("include_all_metadata")))
             for (where, ts), message in self.messages.items()
-            if where == channel and float(ts) > oldest and message.get("thread_ts") == thread and ts != thread
+            if where == channel and within(float(ts)) and message.get("thread_ts") == thread and ts != thread
         ]
-        return sorted(found, key=lambda message: float(message["ts"]), reverse=True)
+        found.sort(key=lambda message: float(message["ts"]), reverse=True)
+        return found[: int(args.get("limit") or 100)]
 
     def _next_ts(self) -> str:
         self._ts += 1
@@ -303,3 +310,8 @@ class FakeSlackApi(LoopbackServer):
 def _shown(message: dict[str, Any], metadata: bool) -> dict[str, Any]:
     """A message as Slack returns it: its metadata only when asked for."""
     return message if metadata else {k: v for k, v in message.items() if k != "metadata"}
+
+
+def _flag(value: Any) -> bool:
+    """A boolean argument as Slack reads it from JSON, a form or a query string."""
+    return value is True or str(value).lower() in ("1", "true")
