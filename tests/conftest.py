@@ -24,6 +24,15 @@ from tests.recording_port import RecordingPort
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--outage-seconds",
+        type=float,
+        default=4.0,
+        help="how long the fake Slack and Discord refuse posts in the outage tests (make chaos: 120)",
+    )
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -1,7 +1,8 @@
 """The durable outbox: what Roundtable posts is stored with what it shows, then sent, in order per
 conversation, through rate limits and outages, and once: on the fake Slack and the fake Discord,
-in process and across a SIGKILL. The outages are seconds long, not minutes: the tests wait on what
-the platforms received, and the retries go the real way (429 with Retry-After, then 503)."""
+in process and across a SIGKILL. The platform answers 429 with Retry-After, then 503, for
+`--outage-seconds` (a few in make test; make chaos runs the `outage` tests again for two minutes):
+the tests wait on what the platforms received, never on the clock."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,56 @@ from tests.test_two_processes import free_port, wait_for_port
 
 FAST_RETRIES = {"outbox": {"max_retry_seconds": 0.3}}
 REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
+SKIPPED = "Rex could not answer (model error) and was skipped."
+STOPPED = "Round stopped: more than half of its turns failed."
+SLACK_POSTING = ("chat.postMessage", "chat.update", "conversations.history", "conversations.replies")
+
+
+@dataclass(frozen=True)
+class Outage:
+    """The platform refuses posts for `seconds`: the first quarter with 429 and Retry-After, then 503."""
+
+    seconds: float
+
+    @property
+    def rate_limited_for(self) -> float:
+        return self.seconds / 4
+
+    @property
+    def server_errors_for(self) -> float:
+        return self.seconds - self.rate_limited_for
+
+    @property
+    def sections(self) -> dict[str, dict[str, Any]]:
+        """The bot's longest wait between tries is an eighth of the outage, so its end is met soon after."""
+        return {"outbox": {"max_retry_seconds": max(0.3, self.seconds / 8)}}
+
+    @property
+    def patience(self) -> float:
+        """How long a test waits for everything to be posted."""
+        return self.seconds + 90
+
+    def begin(self, fake: FakeSlackApi | FakeDiscord, *, until_ended: bool = False) -> None:
+        """From now on; with `until_ended`, the 503s last until `end`."""
+        errors = 3600 if until_ended else self.server_errors_for
+        if isinstance(fake, FakeSlackApi):
+            for method in SLACK_POSTING:
+                fake.outage(method, rate_limited_for=self.rate_limited_for, server_errors_for=errors, retry_after=1)
+        else:
+            fake.outage(rate_limited_for=self.rate_limited_for, server_errors_for=errors, retry_after=1.0)
+
+    @staticmethod
+    def end(fake: FakeSlackApi | FakeDiscord) -> None:
+        if isinstance(fake, FakeSlackApi):
+            for method in SLACK_POSTING:
+                fake.outage(method, rate_limited_for=0, server_errors_for=0)
+        else:
+            fake.outage(rate_limited_for=0, server_errors_for=0)
+
+
+@pytest.fixture
+def outage(request: pytest.FixtureRequest) -> Outage:
+    return Outage(float(request.config.getoption("--outage-seconds")))
 
 
 # -- storage, on SQLite and PostgreSQL ---------------------------------------------------------------
@@ -111,11 +163,12 @@ def delivered(fake: FakeSlackApi, channel: str) -> list[str]:
     return [post["text"] for post in fake.delivered_posts() if post["channel"] == channel]
 
 
-async def test_slack_posts_everything_once_in_order_after_429s_and_503s(
-    start_slack: StartSlack, fake_slack: FakeSlackApi
+@pytest.mark.outage
+async def test_slack_posts_everything_once_in_order_after_an_outage(
+    start_slack: StartSlack, fake_slack: FakeSlackApi, outage: Outage
 ) -> None:
-    async with start_slack(FAST_RETRIES) as slack:
-        fake_slack.outage("chat.postMessage", rate_limited_for=1.5, server_errors_for=3, retry_after=1)
+    async with start_slack(outage.sections) as slack:
+        outage.begin(fake_slack)
         await slack.say("Nova and Sage, what now?", "1700000001.000100")
         await slack.say("Rex, !!fail 1 and you?", "1700000002.000100")  # Rex is skipped: a notice
         await slack.say(REQUEST, "1700000003.000100")
@@ -126,7 +179,7 @@ async def test_slack_posts_everything_once_in_order_after_429s_and_503s(
             while (await outbox.counts(db))["waiting"]:
                 await asyncio.sleep(0.1)
 
-        await asyncio.wait_for(all_sent(), 60)
+        await asyncio.wait_for(all_sent(), outage.patience)
         counts = await outbox.counts(db)
         persona_lines = [
             row[0] for row in await db.fetch_all("SELECT text FROM lines WHERE kind = 'persona' ORDER BY id")
@@ -138,10 +191,7 @@ async def test_slack_posts_everything_once_in_order_after_429s_and_503s(
     general = delivered(fake_slack, "C0GENERAL")
     expected = [line for line in persona_lines if "one more thought" not in line]
     assert [text for text in general if text in expected] == expected  # once each, in order
-    assert general[2:4] == [
-        "Rex could not answer (model error) and was skipped.",
-        "Round stopped: more than half of its turns failed.",
-    ]
+    assert general[2:4] == [SKIPPED, STOPPED]
     assert general[5].startswith("Approval #1: Nova wants to run publish_post")
     assert len(general) == len(set(general)) == 6  # Nova, Sage, the two notices, Nova's words, the request
     assert len(delivered(fake_slack, "C0OTHER")) == 1
@@ -225,36 +275,47 @@ async def wait_for_no_waiting(db: Database) -> None:
 # -- Discord, in process ---------------------------------------------------------------------------
 
 
+DISCORD_APPROVER = {"approvals": {"approvers": {"discord": [str(p.HUMAN_USER_ID)]}}}
+
+
 def discord_posts(fake: FakeDiscord, channel: int = p.TEXT_CHANNEL_ID) -> list[tuple[str, str]]:
     return [(author, content) for where, author, content in fake.posts if where == channel]
 
 
-async def test_discord_posts_everything_once_in_order_after_429s_and_503s(fake: FakeDiscord, open_bot) -> None:
-    async with open_bot(sections=FAST_RETRIES) as bot:
+@pytest.mark.outage
+async def test_discord_posts_everything_once_in_order_after_an_outage(
+    fake: FakeDiscord, open_bot, outage: Outage
+) -> None:
+    async with open_bot(sections={**outage.sections, **DISCORD_APPROVER}) as bot:
+        db = bot.app.db
         await fake.send_message("Nova, say hello")  # the webhook exists before the outage
         await fake.wait_for_webhook_executes()
-        fake.outage(rate_limited_for=1.5, server_errors_for=3, retry_after=0.5)
-        await fake.send_message("Nova and Sage, what now?")
-        await fake.send_message("Rex, !!fail 1 and you?")
-        await asyncio.sleep(0.5)
-        await asyncio.wait_for(bot.app.service.wait_idle(), 60)
-        await asyncio.wait_for(wait_for_no_waiting(bot.app.db), 60)
+        outage.begin(fake)
+        for said, text in enumerate(("Nova and Sage, what now?", "Rex, !!fail 1 and you?", REQUEST), start=2):
+            await fake.send_message(text)
+            await wait_for_human_lines(db, said)  # each its own round
+            await asyncio.wait_for(bot.app.service.wait_idle(), 60)
+        await asyncio.wait_for(wait_for_no_waiting(db), outage.patience)
         persona_lines = [
-            row[0] for row in await bot.app.db.fetch_all("SELECT text FROM lines WHERE kind = 'persona' ORDER BY id")
+            row[0] for row in await db.fetch_all("SELECT text FROM lines WHERE kind = 'persona' ORDER BY id")
         ]
 
-    posted = discord_posts(fake)
-    assert [content for _, content in posted if content in persona_lines] == persona_lines  # once each, in order
-    assert [content for _, content in posted[-2:]] == [
-        "Rex could not answer (model error) and was skipped.",
-        "Round stopped: more than half of its turns failed.",
-    ]
-    assert len(posted) == len(set(posted))
+    posted = [content for _, content in discord_posts(fake)]
+    assert [content for content in posted if content in persona_lines] == persona_lines  # once each, in order
+    assert posted[3:5] == [SKIPPED, STOPPED]
+    assert posted[6].startswith("**Approval #1**: Nova wants to run `publish_post`")
+    assert len(posted) == len(set(posted)) == 7  # hello, Nova, Sage, the two notices, Nova's words, the request
+    assert fake.outage_refusals > 0  # the outage was met, and ridden out
+
+
+async def wait_for_human_lines(db: Database, count: int, timeout: float = 30) -> None:
+    async with asyncio.timeout(timeout):
+        while (await db.fetch_one("SELECT COUNT(*) FROM lines WHERE kind = 'human'"))[0] < count:
+            await asyncio.sleep(0.05)
 
 
 async def test_discord_unknown_channel_fails_once_and_the_approvers_are_told(fake: FakeDiscord, open_bot) -> None:
-    approver = {"approvals": {"approvers": {"discord": [str(p.HUMAN_USER_ID)]}}}
-    async with open_bot(sections={**FAST_RETRIES, **approver}) as bot:
+    async with open_bot(sections={**FAST_RETRIES, **DISCORD_APPROVER}) as bot:
         await fake.send_message("Nova, say hello")
         await fake.wait_for_webhook_executes()
         fake.missing_channels.add(p.TEXT_CHANNEL_ID)
@@ -288,10 +349,10 @@ async def test_discord_persona_post_whose_outcome_was_unknown_is_not_posted_agai
 # -- SIGKILL while posts are failing ----------------------------------------------------------------
 
 
-async def start_slack_bot(directory: Path, fake: FakeSlackApi, port: int) -> asyncio.subprocess.Process:
+async def start_slack_bot(directory: Path, fake: FakeSlackApi, port: int, outage: Outage) -> asyncio.subprocess.Process:
     config = write_config(
         directory,
-        {**FAST_RETRIES, "slack": {"api_base_url": fake.api_url, "host": "127.0.0.1", "port": port}},
+        {**outage.sections, "slack": {"api_base_url": fake.api_url, "host": "127.0.0.1", "port": port}},
     )
     env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-outbox", "SLACK_SIGNING_SECRET": SIGNING_SECRET}
     for unused in ("SLACK_APP_TOKEN", "DISCORD_TOKEN", "GOOGLE_API_KEY", "OPENAI_API_KEY"):
@@ -304,45 +365,80 @@ async def start_slack_bot(directory: Path, fake: FakeSlackApi, port: int) -> asy
     return process
 
 
-async def test_slack_posts_survive_a_sigkill_during_an_outage(tmp_path: Path) -> None:
+# What each conversation of a SIGKILL test is asked during the outage, and how many posts each queues:
+# a reply; a skipped persona's two notices; Nova's words and an approval request; a reply.
+ASKED_DURING_THE_OUTAGE = (
+    ("Nova, {where} question 1", 1),
+    ("Rex, !!fail 1 and you?", 2),
+    (REQUEST, 2),
+    ("Nova, {where} question 2", 1),
+)
+
+
+def assert_answered_once_in_order(posted: list[str], persona_lines: list[str]) -> None:
+    """What one conversation of a SIGKILL test shows once its outage is over."""
+    assert [text for text in posted if text in persona_lines] == persona_lines, posted
+    assert "question 1" in posted[0] and posted[1:3] == [SKIPPED, STOPPED], posted
+    assert "Approval #" in posted[4] and "wants to run" in posted[4] and "question 2" in posted[5], posted
+    assert len(posted) == len(set(posted)) == 6, posted
+
+
+def persona_lines_of(database: Path, channel_key: str) -> list[str]:
+    with sqlite3.connect(database) as db:
+        rows = db.execute(
+            "SELECT text FROM lines WHERE kind = 'persona' AND channel_key = ? ORDER BY id", (channel_key,)
+        )
+        return [row[0] for row in rows]
+
+
+@pytest.mark.outage
+async def test_slack_posts_survive_a_sigkill_during_an_outage(tmp_path: Path, outage: Outage) -> None:
     port = free_port()
     channels = ("C0ONE", "C0TWO")
+    database = tmp_path / "data" / "roundtable.sqlite3"
+
+    def refused() -> int:
+        return sum(c.status in (429, 503) for c in fake.calls)
+
     async with FakeSlackApi() as fake, aiohttp.ClientSession() as http:
-        bot = await start_slack_bot(tmp_path, fake, port)
-        fake.outage("chat.postMessage", rate_limited_for=2, server_errors_for=3600, retry_after=1)  # ended below
+        bot = await start_slack_bot(tmp_path, fake, port, outage)
+        began = time.monotonic()
+        outage.begin(fake, until_ended=True)  # ended below, once the restarted bot has met it too
         try:
-            for n in range(3):
+            queued = 0
+            for n, (text, posts) in enumerate(ASKED_DURING_THE_OUTAGE):
                 for c, channel in enumerate(channels):
-                    event = message(f"Nova, {channel} question {n}", f"17000001{n:02d}.{c:06d}", channel=channel)
+                    event = message(text.replace("{where}", channel), f"17000001{n:02d}.{c:06d}", channel=channel)
                     body = json.dumps(envelope(event, f"Ev{channel}{n}"))
                     url = f"http://127.0.0.1:{port}/slack/events"
                     async with http.post(
                         url, data=body.encode(), headers=signed_headers(body, "application/json")
                     ) as r:
                         assert r.status == 200
-            # Every round ran and its reply waits in the outbox, failing, when the bot is killed.
-            database = tmp_path / "data" / "roundtable.sqlite3"
-            await fake.wait_until(lambda: sum(c.status == 503 for c in fake.calls) > 0, timeout=60)
-            await wait_for_rows(database, "SELECT COUNT(*) FROM outbox", 6)
+                    queued += posts
+                    await wait_for_rows(database, "SELECT COUNT(*) FROM outbox", queued)  # one round at a time
+            await asyncio.sleep(max(0.0, began + outage.seconds / 2 - time.monotonic()))
+            await fake.wait_until(lambda: refused() > 0, timeout=outage.patience)
             assert fake.delivered_posts() == []
         finally:
-            bot.send_signal(signal.SIGKILL)
+            bot.send_signal(signal.SIGKILL)  # halfway through the outage, every post queued and failing
             await bot.wait()
 
-        bot = await start_slack_bot(tmp_path, fake, port)
-        await asyncio.sleep(2)  # the restarted bot meets the outage too
-        fake.outage("chat.postMessage", rate_limited_for=0, server_errors_for=0)  # over
+        refused_before = refused()
+        bot = await start_slack_bot(tmp_path, fake, port, outage)
         try:
-            await fake.wait_until(lambda: len(fake.delivered_posts()) >= 6, timeout=90)
+            await fake.wait_until(lambda: refused() > refused_before, timeout=60)  # the restarted bot meets it
+            await asyncio.sleep(max(0.0, began + outage.seconds - time.monotonic()))
+            outage.end(fake)
+            await fake.wait_until(lambda: len(fake.delivered_posts()) >= 12, timeout=outage.patience)
             await asyncio.sleep(1.0)  # a second copy would arrive now
         finally:
             bot.terminate()
             await bot.wait()
 
     for channel in channels:
-        replies = [post["text"] for post in fake.delivered_posts() if post["channel"] == channel]
-        asked = [int(text.split("question ")[1][0]) for text in replies]
-        assert asked == [0, 1, 2], replies  # once each, in order
+        posted = [post["text"] for post in fake.delivered_posts() if post["channel"] == channel]
+        assert_answered_once_in_order(posted, persona_lines_of(database, f"slack:T0FAKE:{channel}"))
 
 
 async def wait_for_rows(database: Path, query: str, count: int, timeout: float = 60) -> None:
@@ -364,9 +460,14 @@ async def wait_for_rows(database: Path, query: str, count: int, timeout: float =
 assert KEY == "slack:T0FAKE:C0GENERAL"
 
 
-async def start_discord_bot(directory: Path, fake: FakeDiscord) -> asyncio.subprocess.Process:
+async def start_discord_bot(directory: Path, fake: FakeDiscord, outage: Outage) -> asyncio.subprocess.Process:
     config = write_config(
-        directory, {**FAST_RETRIES, "discord": {"api_base_url": fake.api_url, "gateway_url": fake.gateway_url}}
+        directory,
+        {
+            **outage.sections,
+            **DISCORD_APPROVER,
+            "discord": {"api_base_url": fake.api_url, "gateway_url": fake.gateway_url},
+        },
     )
     env = {**os.environ, "DISCORD_TOKEN": fake.token}
     for unused in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "GOOGLE_API_KEY", "OPENAI_API_KEY"):
@@ -380,35 +481,46 @@ async def start_discord_bot(directory: Path, fake: FakeDiscord) -> asyncio.subpr
     return process
 
 
-async def test_discord_posts_survive_a_sigkill_during_an_outage(tmp_path: Path) -> None:
+@pytest.mark.outage
+async def test_discord_posts_survive_a_sigkill_during_an_outage(tmp_path: Path, outage: Outage) -> None:
+    database = tmp_path / "data" / "roundtable.sqlite3"
     async with FakeDiscord() as fake:
-        bot = await start_discord_bot(tmp_path, fake)
+        bot = await start_discord_bot(tmp_path, fake, outage)
         try:
             await fake.send_message("Nova, first of all")  # its webhook is made before the outage
             await fake.wait_for_webhook_executes(timeout=60)
-            # Until it is ended after the restart, so the kill surely lands while posts are failing.
-            fake.outage(rate_limited_for=2, server_errors_for=3600, retry_after=0.5)
-            for n in range(1, 4):
-                await fake.send_message(f"Nova, question {n}")
-            database = tmp_path / "data" / "roundtable.sqlite3"
-            await wait_for_rows(database, "SELECT COUNT(*) FROM outbox", 4)
-            await asyncio.sleep(2.5)  # into the 503s: every reply has failed at least once
+            began = time.monotonic()
+            outage.begin(fake, until_ended=True)  # ended below, once the restarted bot has met it too
+            queued = 1
+            for text, posts in ASKED_DURING_THE_OUTAGE:
+                await fake.send_message(text.replace("{where}", "here"))
+                queued += posts
+                await wait_for_rows(database, "SELECT COUNT(*) FROM outbox", queued)  # one round at a time
+            await asyncio.sleep(max(0.0, began + outage.seconds / 2 - time.monotonic()))
+            await wait_for(lambda: fake.outage_refusals > 0, outage.patience)
             assert len(fake.posts) == 1
         finally:
-            bot.send_signal(signal.SIGKILL)
+            bot.send_signal(signal.SIGKILL)  # halfway through the outage, every post queued and failing
             await bot.wait()
 
-        bot = await start_discord_bot(tmp_path, fake)
-        await asyncio.sleep(2)  # the restarted bot meets the outage too
-        fake.outage(rate_limited_for=0, server_errors_for=0)  # over
+        refused_before = fake.outage_refusals
+        bot = await start_discord_bot(tmp_path, fake, outage)
         try:
-            async with asyncio.timeout(90):
-                while len(fake.posts) < 4:
-                    await asyncio.sleep(0.1)
+            await wait_for(lambda: fake.outage_refusals > refused_before, 60)  # the restarted bot meets it
+            await asyncio.sleep(max(0.0, began + outage.seconds - time.monotonic()))
+            outage.end(fake)
+            await wait_for(lambda: len(fake.posts) >= 7, outage.patience)
             await asyncio.sleep(1.0)  # a second copy would arrive now
         finally:
             bot.terminate()
             await bot.wait()
 
-    asked = [int(content.split("question ")[1][0]) for _, _, content in fake.posts[1:]]
-    assert asked == [1, 2, 3]  # once each, in order
+    posted = [content for _, content in discord_posts(fake)][1:]
+    lines = persona_lines_of(database, f"discord:{p.TEXT_CHANNEL_ID}")[1:]
+    assert_answered_once_in_order(posted, lines)
+
+
+async def wait_for(condition: Callable[[], bool], timeout: float) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.1)

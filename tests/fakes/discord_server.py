@@ -122,6 +122,7 @@ class FakeDiscord(LoopbackServer):
     _shards_by_session_id: dict[str, tuple[int, int]] = field(default_factory=dict)  # for RESUME
     missing_channels: set[int] = field(default_factory=set)  # deleted channels
     direct_messages: dict[int, int] = field(default_factory=dict)  # user id -> the bot's DM channel with them
+    outage_refusals: int = 0  # requests refused by an outage (429 or 503)
     _outage: tuple[float, float, float, float] | None = None  # start, 429 seconds, 503 seconds, retry_after
     _nonces: dict[tuple[int, str], int] = field(default_factory=dict)  # (channel, nonce) -> message id
 
@@ -181,7 +182,8 @@ class FakeDiscord(LoopbackServer):
                 await session.ws.close(code=4000, message=b"Unknown error")
 
     def outage(self, *, rate_limited_for: float, server_errors_for: float, retry_after: float = 1.0) -> None:
-        """From now on, posts answer 429 for `rate_limited_for` seconds, then 503 for `server_errors_for`."""
+        """From now on, posts, edits and reads of messages answer 429 for `rate_limited_for` seconds, then 503
+        for `server_errors_for` (counted in `outage_refusals`)."""
         self._outage = (time.monotonic(), rate_limited_for, server_errors_for, retry_after)
 
     def _outage_answer(self) -> web.Response | None:
@@ -189,6 +191,8 @@ class FakeDiscord(LoopbackServer):
             return None
         start, limited, errors, retry_after = self._outage
         elapsed = time.monotonic() - start
+        if elapsed < limited + errors:
+            self.outage_refusals += 1
         if elapsed < limited:
             body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": False}
             headers = {
@@ -504,6 +508,8 @@ class FakeDiscord(LoopbackServer):
         channel_id = int(request.match_info["channel_id"])
         if channel_id in self.missing_channels:
             return _error(404, 10003, "Unknown Channel")
+        if (refused := self._outage_answer()) is not None:
+            return refused
         limit = min(100, int(request.query.get("limit", 50)))
         found = [m for m in self.history if int(m["channel_id"]) == channel_id]
         return _json(list(reversed(found))[:limit])
@@ -512,6 +518,8 @@ class FakeDiscord(LoopbackServer):
         message = self.messages.get(int(request.match_info["message_id"]))
         if message is None or message["channel_id"] != request.match_info["channel_id"]:
             return _error(404, 10008, "Unknown Message")
+        if (refused := self._outage_answer()) is not None:
+            return refused
         body = request[BODY] or {}
         if "content" in body and (problem := _content_problem(body)):
             return problem
