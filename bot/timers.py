@@ -8,9 +8,10 @@ schedulers at once. So every process adds jobs, but only the process that holds 
 runs them: the others keep their scheduler paused and try for the claim again every few seconds,
 so when the runner stops, another takes over and fires whatever fell due meanwhile.
 
-The process that runs timers also prunes the processed event ids (the dedupe of redeliveries) at
-start and every hour, keeping a day of them: platforms redeliver within minutes, so the table
-stays bounded by one day's events. That job lives in memory and is added again at every start.
+The process that runs timers also prunes, at start and every hour, the processed event ids (the
+dedupe of redeliveries), keeping a day of them: platforms redeliver within minutes, so the table
+stays bounded by one day's events; and the outbox's sent posts, keeping a week of them. That job
+lives in memory and is added again at every start.
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.base import STATE_PAUSED
 
 from graph.actions import ActionCall
-from storage import history
+from storage import history, outbox
 from storage.database import Database
 from storage.locks import SETUP_LOCK, TIMERS_CLAIM
 
 log = logging.getLogger(__name__)
 
 PROCESSED_EVENTS_KEPT_SECONDS = 24 * 3600
+SENT_POSTS_KEPT_SECONDS = 7 * 24 * 3600
 PRUNE_EVERY_SECONDS = 3600
 PRUNE_JOB = "forget-processed-events"
 
@@ -132,10 +134,11 @@ class DurableTimers:
     async def forget_old_events(self) -> None:
         try:
             forgotten = await history.forget_processed_events(self._db, PROCESSED_EVENTS_KEPT_SECONDS)
+            sent = await outbox.forget_sent(self._db, SENT_POSTS_KEPT_SECONDS)
         except Exception as exc:
-            log.warning("pruning processed event ids failed (%s); trying again in an hour", type(exc).__name__)
+            log.warning("pruning old records failed (%s); trying again in an hour", type(exc).__name__)
             return
-        log.info("forgot %d processed event ids older than a day", forgotten)
+        log.info("forgot %d processed event ids older than a day, %d posts sent over a week ago", forgotten, sent)
 
     async def shutdown(self) -> None:
         global _target

@@ -6,6 +6,7 @@ conversation for a while (a lease, taken with a compare-and-set UPDATE, so proce
 PostgreSQL database never send one entry together), marks the attempt as in flight before the
 platform call, and records the outcome: sent (with the platform's message id), tried again later,
 or failed. A later entry of a conversation waits while an earlier one waits, so order is kept.
+Sent entries are deleted after a week (bot/timers.py's hourly upkeep).
 """
 
 from __future__ import annotations
@@ -183,6 +184,16 @@ async def release_claims(db: Database) -> int:
     async with db.transaction() as tx:
         return await tx.execute(
             "UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE status = 'waiting' AND claimed_by IS NOT NULL"
+        )
+
+
+async def forget_sent(db: Database, older_than_seconds: float) -> int:
+    """Sent entries finished longer ago than that, deleted (a task's plan kept: its later edits find the
+    message through its first entry)."""
+    async with db.transaction() as tx:
+        return await tx.execute(
+            "DELETE FROM outbox WHERE status = 'sent' AND kind <> 'plan' AND finished_at < ?",
+            (time.time() - older_than_seconds,),
         )
 
 

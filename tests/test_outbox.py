@@ -361,7 +361,12 @@ async def start_slack_bot(directory: Path, fake: FakeSlackApi, port: int, outage
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", "--config", str(config), cwd=REPO, env=env, stdout=log, stderr=log
         )
-    await wait_for_port(port, process)
+    try:
+        await wait_for_port(port, process)
+    except BaseException:
+        process.kill()  # never left running after its test
+        await process.wait()
+        raise
     return process
 
 
@@ -477,7 +482,12 @@ async def start_discord_bot(directory: Path, fake: FakeDiscord, outage: Outage) 
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", "--config", str(config), "run", cwd=REPO, env=env, stdout=log, stderr=log
         )
-    await fake.wait_until_guild_sent(timeout=60, count=connected)
+    try:
+        await fake.wait_until_guild_sent(timeout=60, count=connected)
+    except BaseException:
+        process.kill()  # never left running after its test
+        await process.wait()
+        raise
     return process
 
 
