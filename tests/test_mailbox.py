@@ -5,6 +5,7 @@ with `python -m bot prompt`, storage runs on both backends, and /mailbox runs on
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +205,9 @@ async def test_slack_mailbox_slash_command_shows_notes_to_approvers_only(slack: 
 async def test_discord_mailbox_slash_command_answers_approvers_only(fake: FakeDiscord, open_bot: Any) -> None:
     async with open_bot() as bot:  # nobody is a Discord approver by default
         await fake.send_message(f"Sage, a thought. {note('rex', 'Ask for numbers')}")
+        async with asyncio.timeout(30):  # the message comes through the gateway: until Sage's note is stored
+            while not await bot.app.db.fetch_one("SELECT 1 FROM notes"):
+                await asyncio.sleep(0.05)
         await settle(bot)
         asked = await fake.send_slash_command("mailbox", {}, permissions=dp.MEMBER_PERMISSIONS)
         [refused] = await fake.wait_for_calls("POST", rf"/webhooks/{dp.APPLICATION_ID}/interaction-token-{asked}")
