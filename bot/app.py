@@ -16,7 +16,7 @@ from bot.config import Config, ConfigError
 from bot.flood import FloodGate
 from bot.mcp_servers import McpServers, known_tools
 from bot.ops import Readiness, model_check, storage_check
-from bot.outbox import Outbox, outbox_settings
+from bot.outbox import Outbox, outbox_settings, platforms_sent_by
 from bot.permissions import Permissions
 from bot.persistence import open_persistence
 from bot.recovery import recover
@@ -143,7 +143,7 @@ async def open_app(
         if callable(port):  # persistence first, then the adapters on it: nothing is set up in two phases
             port = port(stored.db)
         # What is posted on Slack and Discord is stored, then sent (bot/outbox.py).
-        outbox = Outbox(port, stored.db, personas, outbox_settings(config))
+        outbox = Outbox(port, stored.db, personas, outbox_settings(config), platforms=platforms_sent_by(port))
         deps = EngineDeps(
             db=stored.db,
             personas=personas,

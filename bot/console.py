@@ -28,6 +28,8 @@ def console_key(channel: str) -> str:
 class ConsolePort:
     """The outbound port for a terminal: one transcript line per event."""
 
+    platforms = ("console",)  # what it serves: the outbox leaves Slack's and Discord's posts to their processes
+
     def __init__(self, write: Write = write_stdout, *, verbose: bool = False, user: str = "you") -> None:
         self.write = write
         self.verbose = verbose

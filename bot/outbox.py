@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -90,8 +90,11 @@ class Outbox:
         settings: OutboxSettings | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        platforms: Sequence[str] = DURABLE_PLATFORMS,
     ) -> None:
+        """`platforms`: whose queued posts this process sends, those its ports serve (none for the console)."""
         self.inner = inner
+        self.platforms = tuple(platforms)
         self.db = db
         self.personas = personas
         self.settings = settings or OutboxSettings()
@@ -188,6 +191,9 @@ class Outbox:
     async def sending(self, grace_seconds: float = 5.0) -> AsyncIterator[Outbox]:
         """The sender runs while the block does; at its end, what is due gets `grace_seconds` to go out
         (what is left waits in the database for the next start)."""
+        if not self.platforms:  # the console: what waits for Slack or Discord is left to their processes
+            yield self
+            return
         if self.db.dialect == "sqlite":  # one process owns the file: every claim left is a dead one's
             await stored.release_claims(self.db)
         await self.db.claim(f"{SENDER_LOCK}{self.claimer}")  # held while this process lives
@@ -211,7 +217,8 @@ class Outbox:
         for at most `timeout` seconds: a platform that keeps failing must not hold up its caller."""
         deadline = time.monotonic() + timeout
         while self._loop is not None and time.monotonic() < deadline:
-            if not self._sending and not await stored.due_now(self.db, self.clock(), self.claimer):
+            due = await stored.next_due_at(self.db, self.claimer, self.platforms)
+            if not self._sending and (due is None or due > self.clock()):
                 return
             self._wake.set()
             await asyncio.sleep(0.02)
@@ -225,9 +232,9 @@ class Outbox:
                     probed = self.clock()
                     await self._take_over_from_the_gone()
                 claimed = await stored.claim_due(
-                    self.db, self.claimer, lease_seconds=self.settings.claim_seconds, limit=CLAIM_BATCH
+                    self.db, self.claimer, self.platforms, lease_seconds=self.settings.claim_seconds, limit=CLAIM_BATCH
                 )
-                due = await stored.next_due_at(self.db, self.claimer)
+                due = await stored.next_due_at(self.db, self.claimer, self.platforms)
             except Exception:
                 log.exception("the outbox could not be read; trying again")
                 claimed, due = [], None
@@ -246,23 +253,53 @@ class Outbox:
                 await stored.release_claims_of(self.db, holder)
 
     async def _send(self, entry: stored.Entry) -> None:
+        attempt = Sending(entry.id, entry.in_flight_since)
         try:
-            token = SENDING.set(Sending(entry.id, entry.in_flight_since))
+            token = SENDING.set(attempt)
             try:
                 if not await stored.mark_in_flight(self.db, entry.id, self.claimer, self.settings.claim_seconds):
                     return  # another process took it over
-                ref = await self._deliver(entry)
+                async with self._leased(entry.id):
+                    ref = await self._deliver(entry)
             finally:
                 SENDING.reset(token)
-            await stored.mark_sent(self.db, entry.id, ref)
         except PostFailed as failure:
-            await self._failed_attempt(entry, failure)
+            await self._failed_attempt(entry, failure, unknown=self._unknown(attempt, failure))
         except Exception as exc:  # a bug or an unexpected answer: tried again like a platform failure
             log.exception("outbox entry %s (%s) could not be sent", entry.id, entry.kind)
-            await self._failed_attempt(entry, PostFailed(type(exc).__name__))
+            await self._failed_attempt(entry, PostFailed(type(exc).__name__), unknown=True)
+        else:
+            try:
+                await stored.mark_sent(self.db, entry.id, ref)
+            except Exception:  # posted, not recorded: the lease runs out, and the next attempt looks first
+                log.exception("outbox entry %s was sent but could not be marked", entry.id)
         finally:
             self._sending.pop(entry.id, None)
             self._wake.set()
+
+    @staticmethod
+    def _unknown(attempt: Sending, failure: PostFailed) -> bool:
+        """Whether what failed may have posted something: the next attempt looks before it posts."""
+        return attempt.unknown_since is not None or attempt.pieces_posted > 0 or failure.maybe_posted
+
+    @asynccontextmanager
+    async def _leased(self, entry_id: int) -> AsyncIterator[None]:
+        """The entry stays this process's while it is sent, however long the platform makes it wait."""
+        lease = self.settings.claim_seconds
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(lease / 3)
+                with suppress(Exception):  # the database is away: the lease may run out, as after a crash
+                    await stored.renew_lease(self.db, entry_id, self.claimer, lease)
+
+        renewing = asyncio.create_task(renew(), name=f"outbox:{entry_id}:lease")
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            with suppress(asyncio.CancelledError):
+                await renewing
 
     async def _deliver(self, entry: stored.Entry) -> str | None:
         key, thread, payload = entry.channel_key, entry.thread, entry.payload
@@ -303,7 +340,7 @@ class Outbox:
             raise PostFailed(f"no persona {persona_id!r} any more", permanent=True)
         return persona
 
-    async def _failed_attempt(self, entry: stored.Entry, failure: PostFailed) -> None:
+    async def _failed_attempt(self, entry: stored.Entry, failure: PostFailed, *, unknown: bool) -> None:
         now = self.clock()
         try:
             if failure.permanent or now - entry.created_at >= self.settings.give_up_after_seconds:
@@ -315,7 +352,7 @@ class Outbox:
                 return
             delay = retry_delay(entry.attempts + 1, self.settings, failure.retry_after)
             log.info("outbox entry %s (%s) failed (%s); again in %.1f s", entry.id, entry.kind, failure.reason, delay)
-            await stored.retry_later(self.db, entry.id, now + delay, failure.reason)
+            await stored.retry_later(self.db, entry.id, self.claimer, now + delay, failure.reason, unknown=unknown)
         except Exception:  # the database is away too: the lease runs out and the entry is tried again
             log.exception("could not record how outbox entry %s went", entry.id)
 
@@ -343,6 +380,14 @@ _WHAT = {
     "decision": "approval outcome",
     "plan": "task plan",
 }
+
+
+def platforms_sent_by(port: OutboundPort) -> tuple[str, ...]:
+    """The platforms whose queued posts a process with `port` sends: those the port says it serves
+    (`platforms`). The console serves none of them: opened on a bot's database, it must not take
+    Slack's or Discord's posts. A port that does not say (a test's recording port) stands in for all."""
+    served = getattr(port, "platforms", DURABLE_PLATFORMS)
+    return tuple(platform for platform in DURABLE_PLATFORMS if platform in served)
 
 
 def _durable(channel_key: str) -> bool:

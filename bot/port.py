@@ -23,13 +23,17 @@ class UnknownPlatform(LookupError):
 
 class PostFailed(Exception):
     """A post the platform did not take, raised by a port while the outbox sends (else it is only logged).
-    `permanent`: trying again cannot help (channel_not_found). `retry_after`: the platform's own wait."""
+    `permanent`: trying again cannot help (channel_not_found). `retry_after`: the platform's own wait.
+    `maybe_posted`: no answer came (a timeout, the network), so the platform may have taken it."""
 
-    def __init__(self, reason: str, *, permanent: bool = False, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, *, permanent: bool = False, retry_after: float | None = None, maybe_posted: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.permanent = permanent
         self.retry_after = retry_after
+        self.maybe_posted = maybe_posted
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Sending:
     entry_id: int
     unknown_since: float | None = None
     found: dict[int, str] = field(default_factory=dict)  # piece -> the platform's id, of an earlier attempt
+    pieces_posted: int = 0  # by this attempt: when a later piece fails, the next attempt looks first
 
 
 SENDING: ContextVar[Sending | None] = ContextVar("roundtable_outbox_sending", default=None)
@@ -54,6 +59,10 @@ def sending() -> Sending | None:
 class PlatformPorts:
     def __init__(self, ports: Mapping[str, OutboundPort]) -> None:
         self.ports = dict(ports)
+
+    @property
+    def platforms(self) -> tuple[str, ...]:
+        return tuple(self.ports)
 
     def port_for(self, channel_key: str) -> OutboundPort:
         platform = channel_key.partition(":")[0]

@@ -23,6 +23,7 @@ from graph.models.signatures import text_signature
 from graph.review import cut_impersonation
 from personas import Persona
 from storage import approvals, history
+from storage.database import one_transaction
 from storage.records import Approval, ApprovalStatus, ToolCall
 
 PromptFor = Callable[[str, Persona], Awaitable[list[BaseMessage]]]
@@ -90,25 +91,28 @@ class ApprovalFlow:
         persona = self.deps.personas[state["persona_id"]]
         ids: list[int] = []
         for call in state["calls"]:
-            approval, created = await approvals.request(
-                self.deps.db,
-                batch=state["batch"],
-                call_id=call["call_id"],
-                channel_key=state["channel_key"],
-                thread=state["thread"],
-                persona_id=persona.id,
-                action=call["name"],
-                args=call["args"],
-                timeout_seconds=self.deps.settings.approval_timeout_seconds,
-                revises=call.get("revises"),
-                reason=call.get("reason", ""),
-                confidence=call.get("confidence"),
-            )
+            # The approval and its request (the outbox) commit together: a crash between them would
+            # leave a request nobody sees, since the node run again finds the approval already made.
+            async with one_transaction(self.deps.db):
+                approval, created = await approvals.request(
+                    self.deps.db,
+                    batch=state["batch"],
+                    call_id=call["call_id"],
+                    channel_key=state["channel_key"],
+                    thread=state["thread"],
+                    persona_id=persona.id,
+                    action=call["name"],
+                    args=call["args"],
+                    timeout_seconds=self.deps.settings.approval_timeout_seconds,
+                    revises=call.get("revises"),
+                    reason=call.get("reason", ""),
+                    confidence=call.get("confidence"),
+                )
+                if created:
+                    if self.deps.timers is not None:
+                        self.deps.timers.schedule_expiry(approval.id, approval.expires_at)
+                    await self.deps.port.request_approval(approval, persona)
             ids.append(approval.id)
-            if created:
-                if self.deps.timers is not None:
-                    self.deps.timers.schedule_expiry(approval.id, approval.expires_at)
-                await self.deps.port.request_approval(approval, persona)
         if any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(self.deps.db, state["batch"])):
             interrupt({"batch": state["batch"], "approval_ids": ids})
         return {}

@@ -295,6 +295,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE outbox (
         id              {id},
         conversation    TEXT NOT NULL,  -- channel key and thread: its posts go out in id order
+        platform        TEXT NOT NULL,  -- the channel key's prefix: only a process serving it sends it
         channel_key     TEXT NOT NULL,
         thread          TEXT,
         kind            TEXT NOT NULL,
@@ -306,7 +307,7 @@ MIGRATIONS: tuple[str, ...] = (
         next_try_at     {real} NOT NULL,
         claimed_by      TEXT,
         claimed_until   {real},
-        in_flight_since {real},  -- a platform call began and its outcome was not recorded yet
+        in_flight_since {real},  -- since then, an attempt's outcome is unknown: look before posting again
         sent_ref        TEXT,  -- the platform's id of the posted message, for later edits
         error           TEXT,
         finished_at     {real}

@@ -2,10 +2,13 @@
 
 An entry is written in the transaction of the line or state it shows (inside a round's turn, that
 is the turn's one transaction). A sender in any process claims the oldest waiting entry of each
-conversation for a while (a lease, taken with a compare-and-set UPDATE, so processes sharing a
-PostgreSQL database never send one entry together), marks the attempt as in flight before the
-platform call, and records the outcome: sent (with the platform's message id), tried again later,
-or failed. A later entry of a conversation waits while an earlier one waits, so order is kept.
+conversation for a while (a lease, taken with a compare-and-set UPDATE and renewed while it sends,
+so processes sharing a PostgreSQL database never send one entry together), marks the attempt as in
+flight before the platform call, and records the outcome: sent (with the platform's message id),
+tried again later, or failed. An attempt whose outcome is unknown (a crash, a timeout, or a long text
+cut short after its first pieces) stays marked until the entry is sent, so every later attempt
+looks for what it may have posted. A later entry of a conversation waits while an earlier one
+waits, so order is kept. Each process sends only the platforms it serves.
 Sent entries are deleted after a week (bot/timers.py's hourly upkeep).
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +43,21 @@ def conversation_of(channel_key: str, thread: str | None) -> str:
     return f"{channel_key}#{thread}" if thread else channel_key
 
 
+def platform_of(channel_key: str) -> str:
+    return channel_key.partition(":")[0]
+
+
+# The oldest waiting entry of its conversation, on one of the platforms given: the only one that may go.
+_FIRST_IN_LINE = (
+    "o.status = 'waiting' AND o.platform IN ({platforms}) "
+    "AND o.id = (SELECT MIN(p.id) FROM outbox p WHERE p.conversation = o.conversation AND p.status = 'waiting')"
+)
+
+
+def _first_in_line(platforms: Sequence[str]) -> str:
+    return _FIRST_IN_LINE.format(platforms=", ".join("?" * len(platforms)))
+
+
 async def add_in(
     tx: Tx,
     channel_key: str,
@@ -57,10 +76,12 @@ async def add_in(
     that queued it holds it for `lease_seconds` first: it sends what it queued, unless it dies."""
     at = time.time() if now is None else now
     row = await tx.fetch_one(
-        "INSERT INTO outbox (conversation, channel_key, thread, kind, payload, dedupe, created_at, next_try_at, "
-        "claimed_by, claimed_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe) DO NOTHING RETURNING id",
+        "INSERT INTO outbox (conversation, platform, channel_key, thread, kind, payload, dedupe, created_at, "
+        "next_try_at, claimed_by, claimed_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (dedupe) DO NOTHING RETURNING id",
         (
             conversation or conversation_of(channel_key, thread),
+            platform_of(channel_key),
             channel_key,
             thread,
             kind,
@@ -75,16 +96,18 @@ async def add_in(
     return int(row[0]) if row else None
 
 
-async def claim_due(db: Database, claimer: str, *, lease_seconds: float, limit: int = 50) -> list[Entry]:
-    """The oldest waiting entry of each conversation that is due and not claimed by another's live
-    lease, claimed by `claimer` for `lease_seconds`."""
+async def claim_due(
+    db: Database, claimer: str, platforms: Sequence[str], *, lease_seconds: float, limit: int = 50
+) -> list[Entry]:
+    """The oldest waiting entry of each conversation on `platforms` that is due and not claimed by
+    another's live lease, claimed by `claimer` for `lease_seconds`."""
+    if not platforms:
+        return []
     now = time.time()
     rows = await db.fetch_all(
-        "SELECT o.id FROM outbox o WHERE o.status = 'waiting' AND o.next_try_at <= ? "
-        "AND (o.claimed_until IS NULL OR o.claimed_until < ? OR o.claimed_by = ?) "
-        "AND o.id = (SELECT MIN(p.id) FROM outbox p WHERE p.conversation = o.conversation AND p.status = 'waiting') "
-        "ORDER BY o.id LIMIT ?",
-        (now, now, claimer, limit),
+        f"SELECT o.id FROM outbox o WHERE {_first_in_line(platforms)} AND o.next_try_at <= ? "
+        "AND (o.claimed_until IS NULL OR o.claimed_until < ? OR o.claimed_by = ?) ORDER BY o.id LIMIT ?",
+        (*platforms, now, now, claimer, limit),
     )
     claimed: list[Entry] = []
     for row in rows:
@@ -99,35 +122,40 @@ async def claim_due(db: Database, claimer: str, *, lease_seconds: float, limit: 
     return claimed
 
 
-async def due_now(db: Database, now: float, claimer: str) -> bool:
-    """Whether an entry `claimer` may send is due now (another process's live lease excluded)."""
+async def next_due_at(db: Database, claimer: str, platforms: Sequence[str]) -> float | None:
+    """When `claimer` may next send something on `platforms`: the next try of an entry first in line
+    that it is not sending already, or the end of another's lease on it."""
+    if not platforms:
+        return None
     row = await db.fetch_one(
-        "SELECT 1 FROM outbox WHERE status = 'waiting' AND next_try_at <= ? "
-        "AND (claimed_until IS NULL OR claimed_until < ? OR claimed_by = ?) LIMIT 1",
-        (now, now, claimer),
-    )
-    return row is not None
-
-
-async def next_due_at(db: Database, claimer: str) -> float | None:
-    """When `claimer` may next send something: an entry's next try, or the end of another's lease on it."""
-    row = await db.fetch_one(
-        "SELECT MIN(CASE WHEN claimed_until IS NOT NULL AND claimed_by <> ? AND claimed_until > next_try_at "
-        "THEN claimed_until ELSE next_try_at END) FROM outbox WHERE status = 'waiting'",
-        (claimer,),
+        "SELECT MIN(CASE WHEN o.claimed_until IS NOT NULL AND o.claimed_by <> ? AND o.claimed_until > o.next_try_at "
+        f"THEN o.claimed_until ELSE o.next_try_at END) FROM outbox o WHERE {_first_in_line(platforms)} "
+        "AND NOT (o.claimed_by = ? AND o.in_flight_since IS NOT NULL AND o.claimed_until >= ?)",
+        (claimer, *platforms, claimer, time.time()),
     )
     return float(row[0]) if row and row[0] is not None else None
 
 
 async def mark_in_flight(db: Database, entry_id: int, claimer: str, lease_seconds: float) -> bool:
-    """Before the platform call: from now until it is recorded, its outcome is unknown. False when
+    """Before the platform call: from now until it is recorded, its outcome is unknown (an earlier
+    unknown attempt keeps its time, so the look for what it posted goes back far enough). False when
     the claim was lost (another process took the entry over)."""
     now = time.time()
     async with db.transaction() as tx:
         changed = await tx.execute(
-            "UPDATE outbox SET in_flight_since = ?, attempts = attempts + 1, claimed_until = ? "
-            "WHERE id = ? AND claimed_by = ? AND status = 'waiting'",
+            "UPDATE outbox SET in_flight_since = COALESCE(in_flight_since, ?), attempts = attempts + 1, "
+            "claimed_until = ? WHERE id = ? AND claimed_by = ? AND status = 'waiting'",
             (now, now + lease_seconds, entry_id, claimer),
+        )
+    return changed == 1
+
+
+async def renew_lease(db: Database, entry_id: int, claimer: str, lease_seconds: float) -> bool:
+    """While a send takes long (the SDKs wait out rate limits themselves): still ours for `lease_seconds`."""
+    async with db.transaction() as tx:
+        changed = await tx.execute(
+            "UPDATE outbox SET claimed_until = ? WHERE id = ? AND claimed_by = ? AND status = 'waiting'",
+            (time.time() + lease_seconds, entry_id, claimer),
         )
     return changed == 1
 
@@ -141,12 +169,14 @@ async def mark_sent(db: Database, entry_id: int, sent_ref: str | None) -> None:
         )
 
 
-async def retry_later(db: Database, entry_id: int, at: float, error: str) -> None:
+async def retry_later(db: Database, entry_id: int, claimer: str, at: float, error: str, *, unknown: bool) -> None:
+    """Tried again at `at`; `unknown`: the attempts so far may have posted some of it, so the next one
+    looks first. Nothing changes when another process has taken the entry over meanwhile."""
     async with db.transaction() as tx:
         await tx.execute(
-            "UPDATE outbox SET next_try_at = ?, error = ?, in_flight_since = NULL, claimed_by = NULL, "
-            "claimed_until = NULL WHERE id = ? AND status = 'waiting'",
-            (at, error, entry_id),
+            "UPDATE outbox SET next_try_at = ?, error = ?, in_flight_since = CASE WHEN ? THEN in_flight_since END, "
+            "claimed_by = NULL, claimed_until = NULL WHERE id = ? AND status = 'waiting' AND claimed_by = ?",
+            (at, error, unknown, entry_id, claimer),
         )
 
 

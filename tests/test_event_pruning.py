@@ -54,8 +54,8 @@ async def test_posts_sent_over_a_week_ago_are_forgotten_and_waiting_failed_or_pl
                 [("post", "sent"), ("notice", "sent"), ("plan", "sent"), ("post", "failed"), ("post", "waiting")]
             ):
                 await tx.execute(
-                    "INSERT INTO outbox (conversation, channel_key, kind, payload, status, created_at, next_try_at, "
-                    "finished_at) VALUES (?, ?, ?, '{}', ?, ?, ?, ?)",
+                    "INSERT INTO outbox (conversation, platform, channel_key, kind, payload, status, created_at, "
+                    "next_try_at, finished_at) VALUES (?, 'slack', ?, ?, '{}', ?, ?, ?, ?)",
                     (f"slack:T1:C{n}", f"slack:T1:C{n}", kind, status, eight_days_ago, tomorrow, eight_days_ago),
                 )
 

@@ -21,7 +21,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.outbox import outbox_report
+from bot.app import open_app
+from bot.console import ConsolePort
+from bot.outbox import POLL_SECONDS, outbox_report
 from storage import channels, history, outbox, rounds
 from storage.database import Database, one_transaction, open_database
 from storage.inbox import Waiting
@@ -35,6 +37,7 @@ from tests.slack_harness import APPROVER, KEY, StartSlack
 from tests.test_two_processes import free_port, wait_for_port
 
 FAST_RETRIES = {"outbox": {"max_retry_seconds": 0.3}}
+SLACK = ("slack",)
 REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
 SKIPPED = "Rex could not answer (model error) and was skipped."
 STOPPED = "Round stopped: more than half of its turns failed."
@@ -145,15 +148,44 @@ async def test_processes_claim_each_conversations_oldest_entry_and_never_the_sam
         assert await outbox.add_in(tx, "slack:T1:C2", None, "request", {}, dedupe="request:1") is not None
         assert await outbox.add_in(tx, "slack:T1:C2", None, "request", {}, dedupe="request:1") is None
 
-    taken = await outbox.claim_due(first, "one", lease_seconds=60)
+    taken = await outbox.claim_due(first, "one", SLACK, lease_seconds=60)
     assert [e.payload["text"] for e in taken] == ["#0", "#2"]  # the head of each conversation
-    assert await outbox.claim_due(second, "two", lease_seconds=60) == []  # leased to "one"
+    assert await outbox.claim_due(second, "two", SLACK, lease_seconds=60) == []  # leased to "one"
 
     assert await outbox.mark_in_flight(first, taken[0].id, "one", 60)
     await outbox.mark_sent(first, taken[0].id, "ts-1")
-    [following] = await outbox.claim_due(second, "two", lease_seconds=60)
+    [following] = await outbox.claim_due(second, "two", SLACK, lease_seconds=60)
     assert following.payload["text"] == "#1"
     assert not await outbox.mark_in_flight(first, following.id, "one", 60)  # not one's any more
+
+
+async def test_a_conversation_waiting_out_a_retry_is_due_only_then_and_only_where_it_is_served(open_db) -> None:
+    db = await open_db()
+    async with db.transaction() as tx:
+        for n in range(3):
+            await outbox.add_in(tx, "slack:T1:C1", None, "notice", {"text": f"#{n}"})
+    [first] = await outbox.claim_due(db, "one", SLACK, lease_seconds=60)
+    assert await outbox.mark_in_flight(db, first.id, "one", 60)
+    assert await outbox.next_due_at(db, "one", SLACK) is None  # being sent; the entries behind it wait for it
+
+    later = time.time() + 30
+    await outbox.retry_later(db, first.id, "one", later, "ratelimited", unknown=False)
+    assert await outbox.next_due_at(db, "one", SLACK) == pytest.approx(later)
+    assert await outbox.claim_due(db, "one", SLACK, lease_seconds=60) == []
+    assert await outbox.next_due_at(db, "one", ("discord",)) is None  # a Discord-only process leaves it alone
+
+
+async def test_the_console_leaves_posts_for_slack_to_the_process_that_serves_slack(make_config) -> None:
+    config = make_config()
+    printed: list[str] = []
+    async with open_app(config, ConsolePort(write=printed.append)) as app:
+        async with app.db.transaction() as tx:
+            await outbox.add_in(tx, "slack:T1:C1", None, "notice", {"text": "For the Slack channel"})
+        await asyncio.sleep(POLL_SECONDS * 2)  # a sender would have taken it by now
+        counts = await outbox.counts(app.db)
+
+    assert counts == {"waiting": 1, "sent": 0, "failed": 0}
+    assert not any("For the Slack channel" in line for line in printed)
 
 
 # -- Slack, in process -----------------------------------------------------------------------------
@@ -234,6 +266,21 @@ async def test_slack_post_whose_outcome_was_unknown_is_not_posted_again(
     assert delivered(fake_slack, "C0GENERAL") == [first]  # found in conversations.history, not posted again
     [looked] = fake_slack.calls_to("conversations.history")
     assert looked.args["include_all_metadata"] in (True, "true", "1")
+
+
+async def test_slack_long_post_cut_short_by_a_failure_is_not_posted_twice(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    text = "\n\n".join(f"Part {n}: " + "and so on " * 280 for n in range(3))  # three Slack messages
+    async with start_slack(FAST_RETRIES) as slack:
+        db = slack.bot.roundtable.db
+        fake_slack.server_error_after("chat.postMessage", calls=1)  # the first part goes, the second meets a 503
+        await slack.bot.roundtable.outbox.notice(KEY, text, None)
+        await asyncio.wait_for(wait_for_no_waiting(db), 30)
+
+    parts = [post.split(":")[0] for post in delivered(fake_slack, "C0GENERAL")]
+    assert parts == ["Part 0", "Part 1", "Part 2"]  # the first part was found, not posted again
+    assert [c.status for c in fake_slack.calls_to("chat.postMessage")] == [200, 503, 200, 200]
 
 
 async def test_slack_edit_whose_outcome_was_unknown_is_not_made_again(

@@ -84,6 +84,8 @@ class Delivery:
                         thread=discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING,
                     )
                     sent += 1
+                    if (outbox := sending()) is not None:
+                        outbox.pieces_posted += 1
                 return
             except discord.NotFound:
                 if attempt == 2:
@@ -165,7 +167,7 @@ def failure_of(exc: BaseException) -> PostFailed:
             return PostFailed(reason, retry_after=retry_after)
         return PostFailed(reason, permanent=True)
     if isinstance(exc, aiohttp.ClientError | TimeoutError):
-        return PostFailed(type(exc).__name__)
+        return PostFailed(type(exc).__name__, maybe_posted=True)  # no answer: it may have been taken
     return PostFailed(type(exc).__name__, permanent=True)
 
 

@@ -84,7 +84,9 @@ class DiscordAdapter:
             try:
                 yield connection
             finally:
-                await app.service.drain(self.config.settings.bot.shutdown_grace_seconds)
+                grace = self.config.settings.bot.shutdown_grace_seconds
+                await app.service.drain(grace)
+                await app.outbox.settled(grace)  # what is due goes out while the client can still post
                 await self.client.close()
                 if not connection.done():
                     connection.cancel()

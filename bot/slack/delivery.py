@@ -72,7 +72,7 @@ def is_gone(exc: BaseException) -> bool:
 def failure_of(exc: BaseException) -> PostFailed:
     """A Slack failure as the outbox sees it: permanent, or worth another try (after Retry-After when given)."""
     if not isinstance(exc, SlackApiError):
-        return PostFailed(type(exc).__name__)  # the network or a timeout
+        return PostFailed(type(exc).__name__, maybe_posted=True)  # the network or a timeout: no answer
     code = str(exc.response.get("error", "unknown_error"))
     retry_after = None
     if exc.response.status_code == 429:

@@ -303,6 +303,8 @@ class SlackPort:
             if outbox is not None:
                 raise failure_of(exc) from None
             return None
+        if outbox is not None:
+            outbox.pieces_posted += 1
         return Place(str(response.get("channel") or channel), str(response.get("ts") or ""))
 
 

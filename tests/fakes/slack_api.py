@@ -67,7 +67,9 @@ class FakeSlackApi(LoopbackServer):
     _outages: dict[str, tuple[float, float, float, int]] = field(
         default_factory=dict
     )  # start, 429 s, 5xx s, Retry-After
-    _scripted: defaultdict[str, deque[ScriptedAnswer]] = field(default_factory=lambda: defaultdict(deque))
+    _scripted: defaultdict[str, deque[ScriptedAnswer | None]] = field(
+        default_factory=lambda: defaultdict(deque)
+    )  # None: answered as usual
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: int = 0
@@ -95,6 +97,11 @@ class FakeSlackApi(LoopbackServer):
         self._scripted[method].append(
             ScriptedAnswer(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
         )
+
+    def server_error_after(self, method: str, calls: int) -> None:
+        """`method` answers the next `calls` calls as usual, then one with HTTP 503."""
+        self._scripted[method].extend([None] * calls)
+        self._scripted[method].append(ScriptedAnswer(503, {"ok": False, "error": "service_unavailable"}))
 
     def fail_next(self, method: str, error: str) -> None:
         self._scripted[method].append(ScriptedAnswer(200, {"ok": False, "error": error}))
