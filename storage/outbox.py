@@ -40,7 +40,11 @@ class Entry:
 
 
 def conversation_of(channel_key: str, thread: str | None) -> str:
-    return f"{channel_key}#{thread}" if thread else channel_key
+    """Where posts must keep their order: the channel, or a thread of it (a key may name its thread already,
+    as a Slack thread's "slack:T:C:ts" does: a post given that thread again is still in that conversation)."""
+    if not thread or channel_key.endswith(f":{thread}"):
+        return channel_key
+    return f"{channel_key}#{thread}"
 
 
 def platform_of(channel_key: str) -> str:
