@@ -191,7 +191,8 @@ class SlackPort:
         if mentions and pieces:
             pieces[0] = f"{mentions} {pieces[0]}"
         if self.approvals_channel:  # where the approvers look: approval requests are posted there too
-            await self._send_pieces(channel_key, self.approvals_channel.lstrip("#"), None, pieces, NOTICE_NAME)
+            channel = self.approvals_channel.lstrip("#")
+            await self._send_pieces(channel_key, channel, None, pieces, {"username": NOTICE_NAME})
             return
         await self._send(channel_key, pieces, None, {"username": NOTICE_NAME})
 
@@ -271,18 +272,15 @@ class SlackPort:
             log.warning("not a Slack channel key, message dropped: %s", channel_key)
             return
         thread = thread or thread_ts_of(channel_key)  # a thread's conversation is answered in the thread
+        await self._send_pieces(channel_key, channel, thread, pieces, identity)
+
+    async def _send_pieces(
+        self, channel_key: str, channel: str, thread: str | None, pieces: list[str], identity: dict[str, str]
+    ) -> None:
         for number, piece in enumerate(pieces):
             message = {"text": piece, **identity}
             if await self._post_message(channel_key, channel, thread, message, piece=number) is None:
                 return  # the rest of a split message would read as a fragment
-
-    async def _send_pieces(
-        self, channel_key: str, channel: str, thread: str | None, pieces: list[str], username: str
-    ) -> None:
-        for number, piece in enumerate(pieces):
-            message = {"text": piece, "username": username}
-            if await self._post_message(channel_key, channel, thread, message, piece=number) is None:
-                return
 
     async def _post_message(
         self, channel_key: str, channel: str, thread: str | None, message: dict[str, Any], *, piece: int = 0
