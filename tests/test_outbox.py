@@ -248,6 +248,22 @@ async def test_slack_channel_not_found_fails_once_and_the_approvers_are_told_onc
     assert report.count("persona's line in slack:T0FAKE:C0GONE, 1 attempt: channel_not_found") == 2
 
 
+async def test_slack_channel_gone_without_an_approvals_channel_tells_each_approver_directly(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    sections = {**FAST_RETRIES, "approvals": {"approvers": {"slack": [APPROVER]}}}
+    async with start_slack(sections) as slack:
+        fake_slack.missing_channels.add("C0GONE")
+        await slack.say("Sage, are you there?", "1700000009.000100", channel="C0GONE")
+        db = slack.bot.roundtable.db
+        counts = await wait_for_counts(db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+
+    assert counts == {"waiting": 0, "sent": 1, "failed": 1}  # Sage's line failed; the approver was told
+    [told] = delivered(fake_slack, APPROVER)
+    assert told.startswith("For the approvers (slack:T0FAKE:C0GONE): A persona's line for slack:T0FAKE:C0GONE")
+    assert "channel_not_found" in told
+
+
 async def test_slack_post_whose_outcome_was_unknown_is_not_posted_again(
     start_slack: StartSlack, fake_slack: FakeSlackApi
 ) -> None:

@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.avatars import slack_icon_emoji
 from bot.config import Config, slack_approver
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
-from bot.port import sending
+from bot.port import PostFailed, sending
 from bot.request_places import Place, RequestPlaces
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
@@ -194,7 +194,25 @@ class SlackPort:
             channel = self.approvals_channel.lstrip("#")
             await self._send_pieces(channel_key, channel, None, pieces, {"username": NOTICE_NAME})
             return
-        await self._send(channel_key, pieces, None, {"username": NOTICE_NAME})
+        try:
+            await self._send(channel_key, pieces, None, {"username": NOTICE_NAME})
+        except PostFailed as failure:
+            if not failure.permanent or not await self._tell_each_approver(channel_key, text):
+                raise
+
+    async def _tell_each_approver(self, channel_key: str, text: str) -> bool:
+        """The channel is gone or closed to the app: each approver is told in the app's direct messages
+        (a user id as the channel). True when at least one of them was."""
+        told = False
+        for user in self._approver_ids(channel_key):
+            for piece in slack_messages(f"For the approvers ({channel_key}): {text}"):
+                try:
+                    await self.client.chat_postMessage(channel=user, text=piece, username=NOTICE_NAME)
+                except _DELIVERY_ERRORS as exc:
+                    log.warning("the approver %s could not be told directly: %s", user, _describe(exc))
+                    break
+                told = True
+        return told
 
     # -- approvals -------------------------------------------------------------------------------
 
