@@ -50,7 +50,7 @@ async def test_persona_prompt_reaches_the_wire_role_separated(fake: FakeGemini, 
 
     assert reply.text == "Friday works. Let's draft the post now!"
     [request] = fake.requests
-    assert request.path == "/v1beta/models/gemini-3.8-flash:generateContent"
+    assert request.path.partition("/models/")[2] == "gemini-3.8-flash:generateContent"  # on v1 or v1beta
     instruction = "".join(part["text"] for part in request.body["systemInstruction"]["parts"])
     assert instruction == system
     assert "You are Nova" in instruction
@@ -124,7 +124,7 @@ async def test_moderator_requests_json_constrained_to_the_choices(fake: FakeGemi
 
     assert json.loads(reply.text)["next_speaker"] == "Sage"
     [request] = fake.requests
-    assert request.path == "/v1beta/models/gemini-3.5-flash-lite:generateContent"
+    assert request.path.partition("/models/")[2] == "gemini-3.5-flash-lite:generateContent"
     config = request.body["generationConfig"]
     assert config["responseMimeType"] == "application/json"
     schema = config["responseJsonSchema"]

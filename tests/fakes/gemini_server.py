@@ -24,7 +24,8 @@ from aiohttp import web
 
 from tests.fakes.loopback import LoopbackServer
 
-API_VERSION = "v1beta"
+# The Gemini API serves both: google-genai 3 calls v1 by default, earlier releases v1beta.
+API_VERSIONS = ("v1", "v1beta")
 SKIP_SENTINEL = "skip_thought_signature_validator"  # langchain-google-genai's stand-in for a lost signature
 THOUGHT_TOKENS = 9  # thinking tokens a Gemini 3 reply reports
 
@@ -70,7 +71,8 @@ class FakeGemini(LoopbackServer):
 
     def build_app(self) -> web.Application:
         app = web.Application()
-        app.router.add_post(f"/{API_VERSION}/models/{{model}}:generateContent", self._generate_content)
+        for version in API_VERSIONS:
+            app.router.add_post(f"/{version}/models/{{model}}:generateContent", self._generate_content)
         return app
 
     async def _generate_content(self, request: web.Request) -> web.Response:
