@@ -6,7 +6,7 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from graph.models.base import Models
 from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
 from graph.port import OutboundPort
+from storage.database import Database, open_database
 from tests.postgres_server import PostgresServer
 from tests.recording_port import RecordingPort
 
@@ -118,6 +119,24 @@ async def any_backend(request: pytest.FixtureRequest) -> str:
 def storage_url() -> str:
     """[storage] url for the test's config: "" keeps SQLite in the test's data directory."""
     return ""
+
+
+Opener = Callable[[], Awaitable[Database]]
+
+
+@pytest.fixture
+async def open_db(storage_url: str, tmp_path: Path) -> AsyncIterator[Opener]:
+    """Opens handles on one database (the test's storage_url); two handles stand for two bot processes."""
+    opened: list[Database] = []
+
+    async def opener() -> Database:
+        db = await open_database(storage_url or tmp_path / "db.sqlite3")
+        opened.append(db)
+        return db
+
+    yield opener
+    for db in opened:
+        await db.close()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import signal
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from bot.app import open_app
 from bot.console import ConsolePort
 from bot.outbox import POLL_SECONDS, outbox_report
 from storage import channels, history, outbox, rounds
-from storage.database import Database, one_transaction, open_database
+from storage.database import Database, one_transaction
 from storage.inbox import Waiting
 from storage.records import LineKind
 from tests.conftest import REPO, write_config
@@ -97,20 +97,6 @@ def outage(request: pytest.FixtureRequest) -> Outage:
 @pytest.fixture
 def storage_url(any_backend: str) -> str:
     return any_backend
-
-
-@pytest.fixture
-async def open_db(storage_url: str, tmp_path: Path) -> AsyncIterator[Callable[[], Any]]:
-    opened: list[Database] = []
-
-    async def opener() -> Database:
-        db = await open_database(storage_url or tmp_path / "db.sqlite3")
-        opened.append(db)
-        return db
-
-    yield opener
-    for db in opened:
-        await db.close()
 
 
 async def test_a_turn_commits_its_line_posts_and_progress_together_or_not_at_all(open_db) -> None:

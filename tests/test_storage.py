@@ -3,7 +3,6 @@
 import asyncio
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -12,30 +11,14 @@ from storage.database import Database, open_database
 from storage.locks import channel_lock
 from storage.migrations import MIGRATIONS, migration_sql
 from storage.records import LineKind, RequestPlace
+from tests.conftest import Opener
 
 KEY = "console:t"
-
-Opener = Callable[[], Awaitable[Database]]
 
 
 @pytest.fixture
 def storage_url(any_backend: str) -> str:
     return any_backend
-
-
-@pytest.fixture
-async def open_db(storage_url: str, tmp_path) -> AsyncIterator[Opener]:
-    """Opens handles on one database; two handles stand for two bot processes."""
-    opened: list[Database] = []
-
-    async def opener() -> Database:
-        db = await open_database(storage_url or tmp_path / "db.sqlite3")
-        opened.append(db)
-        return db
-
-    yield opener
-    for db in opened:
-        await db.close()
 
 
 @pytest.fixture
