@@ -1,6 +1,6 @@
 """How well the embedded Gemma proposes actions: precision, recall and exact arguments on the
 labelled lines in tests/data/action_lines.jsonl, through the production path (the local provider's
-persona model for the persona the line addresses (Nova unless the line names another), then `check_call`). Prints a table and rewrites the README block.
+persona model for the persona the line addresses (Nova unless the line names another), then `check_call`). Prints a table and rewrites its block of docs/benchmarks.md.
 
 Run from the repository root: python bench/actions.py
 """

@@ -1,8 +1,8 @@
 """The engine benchmark: per-turn overhead, side by side with AutoGen's SelectorGroupChat, its growth
 with history, concurrency, Slack acks, memory and model calls, against the real app with a fake model.
-Prints one table and writes it into the README between the bench:engine markers.
+Prints one table and writes it into docs/benchmarks.md between the bench:engine markers.
 
-Run from the repository root: python bench/engine.py [--no-readme]
+Run from the repository root: python bench/engine.py [--no-docs]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.phases import CallTally, Comparison, comparison_phase, growth_phase, load_phase, memory_phase  # noqa: E402
-from bench.report import Row, median, percentile, rewrite_readme, table  # noqa: E402
+from bench.report import Row, median, percentile, rewrite_block, table  # noqa: E402
 
 MB = 1024 * 1024
 SMALL_HISTORY = 100  # stored lines in the growth phase's small channel
@@ -163,7 +163,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.5, help="seconds the fake model takes in the burst")
     parser.add_argument("--probed-runs", type=int, default=3, help="bursts during which Slack acks are timed")
     parser.add_argument("--memory-channels", type=int, default=1000, help="channels before RSS is read")
-    parser.add_argument("--no-readme", action="store_true", help="print the table only")
+    parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print the table only")
     args = parser.parse_args()
     if importlib.util.find_spec("autogen_agentchat") is None:
         parser.exit(2, "the AutoGen peer needs the bench extra: pip install -e '.[bench]' (make bench does this)\n")
@@ -173,8 +173,8 @@ def main() -> None:
     results = asyncio.run(measure(args))
     block = table(rows(results, args), time.perf_counter() - start, load)
     print(block)
-    if not args.no_readme:
-        rewrite_readme(REPO / "README.md", block)
+    if not args.no_docs:
+        rewrite_block(block)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import default_config  # noqa: E402
-from bench.report import machine, rewrite_readme  # noqa: E402
+from bench.report import machine, rewrite_block  # noqa: E402
 from bot.app import open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
@@ -75,7 +75,7 @@ def main() -> None:
     print(block)
     for failure in failures:
         print("  failed:", failure)
-    rewrite_readme(ROOT / "README.md", block, name="first-turn")
+    rewrite_block(block, name="first-turn")
 
 
 if __name__ == "__main__":

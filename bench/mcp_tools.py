@@ -3,7 +3,7 @@ the labelled lines in tests/data/mcp_tool_lines.jsonl (requests for the test not
 and chit-chat about notes), through the production path: the real server (tests/mcp_notes_server.py
 over stdio) lists its tools, Rex may use them (tools = ["notes"]), the local provider's persona model
 takes its action step under their input schemas, and `check_call` checks what it proposes. Prints a
-table and rewrites the README block.
+table and rewrites its block of docs/benchmarks.md.
 
 Run from the repository root: python bench/mcp_tools.py
 """

@@ -1,8 +1,8 @@
 """The embedded moderator: do moderated rounds on Gemma 3 270M end with FINISH before max_turns, with
 reasons people can read? Runs the whole app (console port, default config with moderation on, the
-local provider) over varied human lines, and rewrites the README block.
+local provider) over varied human lines, and rewrites its block of docs/benchmarks.md.
 
-Run from the repository root: python bench/moderator.py [--rounds N] [--no-readme]
+Run from the repository root: python bench/moderator.py [--rounds N] [--no-docs]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.report import machine, rewrite_readme  # noqa: E402
+from bench.report import machine, rewrite_block  # noqa: E402
 from bot.app import open_app, provider_config  # noqa: E402
 from bot.config import load_config  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
@@ -174,7 +174,7 @@ def report(results: list[Round], max_turns: int, seconds: float, load: float) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=36)
-    parser.add_argument("--no-readme", action="store_true", help="print the table without rewriting the README")
+    parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print the table only")
     parser.add_argument("--verbose", action="store_true", help="print every round's decisions")
     args = parser.parse_args()
     load = os.getloadavg()[0]
@@ -186,8 +186,8 @@ def main() -> None:
         for r in results:
             print(f"{r.line!r}: " + " -> ".join(f"{pick} ({reason})" for pick, reason in r.picks))
     print(block)
-    if not args.no_readme:
-        rewrite_readme(ROOT / "README.md", block, name="moderator")
+    if not args.no_docs:
+        rewrite_block(block, name="moderator")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ every model call watched (timed, counted, its tokens stored), side by side in on
 app without them. Target: at most 5% more turn overhead. The counters themselves (messages, rounds,
 turns) are always on, in both.
 
-Prints one table and writes it into the README between the bench:ops markers.
-Run from the repository root: python bench/ops.py [--no-readme]
+Prints one table and writes it into docs/benchmarks.md between the bench:ops markers.
+Run from the repository root: python bench/ops.py [--no-docs]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.harness import MODERATOR, BenchApp, BenchModels, bench_app  # noqa: E402
 from bench.phases import MODERATED, CallTally, moderated_round  # noqa: E402
-from bench.report import Row, median, percentile, rewrite_readme, table  # noqa: E402
+from bench.report import Row, median, percentile, rewrite_block, table  # noqa: E402
 from bot.ops import serving_ops  # noqa: E402
 from graph.models.base import ChatRunnable  # noqa: E402
 from graph.observe import ModelCall, ModelCallWatcher  # noqa: E402
@@ -180,7 +180,7 @@ def main() -> None:
         default=1.0,
         help="seconds between scrapes: far more often than Prometheus (every 15 to 60 s) or a probe (10 s) would",
     )
-    parser.add_argument("--no-readme", action="store_true", help="print the table only")
+    parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print the table only")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     load, start = os.getloadavg()[0], time.perf_counter()
@@ -189,8 +189,8 @@ def main() -> None:
         "The engine benchmark", "The ops benchmark"
     )
     print(block)
-    if not args.no_readme:
-        rewrite_readme(REPO / "README.md", block, "ops")
+    if not args.no_docs:
+        rewrite_block(block, "ops")
 
 
 if __name__ == "__main__":

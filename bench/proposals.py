@@ -1,6 +1,6 @@
 """What the two proposal benchmarks share (bench/actions.py: built-in actions; bench/mcp_tools.py: MCP
 tools): one labelled line's outcome, the per-action breakdown, and the run itself (measure in a
-scratch directory, print the table and the misses, rewrite the README block)."""
+scratch directory, print the table and the misses, rewrite its block of docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.report import rewrite_readme
+from bench.report import rewrite_block
 from graph.actions import ActionCall
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,12 +54,12 @@ def by_action(outcomes: Sequence[Outcome], heading: str = "By action") -> str:
 Measure = Callable[[Path], Coroutine[Any, Any, tuple[list[Outcome], float]]]
 """Runs every labelled line in a scratch directory; the outcomes and the seconds they took."""
 Report = Callable[[list[Outcome], float, float], str]
-"""(outcomes, seconds, the load at the start) -> the README block."""
+"""(outcomes, seconds, the load at the start) -> the block for docs/benchmarks.md."""
 
 
 def run(measure: Measure, report: Report, name: str) -> None:
     """Measure, print the block and every miss (a line asked for nothing proposed, or the reverse, or
-    inexact arguments), and rewrite the README's `name` block."""
+    inexact arguments), and rewrite the `name` block of docs/benchmarks.md."""
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
         outcomes, seconds = asyncio.run(measure(Path(scratch)))
@@ -69,4 +69,4 @@ def run(measure: Measure, report: Report, name: str) -> None:
         if outcome.wanted != (outcome.proposed is not None) or (outcome.proposed and not outcome.exact):
             shown = outcome.proposed.describe() if outcome.proposed else "nothing"
             print(f"  {outcome.line!r}: expected {outcome.expected}, proposed {shown}")
-    rewrite_readme(ROOT / "README.md", block, name=name)
+    rewrite_block(block, name=name)

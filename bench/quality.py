@@ -4,10 +4,10 @@ embedded Gemma 3 270M, every reply checked for echoes, copies, leaks, wrong spea
 system-looking text and false actions. Then the judge (graph/judge.py, on the same model) grades a
 sample of the replies, and of echoes and copies made from the same lines, to show how often it
 rejects, whether it agrees with the automatic checks, and what it costs. Prints the tables, rewrites
-the README's table and one channel's transcript.
+the table of docs/benchmarks.md and one channel's transcript.
 
 Run from the repository root: python bench/quality.py [--channels N] [--transcript CHANNEL]
-[--no-examples] [--no-readme]
+[--no-examples] [--no-docs]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import default_config  # noqa: E402
-from bench.report import machine, rewrite_readme  # noqa: E402
+from bench.report import machine, rewrite_block  # noqa: E402
 from bot.app import open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
@@ -277,8 +277,8 @@ def quality_table(results: dict[str, list[Played]], seconds: float, load: float)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--channels", type=int, default=0, help="play only the first N channels (0: all)")
-    parser.add_argument("--transcript", default="launch", help="the channel whose transcript the README shows")
-    parser.add_argument("--no-readme", action="store_true", help="print only")
+    parser.add_argument("--transcript", default="launch", help="the channel whose transcript the docs show")
+    parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
     parser.add_argument("--no-examples", action="store_true", help="the personas without their example lines")
     parser.add_argument("--no-judge", action="store_true", help="skip the judge's sample")
     args = parser.parse_args()
@@ -309,9 +309,9 @@ def main() -> None:
     name, _, body = shown.partition("\n")
     transcript = f"Channel `{name}`, from the run above, exactly as the console printed it:\n\n```\n{body}\n```"
     print(transcript)
-    if not args.no_readme:
-        rewrite_readme(ROOT / "README.md", table, name="quality")
-        rewrite_readme(ROOT / "README.md", transcript, name="quality-transcript")
+    if not args.no_docs:
+        rewrite_block(table, name="quality")
+        rewrite_block(transcript, name="quality-transcript")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The benchmark's table: percentiles, the machine it ran on, and the README block it rewrites."""
+"""The benchmark's table: percentiles, the machine it ran on, and the block of docs/benchmarks.md it rewrites."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+BENCHMARKS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 START = "<!-- bench:engine:start -->"
 END = "<!-- bench:engine:end -->"
 
@@ -65,11 +66,11 @@ def table(rows: Sequence[Row], seconds: float, load: float) -> str:
     return "\n".join(lines)
 
 
-def rewrite_readme(readme: Path, block: str, name: str = "engine") -> None:
-    """Replace what stands between the `name` benchmark's markers with `block`."""
+def rewrite_block(block: str, name: str = "engine", page: Path = BENCHMARKS_PAGE) -> None:
+    """Replace what stands between the `name` benchmark's markers in `page` with `block`."""
     start, end = (START, END) if name == "engine" else (f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->")
-    text = readme.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), flags=re.DOTALL)
     if not pattern.search(text):
-        raise RuntimeError(f"{readme}: no {start} ... {end} block to rewrite")
-    readme.write_text(pattern.sub(lambda _: f"{start}\n{block}\n{end}", text, count=1), encoding="utf-8")
+        raise RuntimeError(f"{page}: no {start} ... {end} block to rewrite")
+    page.write_text(pattern.sub(lambda _: f"{start}\n{block}\n{end}", text, count=1), encoding="utf-8")

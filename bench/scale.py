@@ -9,7 +9,7 @@ of this process (the load balancer, the fake Slack and the fake model) is read f
 peak number of model calls in flight is counted: a process runs at most 20 rounds at once
 (storage/postgres.py CHANNEL_LOCK_POOL_SIZE). The verdict names what ran out first.
 
-`python bench/scale.py` prints the table and rewrites it in the README (`--no-readme`: only prints).
+`python bench/scale.py` prints the table and rewrites it in docs/benchmarks.md (`--no-docs`: only prints).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.report import rewrite_block  # noqa: E402
 from storage.postgres import CHANNEL_LOCK_POOL_SIZE  # noqa: E402
 from tests.chaos import MAX_CONNECTIONS  # noqa: E402
 from tests.cluster import BotProcess, LoadBalancer, SlowModel, bot_processes  # noqa: E402
@@ -36,8 +37,6 @@ from tests.fakes.slack_api import FakeSlackApi  # noqa: E402
 from tests.fakes.slack_payloads import envelope, message  # noqa: E402
 from tests.postgres_server import PostgresServer  # noqa: E402
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-BEGIN, END = "<!-- bench:scale:start -->", "<!-- bench:scale:end -->"
 TICKS = os.sysconf("SC_CLK_TCK")
 CORES = os.cpu_count() or 1
 
@@ -207,16 +206,14 @@ def main() -> int:
     parser.add_argument("--channels", type=int, default=60)
     parser.add_argument("--per-channel", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per model call")
-    parser.add_argument("--no-readme", action="store_true", help="only print the table")
+    parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="only print the table")
     args = parser.parse_args()
     load = f"{os.getloadavg()[0]:.2f}"
     rows = asyncio.run(run([1, 2, 3], args.channels, args.per_channel, args.latency))
     text = table(rows, args.latency, load)
     print(text)
-    if not args.no_readme:
-        readme = README.read_text()
-        head, rest = readme.split(BEGIN, 1)
-        README.write_text(f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
+    if not args.no_docs:
+        rewrite_block(text, name="scale")
     return 0
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.report import machine, rewrite_readme  # noqa: E402
+from bench.report import machine, rewrite_block  # noqa: E402
 from bot.app import open_app  # noqa: E402
 from bot.config import load_config  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
@@ -143,8 +143,8 @@ def main() -> None:
             if step.status == "completed" and (why := copied_result(step.result_summary, request, plan, step.id)):
                 print(f"    step {step.id} completed by a copy ({why}): {step.result_summary!r}")
     print("\nTranscript of the first completed task:\n" + "\n".join(transcript))
-    rewrite_readme(ROOT / "README.md", block, name="tasks")
-    rewrite_readme(ROOT / "README.md", "```text\n" + "\n".join(transcript) + "\n```", name="task-transcript")
+    rewrite_block(block, name="tasks")
+    rewrite_block("```text\n" + "\n".join(transcript) + "\n```", name="task-transcript")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The README's config reference, generated from config.toml's keys, defaults and comments.
+"""The configuration reference (docs/configuration.md), generated from config.toml's keys, defaults and comments.
 
 Regenerate with: .venv/bin/python -m tests.config_reference
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+CONFIG_PAGE = REPO / "docs" / "configuration.md"
 PIPE = "\\|"
 BEGIN, END = "<!-- config-reference:begin -->", "<!-- config-reference:end -->"
 
@@ -32,17 +33,16 @@ def reference_table(config_text: str) -> str:
     return "\n".join(rows)
 
 
-def readme_section(readme: str) -> str:
-    return readme.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+def reference_section(page: str) -> str:
+    return page.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
 
 
 def regenerate() -> None:
-    readme_path = REPO / "README.md"
-    readme = readme_path.read_text()
-    before, rest = readme.split(BEGIN, 1)
+    page = CONFIG_PAGE.read_text()
+    before, rest = page.split(BEGIN, 1)
     after = rest.split(END, 1)[1]
     table = reference_table((REPO / "config.toml").read_text())
-    readme_path.write_text(f"{before}{BEGIN}\n{table}\n{END}{after}")
+    CONFIG_PAGE.write_text(f"{before}{BEGIN}\n{table}\n{END}{after}")
 
 
 if __name__ == "__main__":

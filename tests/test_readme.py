@@ -1,4 +1,39 @@
-from tests.config_reference import REPO, readme_section, reference_table
+"""The README stays a five-minute read that links into the docs site, and the pages it links to,
+the site's nav, the generated configuration reference and the benchmark blocks stay in step."""
+
+import ast
+import re
+from pathlib import Path
+
+import yaml
+
+from bench.report import BENCHMARKS_PAGE, rewrite_block
+from tests.config_reference import CONFIG_PAGE, REPO, reference_section, reference_table
+
+README_MAX_LINES = 300
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+# Every block a script of `make bench` rewrites on docs/benchmarks.md ("engine" is rewrite_block's default).
+BENCH_BLOCKS = {
+    "engine",
+    "first-turn",
+    "quality",
+    "quality-transcript",
+    "moderator",
+    "actions",
+    "mcp_tools",
+    "tasks",
+    "task-transcript",
+    "ops",
+    "scale",
+}
+
+
+def nav_pages(nav: list) -> list[str]:
+    pages: list[str] = []
+    for entry in nav:
+        value = entry if isinstance(entry, str) else next(iter(entry.values()))
+        pages.extend(nav_pages(value) if isinstance(value, list) else [value])
+    return pages
 
 
 def test_readme_opens_with_the_two_commands():
@@ -7,7 +42,60 @@ def test_readme_opens_with_the_two_commands():
     assert "make run" in first_code and "make test" in first_code
 
 
+def test_readme_is_short_and_its_links_stay_in_the_repo():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    targets = [t for t in LINK.findall(readme) if not t.startswith(("http://", "https://", "#"))]
+    assert "docs/getting-started.md" in targets
+    for target in targets:
+        path = (REPO / target.split("#", 1)[0]).resolve()
+        assert path.is_relative_to(REPO), f"README links outside the repo: {target}"
+        assert path.is_file(), f"README links to a missing file: {target}"
+
+
+def test_every_page_in_the_docs_nav_exists_and_every_page_is_in_it():
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    docs = REPO / config["docs_dir"]
+    pages = nav_pages(config["nav"])
+    assert len(pages) == len(set(pages)), "a page is in the nav twice"
+    for page in pages:
+        assert (docs / page).is_file(), f"mkdocs.yml's nav names a missing page: {page}"
+        assert (docs / page).read_text(encoding="utf-8").startswith("# "), f"{page} does not open with a # Title"
+    assert sorted(p.relative_to(docs).as_posix() for p in docs.rglob("*.md")) == sorted(pages)
+
+
 def test_config_reference_matches_config_toml():
     """Regenerate with `.venv/bin/python -m tests.config_reference` after changing config.toml."""
     expected = reference_table((REPO / "config.toml").read_text())
-    assert readme_section((REPO / "README.md").read_text()) == expected
+    assert reference_section(CONFIG_PAGE.read_text()) == expected
+
+
+def written_block_names() -> set[str]:
+    """The block names the bench scripts pass to rewrite_block or to proposals.run (`name=`)."""
+    names = set()
+    for path in (REPO / "bench").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            given = [k.value for k in node.keywords if k.arg == "name"]
+            if called == "rewrite_block" and len(node.args) > 1:
+                given.append(node.args[1])
+            if called in ("rewrite_block", "run"):
+                names.update(g.value for g in given if isinstance(g, ast.Constant) and isinstance(g.value, str))
+    return names
+
+
+def test_every_block_the_benchmarks_write_is_on_the_benchmarks_page(tmp_path: Path):
+    assert written_block_names() <= BENCH_BLOCKS
+    original = BENCHMARKS_PAGE.read_text(encoding="utf-8")
+    for name in BENCH_BLOCKS:
+        start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
+        assert original.count(start) == 1 and original.count(end) == 1, f"docs/benchmarks.md: no {name} block"
+        page = tmp_path / "benchmarks.md"
+        page.write_text(original, encoding="utf-8")
+        rewrite_block(f"the {name} table", name=name, page=page)
+        rewritten = page.read_text(encoding="utf-8")
+        assert f"{start}\nthe {name} table\n{end}" in rewritten
+        before, after = original.split(start, 1)[0], original.split(end, 1)[1]
+        assert rewritten.startswith(before) and rewritten.endswith(after)
