@@ -190,7 +190,7 @@ class TaskFlow:
         max_steps = self.deps.settings.max_task_steps
         await self._show(state, None, "planning")
         if not capabilities:
-            return await self._stop_unplanned(state, "nobody here has a capability (see README: capabilities)")
+            return await self._stop_unplanned(state, "nobody here has a capability (see docs/tasks.md: capabilities)")
         model = self.deps.models.planner_model(list(capabilities), max_steps)
         messages = planner.planner_messages(state["request"], state["author_name"], capabilities, max_steps)
 
