@@ -5,7 +5,7 @@ The console and Slack's `@Roundtable /…` text (place "typed"), Slack's slash c
 Discord's app-command tree ("discord"), `/help` on every surface and manifest.yml's slash commands
 are all read from COMMANDS; tests/test_command_registry.py fails when one of them disagrees.
 The parsed values and their pure parsers live in bot/command_values.py; the handlers in
-bot/command_handlers.py. README "Adding a command" shows how a new one is declared.
+bot/command_handlers.py. docs/commands.md ("Adding a command") shows how a new one is declared.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ async def test_resume_on_a_channel_that_is_not_paused_says_so_and_stores_nothing
 
 
 def deployment_folder(tmp_path: Path) -> Path:
-    """A user's folder: config.toml and its own personas/*.toml, as the README suggests."""
+    """A user's folder: config.toml and its own personas/*.toml, as docs/getting-started.md suggests."""
     personas = tmp_path / "personas"
     shutil.copytree(REPO / "personas", personas, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     nova = personas / "nova.toml"
