@@ -140,7 +140,9 @@ class BenchApp:
     port: TimingPort
 
     async def say(self, channel_key: str, text: str) -> None:
-        reply = await self.app.service.handle(Inbound(channel_key, "U0ANA", "Ana", text))
+        """Ana's line; she manages every channel, as the operator setting up a benchmark would, so her
+        /dismiss and /moderate are allowed on every platform."""
+        reply = await self.app.service.handle(Inbound(channel_key, "U0ANA", "Ana", text, author_manages=True))
         if reply is not None and not reply.ok:
             raise RuntimeError(f"{channel_key}: {text!r} was refused: {reply.reply}")
 
