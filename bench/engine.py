@@ -24,6 +24,18 @@ from bench.phases import CallTally, Comparison, comparison_phase, growth_phase, 
 from bench.report import Row, median, percentile, rewrite_block, table  # noqa: E402
 
 MB = 1024 * 1024
+# make bench-quick: every phase end to end in well under a minute; its figures are not the benchmark's.
+QUICK = dict(
+    blocks=1,
+    block_rounds=10,
+    growth_rounds=10,
+    warmup=2,
+    stored_lines=1000,
+    channels=20,
+    probed_runs=1,
+    memory_channels=50,
+    no_docs=True,
+)
 SMALL_HISTORY = 100  # stored lines in the growth phase's small channel
 
 
@@ -164,7 +176,12 @@ def main() -> None:
     parser.add_argument("--probed-runs", type=int, default=3, help="bursts during which Slack acks are timed")
     parser.add_argument("--memory-channels", type=int, default=1000, help="channels before RSS is read")
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print the table only")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes, table printed only: proves every phase still runs (CI)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.__dict__.update(QUICK)
     if importlib.util.find_spec("autogen_agentchat") is None:
         parser.exit(2, "the AutoGen peer needs the bench extra: pip install -e '.[bench]' (make bench does this)\n")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
