@@ -4,14 +4,18 @@ A handler gets the Call (the service, the channel, the thread, who typed it) and
 and returns the answer for whoever typed it; news for everyone goes to the channel through the
 service. Who may use a command was checked before (bot/permissions.py), except where it depends on
 the channel's state (resuming replies paused after model failures).
+
+Handlers see the service (bot/service.py) only as `CommandService`, the part of it they use: the
+service runs the registry, so neither the registry nor its handlers import the service module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from bot.approval_desk import Actor, CommandReply
+from bot.approval_desk import Actor, ApprovalDesk, CommandReply
 from bot.command_values import (
     AllowRecruiting,
     Decide,
@@ -40,23 +44,56 @@ from bot.command_values import (
     ViewArguments,
 )
 from bot.mailbox import mailbox_report
-from bot.mcp_servers import NO_SERVERS
-from bot.outbox import outbox_report
+from bot.outbox_report import outbox_report
+from bot.tasks import TaskDesk
+from bot.usage import TokenBook
+from graph.engine import RoundEngine
+from personas import Persona
 from storage import channels, history, tool_grants
+from storage.database import Database
 from storage.records import ApprovalMode
-
-if TYPE_CHECKING:
-    from bot.service import ChannelService
 
 NOBODY = Actor("", "unknown")
 FAILURES_PAUSE = "Replies were paused after model failures in a row: only an approver can resume them."
+NO_SERVERS = "No MCP servers are configured ([mcp.servers.NAME] in config.toml)."
+
+
+class ToolReport(Protocol):
+    """The configured MCP servers (bot/mcp_servers.py), as /tools reports them."""
+
+    def report(self, personas: Mapping[str, Persona], granted: Collection[str]) -> str: ...
+
+
+class CommandService(Protocol):
+    """What the handlers use of the channel service (bot/service.py's ChannelService)."""
+
+    @property
+    def db(self) -> Database: ...
+    @property
+    def engine(self) -> RoundEngine: ...
+    @property
+    def personas(self) -> Mapping[str, Persona]: ...
+    @property
+    def approval_desk(self) -> ApprovalDesk: ...
+    @property
+    def tasks(self) -> TaskDesk: ...
+    @property
+    def tokens(self) -> TokenBook | None: ...
+    @property
+    def mcp(self) -> ToolReport | None: ...
+
+    def running(self, key: str) -> bool: ...
+    def answer_waiting(self, key: str, *, together: bool = False) -> None: ...
+    async def notice(self, key: str, text: str, thread: str | None) -> None: ...
+    async def mark(self, key: str, marker: str, thread: str | None, *, announce: str) -> None: ...
+    def help_text(self, key: str) -> str: ...
 
 
 @dataclass(frozen=True)
 class Call:
     """One command being carried out in one channel."""
 
-    service: ChannelService
+    service: CommandService
     key: str
     thread: str | None = None
     actor: Actor | None = None  # None: the operator (start-up, tests), never refused
@@ -263,6 +300,4 @@ async def task(call: Call, command: TaskCommand) -> CommandReply:
 
 
 async def show_help(call: Call, command: ShowHelp) -> CommandReply:
-    from bot.commands import help_text  # the registry names this handler
-
-    return CommandReply(help_text(call.service.surface_of(call.key)))
+    return CommandReply(call.service.help_text(call.key))

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from bot.config import MODERATOR_PROMPT_LIMIT
 from bot.numbers import record_id, whole_number
 from bot.revisions import read_arguments
+from bot.settings import MODERATOR_PROMPT_LIMIT
 
 
 class CommandError(ValueError):

@@ -5,7 +5,8 @@ The console and Slack's `@Roundtable /…` text (place "typed"), Slack's slash c
 Discord's app-command tree ("discord"), `/help` on every surface and manifest.yml's slash commands
 are all read from COMMANDS; tests/test_command_registry.py fails when one of them disagrees.
 The parsed values and their pure parsers live in bot/command_values.py; the handlers in
-bot/command_handlers.py. docs/commands.md ("Adding a command") shows how a new one is declared.
+bot/command_handlers.py; what each surface lists (/help, the manifest) in bot/command_help.py.
+docs/commands.md ("Adding a command") shows how a new one is declared.
 """
 
 from __future__ import annotations
@@ -374,37 +375,3 @@ def parse_command(text: str) -> Command | None:
         shown = f" /{name}" if name.isprintable() and len(name) <= MAX_NAME_CHARS else ""
         raise CommandError(f"unknown command{shown}; try {', '.join(f'/{n}' for n in PARSERS)}")
     return parse(BY_NAME[name], rest)
-
-
-def _help(surface: Surface, spec: Spec) -> str | None:
-    """The command's line on this surface, None when the surface has no such command."""
-    if surface in spec.places:  # a slash command of the platform
-        usage = f"/{spec.name}" if surface == "discord" else spec.usage  # Discord shows a command's options itself
-    elif "typed" in spec.places and surface != "discord":  # Discord takes slash commands only
-        usage = f"@Roundtable {spec.usage}" if surface == "slack" else spec.usage
-    else:
-        return None
-    return f"{usage} — {spec.description}"
-
-
-def help_text(surface: Surface) -> str:
-    """Every command the surface takes, one line each."""
-    lines = [line for spec in COMMANDS if (line := _help(surface, spec)) is not None]
-    return "Commands:\n" + "\n".join(lines)
-
-
-def slash_description(spec: Spec) -> str:
-    """The description Slack's manifest and Discord's tree show (Discord takes at most 100 characters)."""
-    return spec.description[0].upper() + spec.description[1:]
-
-
-def manifest_slash_commands(url: str) -> list[dict[str, Any]]:
-    """manifest.yml's features.slash_commands, as the registry declares them."""
-    entries = []
-    for spec in COMMANDS:
-        if "slack" in spec.places:
-            entry: dict[str, Any] = {"command": f"/{spec.name}", "url": url, "description": slash_description(spec)}
-            if hint := spec.usage.removeprefix(f"/{spec.name}").strip():
-                entry["usage_hint"] = hint
-            entries.append({**entry, "should_escape": False})
-    return entries

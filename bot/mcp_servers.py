@@ -27,7 +27,8 @@ from langchain_mcp_adapters.sessions import Connection, create_session
 from langchain_mcp_adapters.tools import load_mcp_tools
 from mcp import ClientSession
 
-from bot.config import Config, McpServerSection
+from bot.config import Config
+from bot.settings import McpServerSection
 from graph.mcp import McpOutcome, McpTool, ToolCatalog, describe_result
 from personas import Persona
 
@@ -36,7 +37,6 @@ log = logging.getLogger(__name__)
 PING_SECONDS = 2.0  # how often a running server is checked
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
-NO_SERVERS = "No MCP servers are configured ([mcp.servers.NAME] in config.toml)."
 LISTING_FILE = "mcp-tools.json"  # in the data directory: what `roundtable persona check` checks tool names against
 
 

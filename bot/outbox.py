@@ -27,6 +27,7 @@ from typing import Any
 from tenacity import RetryCallState, wait_exponential_jitter
 
 from bot.config import Config
+from bot.outbox_report import ENTRY_NAMES
 from bot.port import SENDING, PostFailed, Sending
 from graph.actions import ActionCall
 from graph.port import OutboundPort
@@ -360,7 +361,9 @@ class Outbox:
         """Once per conversation and hour, however many of its posts fail; in a conversation of its
         own, so it never waits behind the posts that failed."""
         where = stored.conversation_of(entry.channel_key, entry.thread)
-        text = f"A {_WHAT.get(entry.kind, 'message')} for {where} could not be posted ({reason}); /outbox lists it."
+        text = (
+            f"A {ENTRY_NAMES.get(entry.kind, 'message')} for {where} could not be posted ({reason}); /outbox lists it."
+        )
         await self._add(
             entry.channel_key,
             None,
@@ -369,17 +372,6 @@ class Outbox:
             dedupe=f"failed:{where}:{int(now // 3600)}",
             conversation=f"{where}#approvers",
         )
-
-
-_WHAT = {
-    "post": "persona's line",
-    "notice": "notice",
-    "reason": "moderator's reason",
-    "approvers": "message to the approvers",
-    "request": "approval request",
-    "decision": "approval outcome",
-    "plan": "task plan",
-}
 
 
 def platforms_sent_by(port: OutboundPort) -> tuple[str, ...]:
@@ -392,30 +384,3 @@ def platforms_sent_by(port: OutboundPort) -> tuple[str, ...]:
 
 def _durable(channel_key: str) -> bool:
     return channel_key.partition(":")[0] in DURABLE_PLATFORMS
-
-
-# -- /outbox ---------------------------------------------------------------------------------------------
-
-
-async def outbox_report(db: Database, channel_key: str | None = None, *, limit: int = 10) -> str:
-    """What waits and what failed (of one channel, or everywhere), for the approvers."""
-    counts = await stored.counts(db, channel_key=channel_key)
-    lines = [f"Outbox: {counts['waiting']} waiting, {counts['failed']} failed, {counts['sent']} sent."]
-    for status, title in (("waiting", "Waiting"), ("failed", "Failed")):
-        entries = await stored.listed(db, status, channel_key=channel_key, limit=limit)
-        if entries:
-            lines.append(f"{title}:")
-            lines += [
-                f"- #{e.id} {_WHAT.get(e.kind, e.kind)} in {stored.conversation_of(e.channel_key, e.thread)}, "
-                f"{_attempts(e)}{_why(e)}"
-                for e in entries
-            ]
-    return "\n".join(lines)
-
-
-def _attempts(entry: stored.Entry) -> str:
-    return f"{entry.attempts} attempt{'s' if entry.attempts != 1 else ''}"
-
-
-def _why(entry: stored.Entry) -> str:
-    return f": {entry.error}" if entry.error else ""

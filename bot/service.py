@@ -27,6 +27,7 @@ from bot.approval_desk import (
     nobody,
 )
 from bot.command_handlers import Call
+from bot.command_help import help_text
 from bot.command_values import Command, CommandError
 from bot.commands import HANDLERS, Surface, parse_command
 from bot.flood import FloodGate
@@ -341,6 +342,10 @@ class ChannelService:
     def surface_of(channel_key: str) -> Surface:
         platform = channel_key.split(":", 1)[0]
         return "slack" if platform == "slack" else "discord" if platform == "discord" else "console"
+
+    def help_text(self, key: str) -> str:
+        """/help: the commands the channel's surface takes."""
+        return help_text(self.surface_of(key))
 
     def running(self, key: str) -> bool:
         """Whether the channel has queued work in progress (a round, say)."""

@@ -11,7 +11,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from bot.config import SECRET_ENV_VARS, Settings
+from bot.config import SECRET_ENV_VARS
+from bot.settings import Settings
 from graph import tracing
 from graph.observe import working_in
 

@@ -12,17 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.command_help import help_text, manifest_slash_commands, slash_description
 from bot.command_values import Command
-from bot.commands import (
-    COMMANDS,
-    DEFAULT_NEEDS,
-    HANDLERS,
-    PERMISSIONS,
-    help_text,
-    manifest_slash_commands,
-    parse,
-    slash_description,
-)
+from bot.commands import COMMANDS, DEFAULT_NEEDS, HANDLERS, PERMISSIONS, parse
 from bot.config import ConfigError, load_config
 from storage import channels
 from tests.conftest import REPO, write_config

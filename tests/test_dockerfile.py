@@ -20,7 +20,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from bot.config import SECRET_ENV_VARS, Settings, load_config
+from bot.config import SECRET_ENV_VARS, load_config
+from bot.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"

@@ -23,7 +23,8 @@ import pytest
 
 from bot.app import open_app
 from bot.console import ConsolePort
-from bot.outbox import POLL_SECONDS, outbox_report
+from bot.outbox import POLL_SECONDS
+from bot.outbox_report import outbox_report
 from storage import channels, history, outbox, rounds
 from storage.database import Database, one_transaction
 from storage.inbox import Waiting

@@ -18,8 +18,9 @@ import discord
 from discord import app_commands
 
 from bot.approval_desk import Actor
+from bot.command_help import slash_description
 from bot.command_values import Command, CommandError
-from bot.commands import COMMANDS, Option, Spec, parse, slash_description
+from bot.commands import COMMANDS, Option, Spec, parse
 from bot.discord_bot.delivery import split_message
 from bot.discord_bot.inbound import key_for_channel
 from bot.service import ChannelService

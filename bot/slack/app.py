@@ -12,7 +12,7 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
-from bot.config import SlackSection
+from bot.settings import SlackSection
 from bot.slack import approvals, commands, events
 from bot.slack.http_server import SignedBolt
 from bot.slack.slack_bot import SlackBot, UserNames

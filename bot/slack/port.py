@@ -16,10 +16,11 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.avatars import slack_icon_emoji
-from bot.config import Config, slack_approver
+from bot.config import Config
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.port import PostFailed, sending
 from bot.request_places import Place, RequestPlaces
+from bot.settings import slack_approver
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
 from bot.slack.delivery import failure_of, is_gone, outbox_metadata, posted_before, shows_already

@@ -17,7 +17,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
-from bot.config import SlackSection
+from bot.settings import SlackSection
 from bot.slack.http_server import SignedBolt
 from bot.slack.text import escape_for_slack
 

@@ -1,0 +1,277 @@
+"""config.toml's sections and their limits, as pydantic models; bot/config.py reads the file into them.
+
+Every module that reads a setting imports its section from here. Secrets are never a setting: they
+live only in the environment (bot/config.py refuses a key that looks like one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from bot.avatars import TWEMOJI_BASE_URL
+from bot.slack.keys import channel_key_of
+from graph.actions import ACTIONS
+from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL
+
+MODERATOR_PROMPT_LIMIT = 2000  # characters, as for /moderate prompt
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BotSection(_Section):
+    participants: list[str] = Field(default_factory=lambda: ["nova", "sage", "rex"], min_length=1)
+    console_user: Annotated[str, Field(min_length=1, max_length=40)] = "you"
+    shutdown_grace_seconds: Annotated[float, Field(ge=0, le=300)] = 20
+    personas_dir: str = "personas"
+
+
+class ModerationSection(_Section):
+    enabled: bool = False
+    max_turns: Annotated[int, Field(ge=1, le=50)] = 6
+    show_reasons: bool = False
+    prompt_file: str = ""
+    recruit: bool = False
+    team_cap: Annotated[int, Field(ge=1, le=10)] = 10
+
+
+Thinking = Literal["", "minimal", "low", "medium", "high"]
+
+
+class LocalModelSection(_Section):
+    threads: Annotated[int, Field(ge=1, le=64)] = 2
+    context_size: Annotated[int, Field(ge=256, le=32768)] = 2048
+    max_tokens: Annotated[int, Field(ge=8, le=1024)] = 96
+    cache_dir: str = ""
+
+
+class LlmSection(_Section):
+    provider: Literal["auto", "local", "gemini", "openai", "scripted"] = "auto"
+    model: Annotated[str, Field(min_length=1)] = DEFAULT_MODEL
+    moderator_model: Annotated[str, Field(min_length=1)] = DEFAULT_MODERATOR_MODEL
+    thinking: Thinking = ""
+    moderator_thinking: Thinking = ""
+    max_output_tokens: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    requests_per_minute: Annotated[float, Field(gt=0)] = 60
+    model_requests_per_minute: dict[str, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    base_url: str = ""
+    timeout_seconds: Annotated[float, Field(gt=0)] = 60
+    max_attempts: Annotated[int, Field(ge=1, le=10)] = 4
+    backoff_seconds: Annotated[float, Field(ge=0)] = 1.0
+    local: LocalModelSection = LocalModelSection()
+
+    def rpm_for(self, model: str) -> float:
+        return self.model_requests_per_minute.get(model, self.requests_per_minute)
+
+
+class StorageSection(_Section):
+    data_dir: str = "data"
+    url: str = ""
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, url: str) -> str:
+        if not url:
+            return url
+        if urlsplit(url).scheme not in ("postgresql", "postgres"):
+            raise ValueError('a postgresql:// URL, or "" for SQLite in data_dir')
+        return url
+
+
+class HistorySection(_Section):
+    token_budget: Annotated[int, Field(ge=200, le=1_000_000)] = 3000
+    session_gap_hours: Annotated[float, Field(ge=0, le=24 * 365)] = 6
+
+
+class ReviewSection(_Section):
+    min_chars: Annotated[int, Field(ge=0, le=2000)] = 20
+    judge: Literal["off", "on"] = "off"
+    judge_model: str = ""
+
+
+class LimitsSection(_Section):
+    user_messages_per_minute: Annotated[int, Field(ge=1, le=10_000)] = 12
+    channel_rounds_per_minute: Annotated[int, Field(ge=1, le=10_000)] = 20
+    channel_tokens_per_day: Annotated[int, Field(ge=0)] = 0
+
+
+class OpsSection(_Section):
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 0
+
+
+class TelemetrySection(_Section):
+    otlp_endpoint: str = ""
+    include_text: bool = False
+
+
+class LoggingSection(_Section):
+    format: Literal["text", "json"] = "text"
+
+
+class SlackSection(_Section):
+    api_base_url: str = "https://slack.com/api/"
+    host: str = "0.0.0.0"
+    port: Annotated[int, Field(ge=0, le=65535)] = 3000
+    approvals_channel: str = ""
+    thinking_reaction: str = "hourglass_flowing_sand"
+    managers: list[str] = Field(default_factory=list)  # user ids that manage channels, besides admins and owners
+
+
+class DiscordSection(_Section):
+    api_base_url: str = "https://discord.com/api/v10"
+    gateway_url: str = ""
+    manager_role: str = ""
+    twemoji_base_url: str = TWEMOJI_BASE_URL
+    shard_count: Annotated[int, Field(ge=0, le=65_536)] = 0  # 0: as many as GET /gateway/bot recommends
+    shard_ids: list[int] = Field(default_factory=list)  # empty: every shard, in this process
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shards_of_the_count(cls, shard_ids: list[int], info: ValidationInfo) -> list[int]:
+        count = info.data.get("shard_count", 0)
+        if shard_ids and not count:
+            raise ValueError("a shard_count above 0 as well (every process sets the same)")
+        if any(not 0 <= shard < count for shard in shard_ids) or len(set(shard_ids)) != len(shard_ids):
+            raise ValueError(f"distinct shard numbers from 0 to {count - 1}")
+        return shard_ids
+
+
+class ApprovalsSection(_Section):
+    timeout_minutes: Annotated[float, Field(gt=0, le=7 * 24 * 60)] = 30
+    sensitive: list[str] = Field(default_factory=lambda: ["publish", "send", "schedule", "delete", "pay", "share"])
+    max_actions_per_turn: Annotated[int, Field(ge=1, le=20)] = 3
+    auto_relax: bool = False
+    approvers: dict[Literal["console", "slack", "discord"], list[str]] = Field(
+        default_factory=lambda: {"console": ["you"]}  # type: ignore[arg-type]  # pydantic validates the keys
+    )
+    channel_approvers: dict[str, list[str]] = Field(default_factory=dict)
+    surface: Literal["same", "slack"] = "same"
+    max_cost: Annotated[float, Field(ge=0)] = math.inf
+    action_costs: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
+    min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.0
+    # Counts model failures in a row (not approvals); it lives here because only an approver resumes.
+    failures_before_pause: Annotated[int, Field(ge=0, le=100)] = 5
+
+    @field_validator("action_costs")
+    @classmethod
+    def _known_actions(cls, costs: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(name for name in set(costs) - set(ACTIONS) if "." not in name)  # "SERVER.TOOL": an MCP tool
+        if unknown:
+            raise ValueError(f"action names ({', '.join(ACTIONS)}) or MCP tools as SERVER.TOOL")
+        return costs
+
+    def approvers_for(self, channel_key: str) -> set[str]:
+        """Channel-specific approvers when configured (a Slack thread has its channel's), else the platform's."""
+        for key in (channel_key, channel_key_of(channel_key)):
+            if key in self.channel_approvers:
+                return set(self.channel_approvers[key])
+        platform = channel_key.split(":", 1)[0]
+        return set(self.approvers.get(platform, []))  # type: ignore[call-overload]
+
+    def is_approver(self, channel_key: str, user_id: str, team: str | None = None) -> bool:
+        """Whether this user may decide approvals in the channel. Slack user ids are unique only within a
+        workspace, so there a user is a team and an id: "U456" is U456 of the channel's own workspace
+        (the one in its key, "slack:T123:C789"), and "T999:U456" is U456 of workspace T999."""
+        listed = self.approvers_for(channel_key)
+        platform, _, place = channel_key.partition(":")
+        if platform != "slack":
+            return user_id in listed
+        channel_team = place.partition(":")[0]
+        return team is not None and (team, user_id) in {slack_approver(entry, channel_team) for entry in listed}
+
+
+def slack_approver(entry: str, channel_team: str) -> tuple[str, str]:
+    """(team, user id) of an approvers entry, "U456" or "T999:U456", in a channel of channel_team."""
+    team, _, user = entry.rpartition(":")
+    return team or channel_team, user
+
+
+class TasksSection(_Section):
+    auto_detect: bool = False
+    max_steps: Annotated[int, Field(ge=1, le=20)] = 8
+
+
+class MailboxSection(_Section):
+    max_pending: Annotated[int, Field(ge=1, le=1000)] = 5
+
+
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class McpServerSection(_Section):
+    """One MCP server: a stdio child process (`command`) or a streamable HTTP endpoint (`url`)."""
+
+    command: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    url: str = ""
+    env: list[Annotated[str, Field(pattern=_ENV_NAME)]] = Field(
+        default_factory=list
+    )  # names only: values stay in the environment
+    read_only: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        if url and urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError("an http:// or https:// URL of a streamable HTTP endpoint")
+        return url
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSection:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("either command (a stdio server) or url (streamable HTTP), not both")
+        return self
+
+
+class McpSection(_Section):
+    max_result_chars: Annotated[int, Field(ge=100, le=200_000)] = 4000
+    servers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")], McpServerSection] = Field(
+        default_factory=dict
+    )
+
+
+class OutboxSection(_Section):
+    give_up_after_minutes: Annotated[float, Field(gt=0, le=10080)] = 60
+    max_retry_seconds: Annotated[float, Field(gt=0, le=3600)] = 60
+    claim_seconds: Annotated[float, Field(ge=5, le=3600)] = 60
+
+
+class Settings(_Section):
+    bot: BotSection = BotSection()
+    moderation: ModerationSection = ModerationSection()
+    llm: LlmSection = LlmSection()
+    storage: StorageSection = StorageSection()
+    history: HistorySection = HistorySection()
+    review: ReviewSection = ReviewSection()
+    limits: LimitsSection = LimitsSection()
+    slack: SlackSection = SlackSection()
+    discord: DiscordSection = DiscordSection()
+    approvals: ApprovalsSection = ApprovalsSection()
+    mailbox: MailboxSection = MailboxSection()
+    tasks: TasksSection = TasksSection()
+    mcp: McpSection = McpSection()
+    ops: OpsSection = OpsSection()
+    telemetry: TelemetrySection = TelemetrySection()
+    logging: LoggingSection = LoggingSection()
+    outbox: OutboxSection = OutboxSection()
+    # A command's name, or name_verb ("moderate_prompt" for /moderate prompt), to whom it is open: [] anyone, or any of
+    # "manager" and "approver" (both: someone who is both). Unlisted commands keep their defaults.
+    permissions: dict[str, list[Literal["manager", "approver"]]] = Field(default_factory=dict)
+
+    @field_validator("permissions")
+    @classmethod
+    def _known_commands(cls, permissions: dict[str, list[str]], info: ValidationInfo) -> dict[str, list[str]]:
+        # The names come from the command registry, which bot/config.py passes as the validation context:
+        # this schema sits below the registry (whose parsers read its limits). Without them, no name is known.
+        known: Sequence[str] = (info.context or {}).get("permissions", ())
+        unknown = [name for name in permissions if name not in known]
+        if unknown:
+            raise ValueError(f"unknown command {unknown[0]!r} (known: {', '.join(known)})")
+        return permissions
