@@ -11,6 +11,7 @@ docs/commands.md ("Adding a command") shows how a new one is declared.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -100,6 +101,10 @@ TYPED: frozenset[Place] = frozenset({"typed"})
 MANAGER: frozenset[Need] = frozenset({"manager"})
 APPROVER: frozenset[Need] = frozenset({"approver"})
 MAX_NAME_CHARS = 32  # a longer (or unprintable) command name is not echoed back
+MAX_COMMAND_CHARS = 12_000  # past the name; /revise may carry a whole post (8,000 characters) as JSON
+TOO_LONG = f"That command is longer than {MAX_COMMAND_CHARS:,} characters; nothing was done."
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -358,11 +363,18 @@ HANDLERS = _handlers()
 
 
 def parse(spec: Spec, rest: str) -> Command:
-    """CommandError (its own line, or the usage) when `rest` does not fit `spec`."""
+    """CommandError (its own line, or the usage) when `rest` does not fit `spec`, whatever `rest` holds."""
+    if len(rest) > MAX_COMMAND_CHARS:
+        raise CommandError(TOO_LONG)
     try:
         return spec.parse(rest)
     except UsageError as exc:
         raise CommandError(f"usage: {spec.usage}" + (f" {exc.hint}" if exc.hint else "")) from None
+    except CommandError:
+        raise
+    except Exception as exc:  # a parser's own failure must not cost the event: one line, like bad input
+        log.warning("/%s could not be read: %s", spec.name, type(exc).__name__)
+        raise CommandError(f"/{spec.name} could not be read; nothing was done. usage: {spec.usage}") from None
 
 
 def parse_command(text: str) -> Command | None:

@@ -14,6 +14,7 @@ from personas import Persona
 from storage.records import Approval
 
 FORM_HINT = "Edit the JSON; approving runs exactly these arguments."
+MAX_NESTING = 32  # levels of [ and { an approver's JSON may have: deeper would exhaust json's recursion
 
 
 def arguments_json(args: dict[str, Any]) -> str:
@@ -35,6 +36,8 @@ def full_arguments(approval: Approval, persona_name: str) -> str:
 
 def read_arguments(text: str) -> dict[str, Any] | str:
     """A JSON object typed by an approver, or why it is not one (one line)."""
+    if nesting_depth(text) > MAX_NESTING:
+        return f"the arguments are nested more than {MAX_NESTING} levels deep"
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -42,6 +45,25 @@ def read_arguments(text: str) -> dict[str, Any] | str:
     if not isinstance(value, dict):
         return 'the arguments must be a JSON object, like {"channel": "news", "text": "..."}'
     return value
+
+
+def nesting_depth(text: str) -> int:
+    """How deep [ and { nest in JSON text (outside its strings), counted without recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = char == "\\", char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def edited_arguments(
