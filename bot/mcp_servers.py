@@ -7,8 +7,11 @@ server has one supervising task: connect, list the tools, then ping until the se
 mark it down and connect again after a backoff (1 s doubling to a minute). While a server is down,
 its tools answer with a tool error (graph/action_runner.py tells the channel once).
 
-Servers come only from config. The values of the environment variables passed to a server are
-read from the environment at start and never logged; only their names appear anywhere.
+Servers come only from config. A stdio child starts in the data directory (not the config
+directory, where `.env` usually sits) with only the environment variables its section names (plus
+the mcp SDK's PATH, HOME, USER, LOGNAME, SHELL and TERM), their values passed exactly as they are
+(never `${VAR}`-expanded); they are read from the environment at start, and masked in the log
+(bot/telemetry.py); only their names appear anywhere.
 """
 
 from __future__ import annotations
@@ -17,15 +20,17 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from langchain_mcp_adapters.sessions import Connection, create_session
+from langchain_mcp_adapters.sessions import StreamableHttpConnection, create_session
 from langchain_mcp_adapters.tools import load_mcp_tools
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from bot.config import Config
 from bot.settings import McpServerSection
@@ -59,7 +64,7 @@ class McpServers:
         self.max_result_chars = settings.max_result_chars
         self._servers = {name: _Server(name, section) for name, section in settings.servers.items()}
         self._environ = environ
-        self._cwd = config.path.parent
+        self._cwd = config.data_dir
         self._listing = config.data_dir / LISTING_FILE
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -83,6 +88,7 @@ class McpServers:
 
     async def start(self, wait_seconds: float = 10.0) -> None:
         """Start every server, and wait (a while) until each has listed its tools or failed once."""
+        self._cwd.mkdir(parents=True, exist_ok=True)  # the stdio children's working directory
         for server in self._servers.values():
             self._tasks.append(asyncio.create_task(self._supervise(server), name=f"mcp:{server.name}"))
         deadline = asyncio.get_running_loop().time() + wait_seconds
@@ -98,23 +104,32 @@ class McpServers:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
 
-    def _connection(self, section: McpServerSection) -> Connection:
+    @asynccontextmanager
+    async def _session(self, section: McpServerSection) -> AsyncIterator[ClientSession]:
         if section.url:
-            return {"transport": "streamable_http", "url": section.url, "timeout": section.timeout_seconds}
-        env = {name: self._environ[name] for name in section.env if name in self._environ}
-        return {
-            "transport": "stdio",
-            "command": section.command[0],
-            "args": list(section.command[1:]),
-            "env": env,
-            "cwd": str(self._cwd),
-        }
+            http: StreamableHttpConnection = {
+                "transport": "streamable_http",
+                "url": section.url,
+                "timeout": section.timeout_seconds,
+            }
+            async with create_session(http) as session:
+                yield session
+            return
+        # The SDK's own stdio client: langchain's would expand `${VAR}` in the values from our environment.
+        child = StdioServerParameters(
+            command=section.command[0],
+            args=list(section.command[1:]),
+            env={name: self._environ[name] for name in section.env if name in self._environ},
+            cwd=self._cwd,
+        )
+        async with stdio_client(child) as (read, write), ClientSession(read, write) as session:
+            yield session
 
     async def _supervise(self, server: _Server) -> None:
         backoff = FIRST_BACKOFF
         while True:
             try:
-                async with create_session(self._connection(server.section)) as session:
+                async with self._session(server.section) as session:
                     await asyncio.wait_for(session.initialize(), server.section.timeout_seconds)
                     listed = await asyncio.wait_for(load_mcp_tools(session), server.section.timeout_seconds)
                     self.catalog.update(server.name, [_tool(server.name, t) for t in listed])

@@ -11,16 +11,32 @@ model sees the server's own tool name, prefixed "SERVER_" only when two servers 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urljoin
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource, Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from personas import Persona
 
 QUALIFIER = "."
+SCHEMA_URI = "urn:roundtable:tool-input-schema"  # a tool's schema, where its own references start from
+
+log = logging.getLogger(__name__)
+
+
+def _never_retrieve(uri: str) -> Resource[Any]:
+    """A tool's schema is the server's, untrusted: no reference of it is ever fetched (no SSRF, no hang)."""
+    raise NoSuchResource(uri)
+
+
+LOCAL_ONLY: Registry[Any] = Registry(retrieve=_never_retrieve)  # type: ignore[call-arg]  # an attrs alias
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,17 @@ class ToolCatalog:
         self._listed: set[str] = set()
 
     def update(self, server: str, tools: Sequence[McpTool]) -> None:
-        self.servers[server] = list(tools)
+        """What the server listed, less each tool whose input schema refers outside itself (one line each)."""
+        kept: list[McpTool] = []
+        for tool in tools:
+            outside = outside_reference(tool.input_schema)
+            if outside is None:
+                kept.append(tool)
+            else:
+                log.warning(
+                    "MCP tool %s refused: its input schema refers outside itself (%.200r)", tool.qualified, outside
+                )
+        self.servers[server] = kept
         self._listed.add(server)
 
     def listed(self, server: str) -> bool:
@@ -163,12 +189,35 @@ def model_schema(schema: Mapping[str, Any], extra: Mapping[str, Any] | None = No
     return cleaned
 
 
+def outside_reference(schema: Mapping[str, Any]) -> str | None:
+    """The first `$ref` (or `$dynamicRef`) of the schema that does not resolve inside the schema itself
+    (a URL, a file, a pointer to nowhere); None when every reference stays inside. Nothing is fetched."""
+    registry = LOCAL_ONLY.with_resource(SCHEMA_URI, DRAFT202012.create_resource(dict(schema))).crawl()
+    stack: list[tuple[Any, str]] = [(schema, SCHEMA_URI)]
+    while stack:  # without recursion: a server's schema may nest deeply
+        node, base = stack.pop()
+        if isinstance(node, Mapping):
+            if isinstance(node.get("$id"), str):
+                base = urljoin(base, node["$id"])
+            for key in ("$ref", "$dynamicRef"):
+                reference = node.get(key)
+                if isinstance(reference, str):
+                    try:
+                        registry.resolver(base).lookup(reference)
+                    except Unresolvable:
+                        return reference
+            stack.extend((value, base) for value in node.values())
+        elif isinstance(node, list):
+            stack.extend((value, base) for value in node)
+    return None
+
+
 def check_arguments(tool: McpTool, args: Mapping[str, Any]) -> str | None:
     """The first way `args` break the tool's input schema, in one line; None when they fit."""
     try:
-        validator = Draft202012Validator(dict(tool.input_schema))
+        validator = Draft202012Validator(dict(tool.input_schema), registry=LOCAL_ONLY)
         errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(e.path))
-    except SchemaError:
+    except (SchemaError, Unresolvable, RecursionError):
         return None  # a server's broken schema cannot be checked here: the server checks its own
     if not errors:
         return None
