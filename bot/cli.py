@@ -17,7 +17,7 @@ from bot.authoring import check_files, try_persona
 from bot.config import Config, ConfigError, ensure_data_dir, load_config, read_text
 from bot.console import ConsolePort, ConsoleSession, console_key
 from bot.mcp_servers import known_tools
-from bot.telemetry import configure_logging, traced
+from bot.telemetry import Secrets, configure_logging, mcp_env_names, traced
 from graph.models.factory import ProviderError, resolve_provider
 from personas import PersonaError
 
@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             tools = known_tools(load_config(args.config)) if args.config.is_file() else None
             return check_files(args.files, tools)
         config = load_config(args.config)
-        configure_logging(config.settings.logging.format)
+        configure_logging(config.settings.logging.format, secret_names=mcp_env_names(config))
+        secrets = Secrets(os.environ, mcp_env_names(config))
         if args.command == "persona":  # nothing is stored: the data directory is not touched
             return asyncio.run(try_persona(config, args.persona, args.line))
         ensure_data_dir(config)
@@ -151,11 +152,11 @@ def main(argv: list[str] | None = None) -> int:
             # Read once, before the session: a one-line error now rather than a traceback mid-session,
             # and a pipe (- or /dev/stdin) can only be read once.
             script = None if args.script is None else read_script(args.script)
-            with traced(config.settings):
+            with traced(config.settings, secrets):
                 return asyncio.run(_until_stopped(_console(config, args.channel, script, args.verbose)))
         if args.command == "prompt":
             return asyncio.run(_prompt(config, args.channel, args.persona))
-        with traced(config.settings):
+        with traced(config.settings, secrets):
             return asyncio.run(_until_stopped(_run(config)))
     except (ConfigError, PersonaError, ProviderError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,6 +1,7 @@
-"""How the process reports: log lines as text or JSON (`[logging] format`), with secrets masked in
-either, and OpenTelemetry traces to OTLP when `[telemetry] otlp_endpoint` is set (graph/tracing.py
-makes the spans)."""
+"""How the process reports: log lines as text or JSON (`[logging] format`), and OpenTelemetry traces
+to OTLP when `[telemetry] otlp_endpoint` is set (graph/tracing.py makes the spans). Secrets (the
+values of SECRET_ENV_VARS and of every variable passed to an MCP server) are masked in the whole
+formatted line, tracebacks included, and in every text a span carries."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from bot.config import SECRET_ENV_VARS
+from bot.config import SECRET_ENV_VARS, Config
 from bot.settings import Settings
 from graph import tracing
 from graph.observe import working_in
@@ -19,22 +20,40 @@ from graph.observe import working_in
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-class MaskSecrets(logging.Filter):
-    """Replaces the value of every secret environment variable in a record's message with ***."""
+MIN_SECRET_CHARS = 6  # a shorter value ("0", "true") would mask ordinary words
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
+
+class Secrets:
+    """The values to hide: the environment's secrets and what is passed to MCP servers, as they are
+    and as JSON escapes them (a JSON log line carries a quote or a backslash escaped)."""
+
+    def __init__(self, environ: Mapping[str, str], names: Iterable[str] = ()) -> None:
+        values = {v for k in (*SECRET_ENV_VARS, *names) if len(v := environ.get(k, "")) >= MIN_SECRET_CHARS}
+        escaped = {json.dumps(v, ensure_ascii=False)[1:-1] for v in values}
+        self.values = sorted(values | escaped, key=len, reverse=True)  # a longer secret first
+
+    def mask(self, text: str) -> str:
+        for secret in self.values:
+            text = text.replace(secret, "***")
+        return text
+
+
+def mcp_env_names(config: Config) -> list[str]:
+    """The names of the variables config.toml passes to its MCP servers."""
+    return [name for server in config.settings.mcp.servers.values() for name in server.env]
+
+
+class MaskedFormatter(logging.Formatter):
+    """Formats a record as `inner` does, then masks secrets in the whole line: message, arguments,
+    traceback and stack alike."""
+
+    def __init__(self, inner: logging.Formatter, secrets: Secrets) -> None:
         super().__init__()
-        self.secrets = [v for k in SECRET_ENV_VARS if len(v := environ.get(k, "")) >= 6]
+        self.inner = inner
+        self.secrets = secrets
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = record.getMessage()
-            masked = message
-            for secret in self.secrets:
-                masked = masked.replace(secret, "***")
-            if masked != message:
-                record.msg, record.args = masked, None
-        return True
+    def format(self, record: logging.LogRecord) -> str:
+        return self.secrets.mask(self.inner.format(record))
 
 
 class JsonLines(logging.Formatter):
@@ -61,18 +80,23 @@ class JsonLines(logging.Formatter):
 
 
 def configure_logging(
-    log_format: str, environ: Mapping[str, str] = os.environ, handlers: Sequence[logging.Handler] | None = None
+    log_format: str,
+    environ: Mapping[str, str] = os.environ,
+    handlers: Sequence[logging.Handler] | None = None,
+    secret_names: Iterable[str] = (),
 ) -> None:
-    """Format the handlers' lines (the root logger's by default) as `log_format` says, secrets masked."""
-    mask = MaskSecrets(environ)
+    """Format the handlers' lines (the root logger's by default) as `log_format` says, with secrets
+    (SECRET_ENV_VARS' values and `secret_names`') masked in the whole line."""
+    secrets = Secrets(environ, secret_names)
     for handler in logging.getLogger().handlers if handlers is None else handlers:
-        handler.setFormatter(JsonLines() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
-        handler.addFilter(mask)
+        inner = JsonLines() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+        handler.setFormatter(MaskedFormatter(inner, secrets))
 
 
 @contextmanager
-def traced(settings: Settings) -> Iterator[None]:
-    """Spans go to `[telemetry] otlp_endpoint` over OTLP/HTTP while the block runs; none when it is empty."""
+def traced(settings: Settings, secrets: Secrets | None = None) -> Iterator[None]:
+    """Spans go to `[telemetry] otlp_endpoint` over OTLP/HTTP while the block runs, secrets masked;
+    none when it is empty."""
     endpoint = settings.telemetry.otlp_endpoint
     if not endpoint:
         yield
@@ -84,7 +108,8 @@ def traced(settings: Settings) -> Iterator[None]:
 
     provider = TracerProvider(resource=Resource.create({"service.name": "roundtable"}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    tracing.use_tracer_provider(provider, include_text=settings.telemetry.include_text)
+    mask = (secrets or Secrets(os.environ)).mask
+    tracing.use_tracer_provider(provider, include_text=settings.telemetry.include_text, mask=mask)
     try:
         yield
     finally:

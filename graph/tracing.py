@@ -4,12 +4,14 @@ A round is an `invoke_agent roundtable` span, each persona turn an `invoke_agent
 inside it, each model call a `chat {model}` span (graph/observe.py's watcher opens and closes it)
 and each action an `execute_tool {action}` span. Spans carry names, models and token counts; message
 text only with `[telemetry] include_text = true`. Off (a no-op tracer) until `use_tracer_provider`
-is given one: bot/telemetry.py does, with an OTLP exporter, when `[telemetry] otlp_endpoint` is set.
+is given one: bot/telemetry.py does, with an OTLP exporter, when `[telemetry] otlp_endpoint` is set,
+and with the mask that hides secrets in every text attribute, exception and status it sets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import traceback
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -22,17 +24,31 @@ AGENT_NAME = "roundtable"
 _tracer: trace.Tracer = trace.NoOpTracer()
 _include_text = False
 
+
+def _as_is(text: str) -> str:
+    return text
+
+
+_mask: Callable[[str], str] = _as_is
+
 round_id: ContextVar[str] = ContextVar("roundtable_round", default="")
 """The running round's id (also in JSON log lines)."""
 speaking: ContextVar[str] = ContextVar("roundtable_persona", default="")
 """The persona whose turn runs (also in JSON log lines)."""
 
 
-def use_tracer_provider(provider: trace.TracerProvider | None, *, include_text: bool = False) -> None:
-    """Trace with this provider from now on (None: stop tracing)."""
-    global _tracer, _include_text
+def use_tracer_provider(
+    provider: trace.TracerProvider | None, *, include_text: bool = False, mask: Callable[[str], str] | None = None
+) -> None:
+    """Trace with this provider from now on (None: stop tracing); `mask` hides secrets in span text."""
+    global _tracer, _include_text, _mask
     _tracer = provider.get_tracer("roundtable") if provider is not None else trace.NoOpTracer()
     _include_text = include_text
+    _mask = mask or _as_is
+
+
+def _masked(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _mask(value) if isinstance(value, str) else value for key, value in attributes.items()}
 
 
 def include_text() -> bool:
@@ -41,9 +57,19 @@ def include_text() -> bool:
 
 @contextmanager
 def span(name: str, attributes: Mapping[str, Any], kind: SpanKind = SpanKind.INTERNAL) -> Iterator[Span]:
-    """A span around the block, the current one inside it; an exception marks it as an error."""
-    with _tracer.start_as_current_span(name, kind=kind, attributes=dict(attributes)) as current:
-        yield current
+    """A span around the block, the current one inside it; an exception marks it as an error (its
+    message and stack trace masked: OpenTelemetry's own recording would carry them as they are)."""
+    with _tracer.start_as_current_span(
+        name, kind=kind, attributes=_masked(attributes), record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            message = _mask(str(exc))
+            stacktrace = _mask("".join(traceback.format_exception(exc)))
+            current.record_exception(exc, {"exception.message": message, "exception.stacktrace": stacktrace})
+            current.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
+            raise
 
 
 @contextmanager
@@ -85,7 +111,7 @@ def start_chat(provider: str, model: str, channel_key: str, messages: Any) -> Sp
         "gen_ai.conversation.id": channel_key,
     }
     if _include_text:
-        attributes["gen_ai.input.messages"] = str(messages)
+        attributes["gen_ai.input.messages"] = _mask(str(messages))
     return _tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
 
 
@@ -95,7 +121,7 @@ def end_chat(chat: Span, tokens: tuple[int, int, int], reply: str | None, error:
     chat.set_attribute("gen_ai.usage.output_tokens", outputs + thinking)  # as the provider bills them
     chat.set_attribute("roundtable.usage.thinking_tokens", thinking)
     if _include_text and reply is not None:
-        chat.set_attribute("gen_ai.output.messages", reply)
+        chat.set_attribute("gen_ai.output.messages", _mask(reply))
     if error is not None:
         chat.set_attribute("error.type", type(error).__name__)
         chat.set_status(Status(StatusCode.ERROR))
