@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from graph.prompt import speaker_name
 from graph.routing import (
     EVERYONE_SPOKE,
     FALLBACK_FINISH,
@@ -157,6 +158,8 @@ def fixed_reasons(persona_names: Sequence[str]) -> frozenset[str]:
 def _transcript_line(line: Line) -> str:
     if line.kind is LineKind.MARKER:
         return f"[system] {line.text}"
+    if line.kind is LineKind.HUMAN:
+        return f"{speaker_name(line.author_name)}: {line.text}"
     return f"{line.author_name}: {line.text}"
 
 

@@ -113,12 +113,32 @@ def system_text(persona: Persona, others: Sequence[str], scene: str, needs_appro
     return "\n\n".join(parts)
 
 
-def message_text(line: Line, persona_id: str) -> str:
-    """The content of the message a line becomes for `persona_id` (see as_message)."""
+MAX_SPEAKER_CHARS = 80
+# What makes a name read as structure: "[system]", "[note from Sage]" (brackets, any width), "Nova:"
+# (a colon ends a speaker tag); line breaks and control characters are collapsed apart.
+_STRUCTURE = str.maketrans(
+    dict.fromkeys("[［【〔⟦", "(") | dict.fromkeys("]］】〕⟧", ")") | dict.fromkeys(":：﹕", " ")
+)
+
+
+def speaker_name(name: str, persona_names: Collection[str] = ()) -> str:
+    """A person's display name as their lines show it in a prompt: no bracket, colon or line break,
+    so it can never read as a notice, a note or another speaker's tag; a name that is a persona's
+    is marked as a person's. Notes and notices are told by a line's stored kind, never by its text."""
+    shown = " ".join("".join(c if c.isprintable() else " " for c in name.translate(_STRUCTURE)).split())
+    shown = shown[:MAX_SPEAKER_CHARS] or "someone"
+    if shown.casefold() in {n.casefold() for n in persona_names}:
+        return f"{shown} (a person)"
+    return shown
+
+
+def message_text(line: Line, persona_id: str, persona_names: Collection[str] = ()) -> str:
+    """The content of the message a line becomes for `persona_id` (see as_message); `persona_names`
+    are the names a person's line may not pass for."""
     if line.kind is LineKind.PERSONA:
         return line.text if line.author_id == persona_id else f"[{line.author_name}] {line.text}"
     if line.kind is LineKind.HUMAN:
-        return f"{line.author_name}: {line.text}"
+        return f"{speaker_name(line.author_name, persona_names)}: {line.text}"
     if is_note(line):
         return note_message_text(line.author_name, line.text)
     if line.call_id is not None:
@@ -126,10 +146,10 @@ def message_text(line: Line, persona_id: str) -> str:
     return f"[system] {line.text}"
 
 
-def as_message(line: Line, persona_id: str) -> BaseMessage:
+def as_message(line: Line, persona_id: str, persona_names: Collection[str] = ()) -> BaseMessage:
     """Role separation: only the persona's own lines are AI turns; its tool results are tool messages."""
     message_id = f"line-{line.id}"
-    content = message_text(line, persona_id)
+    content = message_text(line, persona_id, persona_names)
     if line.kind is LineKind.PERSONA and line.author_id == persona_id:
         return replayed_turn(content, line.tool_calls, line.signature, message_id)
     if line.kind is not LineKind.PERSONA and line.kind is not LineKind.HUMAN and line.call_id is not None:
@@ -141,25 +161,28 @@ Rendered = tuple[BaseMessage, int]
 """A line's message for one persona, and its estimated tokens."""
 
 
-def rendered(line: Line, persona_id: str) -> Rendered:
-    return as_message(line, persona_id), estimate_tokens(message_text(line, persona_id))
+def rendered(line: Line, persona_id: str, persona_names: Collection[str] = ()) -> Rendered:
+    message = as_message(line, persona_id, persona_names)
+    return message, estimate_tokens(message_text(line, persona_id, persona_names))
 
 
 class MessageCache:
     """Lines' messages by line id and persona. A stored line never changes, so its message never
     goes stale, after a restart or with other processes writing. Bounded: the oldest entries go
     first (a plain dict: a lookup is on every line of every prompt). Its messages are shared
-    between prompts, as the lines they are made from."""
+    between prompts, as the lines they are made from. `persona_names`: the personas' names, which a
+    person's line may not pass for."""
 
-    def __init__(self, size: int = 20_000) -> None:
+    def __init__(self, size: int = 20_000, persona_names: Collection[str] = ()) -> None:
         self._size = size
         self._items: dict[tuple[int, str], Rendered] = {}
+        self._persona_names = frozenset(persona_names)
 
     def get(self, line_id: int, persona_id: str) -> Rendered | None:
         return self._items.get((line_id, persona_id))
 
     def add(self, line: Line, persona_id: str) -> Rendered:
-        item = self._items[(line.id, persona_id)] = rendered(line, persona_id)
+        item = self._items[(line.id, persona_id)] = rendered(line, persona_id, self._persona_names)
         if len(self._items) > self._size:
             del self._items[next(iter(self._items))]
         return item

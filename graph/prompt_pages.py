@@ -24,7 +24,7 @@ class PromptPages:
         self.deps = deps
         # (channel, persona) -> rows to read first for its next prompt: only a guess, never a result.
         self._page_hints: dict[tuple[str, str], int] = {}
-        self._messages = MessageCache()
+        self._messages = MessageCache(persona_names=[p.display_name for p in deps.personas.values()])
 
     async def persona_prompt(self, channel_key: str, persona: Persona) -> list[BaseMessage]:
         """Exactly what the persona receives: also what `python -m bot prompt` prints."""
