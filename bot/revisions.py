@@ -17,6 +17,16 @@ FORM_HINT = "Edit the JSON; approving runs exactly these arguments."
 MAX_NESTING = 32  # levels of [ and { an approver's JSON may have: deeper would exhaust json's recursion
 
 
+def more_characters(count: int) -> str:
+    """What ends an argument a request shows cut: how much of it is missing."""
+    return f"… {count:,} more character{'s' * (count != 1)}"
+
+
+def more_arguments(count: int) -> str:
+    """What ends a request's list of arguments when some do not fit: how many, and where they are."""
+    return f"… {count:,} more argument{'s' * (count != 1)} (View shows them all)"
+
+
 def arguments_json(args: dict[str, Any]) -> str:
     """The arguments as an approver reads and edits them: indented JSON, non-ASCII kept as typed."""
     return json.dumps(args, indent=2, ensure_ascii=False)

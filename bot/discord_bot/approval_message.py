@@ -15,6 +15,7 @@ from bot.approvals import outcome
 from bot.discord_bot.delivery import MESSAGE_LIMIT
 from bot.discord_bot.inbound import channel_id_of
 from bot.request_places import Place, RequestPlaces
+from bot.revisions import more_arguments, more_characters
 from personas import Persona
 from storage.records import Approval, ApprovalStatus
 
@@ -48,7 +49,7 @@ def approval_text(approval: Approval, persona: Persona, *, decider_id: str | Non
         head += f"\nWaits: {_safe(approval.reason, 200)}"
     last = status_line(approval, decider_id)
     budget = MESSAGE_LIMIT - len(head) - len(last) - 2
-    shown = [f"> {_safe(str(key), 40)}: {_safe(str(value), VALUE_LIMIT)}" for key, value in approval.args.items()]
+    shown = [f"> {_safe(str(key), 40)}: {_value(str(value))}" for key, value in approval.args.items()]
     args = _fit(shown, budget)
     return "\n".join([head, *args, last])
 
@@ -70,11 +71,20 @@ def _safe(text: str, limit: int) -> str:
     return discord.utils.escape_mentions(discord.utils.escape_markdown(flat))
 
 
+def _value(text: str) -> str:
+    """One argument on one line: at most VALUE_LIMIT characters of it, then how many are missing."""
+    flat = _SPACE.sub(" ", text).strip()
+    if len(flat) <= VALUE_LIMIT:
+        return _safe(flat, VALUE_LIMIT)
+    keep = VALUE_LIMIT - len(more_characters(len(flat)))
+    return _safe(flat[:keep], VALUE_LIMIT) + more_characters(len(flat) - keep)
+
+
 def _fit(lines: list[str], budget: int) -> list[str]:
     kept: list[str] = []
     for line in lines:
-        if sum(len(k) + 1 for k in kept) + len(line) + 1 > budget - 20:
-            kept.append(f"> \N{HORIZONTAL ELLIPSIS} ({len(lines) - len(kept)} more)")
+        if sum(len(k) + 1 for k in kept) + len(line) + 1 > budget - 60:
+            kept.append(f"> {more_arguments(len(lines) - len(kept))}")
             break
         kept.append(line)
     return kept

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from bot.approvals import outcome
-from bot.revisions import FORM_HINT, arguments_json
+from bot.revisions import FORM_HINT, arguments_json, more_arguments, more_characters
 from bot.slack.keys import channel_id_of
 from bot.slack.text import escape_clipped, escape_for_slack
 from graph.mcp import is_mcp_action
@@ -31,7 +31,8 @@ REVISE_INPUT = "arguments_json"
 REVISE_MAX_CHARS = 3000  # Slack's most for a plain_text_input: longer arguments are revised with /revise
 
 SECTION_LIMIT = 3000  # Slack's limit for a section's text
-ARGUMENTS_BUDGET = 2800
+ARGUMENTS_BUDGET = 2800  # of the section's 3,000: room left for the "… N more arguments" line
+MIN_VALUE_CHARS = 60
 CONTEXT_LIMIT = 150
 
 Block = dict[str, Any]
@@ -173,14 +174,35 @@ def _icon(persona: Persona) -> list[Block]:
 
 
 def _arguments(args: dict[str, Any]) -> str:
+    """Each argument on a line, a long value cut with how much is missing; the arguments that do not
+    fit are counted on a last line. [View] shows them all, whole."""
     if not args:
         return "_no arguments_"
-    each = ARGUMENTS_BUDGET // len(args)
-    lines = [
-        f"*{escape_clipped(str(key), 40)}:* {escape_clipped(str(value), max(each - 50, 20))}"
-        for key, value in args.items()
-    ]
-    return "\n".join(lines)[:SECTION_LIMIT]
+    each = max(ARGUMENTS_BUDGET // len(args) - 50, MIN_VALUE_CHARS)
+    lines: list[str] = []
+    used = 0
+    for index, (key, value) in enumerate(args.items()):
+        line = f"*{escape_clipped(str(key), 40)}:* {_value(str(value), each)}"
+        if used + len(line) > ARGUMENTS_BUDGET:
+            lines.append(f"_{more_arguments(len(args) - index)}_")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
+
+
+def _value(text: str, limit: int) -> str:
+    """The escaped value in at most `limit` characters, or as much of it as fits before a note of
+    how many characters are missing (cut before escaping, so no "&amp;" is split)."""
+    escaped = escape_for_slack(text)
+    if len(escaped) <= limit:
+        return escaped
+    room = limit - len(more_characters(len(text)))
+    low, high = 0, min(len(text), max(room, 0))  # escaping never shrinks text
+    while low < high:  # the longest prefix whose escape fits the room
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if len(escape_for_slack(text[:middle])) <= room else (low, middle - 1)
+    return escape_for_slack(text[:low]) + more_characters(len(text) - low)
 
 
 def _context(mrkdwn: str) -> Block:
