@@ -6,7 +6,10 @@
   model loaded, each configured MCP server answering, and whatever else registers one); otherwise 503 with the reasons,
   one a line.
 - GET /metrics: Prometheus text format from prometheus-client's registry (graph/observe.py's metrics),
-  with the approval, queue and outbox gauges read from storage at each scrape.
+  with the approval, queue and outbox gauges read from storage at a scrape, at most once every
+  GAUGE_SECONDS however often (and however many at once) scrapers ask.
+
+None of them asks who is calling: publish them to a scraper, never to everyone (docs/security.md).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ Check = Callable[[], Awaitable[str | None]]
 
 HEARTBEAT_SECONDS = 0.5
 STALLED_AFTER_SECONDS = 10.0  # no heartbeat for this long: the loop is stuck, /healthz says 503
+GAUGE_SECONDS = 5.0  # storage gauges read at most this often: scrapes cost the database nothing more
 APPROVAL_STATUSES = ("pending", "approved", "rejected", "expired", "executed", "failed", "running", "unknown")
 
 
@@ -113,7 +117,29 @@ async def refresh_gauges(db: Database) -> None:
         OUTBOX.labels(status).set(count)
 
 
-def ops_web_app(db: Database, readiness: Readiness, watch: LoopWatch) -> web.Application:
+class StorageGauges:
+    """refresh_gauges at most once every GAUGE_SECONDS; scrapes that arrive meanwhile, or while a
+    refresh runs, serve the gauges as last read."""
+
+    def __init__(self, db: Database, clock: Callable[[], float] = time.monotonic) -> None:
+        self.db = db
+        self.clock = clock
+        self._read_at: float | None = None
+        self._lock = asyncio.Lock()
+
+    async def refresh(self) -> None:
+        if self._lock.locked() or (self._read_at is not None and self.clock() - self._read_at < GAUGE_SECONDS):
+            return
+        async with self._lock:
+            self._read_at = self.clock()
+            await refresh_gauges(self.db)
+
+
+def ops_web_app(
+    db: Database, readiness: Readiness, watch: LoopWatch, clock: Callable[[], float] = time.monotonic
+) -> web.Application:
+    gauges = StorageGauges(db, clock)
+
     async def healthz(_: web.Request) -> web.Response:
         if watch.alive():
             return web.Response(text="ok\n")
@@ -127,7 +153,7 @@ def ops_web_app(db: Database, readiness: Readiness, watch: LoopWatch) -> web.App
 
     async def metrics(_: web.Request) -> web.Response:
         try:
-            await refresh_gauges(db)
+            await gauges.refresh()
         except Exception as exc:  # storage down: still serve what the process counted itself
             log.warning("metrics: storage gauges not refreshed (%s)", type(exc).__name__)
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -303,6 +303,20 @@ def test_compose_builds_the_dockerfile_with_a_data_volume() -> None:
     assert "127.0.0.1:9090/readyz" in " ".join(service["healthcheck"]["test"]), "compose's health check is not /readyz"
 
 
+def test_compose_publishes_the_ops_port_on_loopback_only() -> None:
+    """/metrics and /readyz carry no authentication: only this host reaches them (a scraper on it, or
+    a reverse proxy in front, as docs/security.md says), never every interface."""
+    service = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["roundtable"]
+    published = []
+    for port in service.get("ports", []):
+        if isinstance(port, dict):  # the long syntax
+            published.append((str(port.get("host_ip", "")), str(port["target"])))
+        else:  # [HOST_IP:][HOST_PORT:]CONTAINER_PORT[/PROTOCOL]
+            parts = str(port).split(":")
+            published.append((parts[0] if len(parts) == 3 else "", parts[-1].split("/")[0]))
+    assert [host for host, target in published if target == "9090"] == ["127.0.0.1"], published
+
+
 def test_env_example_lists_every_secret_empty_and_commented() -> None:
     lines = ENV_EXAMPLE.read_text(encoding="utf-8").splitlines()
     names = {}
