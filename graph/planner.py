@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from graph.models.base import ChatRunnable
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import DECISION_CUE
-from graph.tasks import Plan, parse_plan
+from graph.tasks import PLANNED_FIELDS, Plan, parse_plan
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[str, Any]:
             "capability": {"type": "string", "enum": list(capabilities)},
             "depends_on": {"type": "array", "items": {"type": "integer"}},
         },
-        "required": ["id", "title", "instruction", "capability", "depends_on"],
+        "required": list(PLANNED_FIELDS),
         "additionalProperties": False,
     }
     return {

@@ -29,6 +29,10 @@ SUMMARY_CHARS = 100
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 
 
+PLANNED_FIELDS = ("id", "title", "instruction", "capability", "depends_on")
+"""What the planner gives a step (graph/planner.py's plan_schema); the rest is the task's own record."""
+
+
 class Step(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -52,7 +56,8 @@ class Plan(BaseModel):
 
 
 def parse_plan(text: str) -> Plan | str:
-    """The plan in a planner's JSON reply, every step pending and unassigned; else what is wrong, one line."""
+    """The plan in a planner's JSON reply, its steps holding only PLANNED_FIELDS (pending, unassigned,
+    done by nobody, waiting on no approval); else what is wrong, one line."""
     try:
         plan = Plan.model_validate_json(_json_part(text))
     except ValidationError as exc:
@@ -61,9 +66,7 @@ def parse_plan(text: str) -> Plan | str:
         if error["type"] == "json_invalid":
             return "the reply is not a JSON object"
         return f"{where}: {error['msg']}" if where else str(error["msg"])
-    fresh = [
-        step.model_copy(update={"status": "pending", "result_summary": "", "assignee": None}) for step in plan.steps
-    ]
+    fresh = [Step.model_validate(step.model_dump(include=set(PLANNED_FIELDS))) for step in plan.steps]
     return plan.model_copy(update={"steps": fresh})
 
 
