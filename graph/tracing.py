@@ -64,7 +64,7 @@ def span(name: str, attributes: Mapping[str, Any], kind: SpanKind = SpanKind.INT
     ) as current:
         try:
             yield current
-        except BaseException as exc:
+        except Exception as exc:  # as OpenTelemetry's own: a cancellation is not an error
             message = _mask(str(exc))
             stacktrace = _mask("".join(traceback.format_exception(exc)))
             current.record_exception(exc, {"exception.message": message, "exception.stacktrace": stacktrace})
