@@ -40,4 +40,6 @@ def _attempts(entry: stored.Entry) -> str:
 
 
 def _why(entry: stored.Entry) -> str:
-    return f": {entry.error}" if entry.error else ""
+    why = f": {entry.error}" if entry.error else ""
+    # A failed post no longer holds its conversation back: the order it was part of cannot be kept.
+    return f"{why}; skipped, the posts after it went on without it" if entry.status == "failed" else why

@@ -24,20 +24,36 @@ CLOCK_MARGIN = 60.0  # seconds read before the attempt began, for a clock that d
 _ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError)
 _GONE = {"message_not_found", "cant_update_message", "edit_window_closed"}
 
-# Trying again cannot help: the channel or the message is gone, or the app may not post there.
+# Trying again cannot help: the channel or the message is gone, the app may not post there, or Slack
+# refuses this message as it is. The errors of https://docs.slack.dev/reference/methods/chat.postMessage
+# (and chat.update) that no retry cures; anything else (ratelimited, internal_error, fatal_error,
+# service_unavailable, request_timeout) is tried again.
 PERMANENT = {
     "channel_not_found",
     "not_in_channel",
     "is_archived",
     "msg_too_long",
+    "msg_blocks_too_long",
     "no_text",
     "invalid_blocks",
+    "invalid_blocks_format",
+    "invalid_arguments",
+    "invalid_metadata_format",
+    "metadata_too_large",
+    "cannot_reply_to_message",
     "invalid_auth",
     "account_inactive",
     "token_revoked",
+    "token_expired",
     "not_authed",
     "missing_scope",
+    "team_access_not_granted",
+    "ekm_access_denied",
+    "messages_tab_disabled",
     "restricted_action",
+    "restricted_action_read_only_channel",
+    "restricted_action_thread_locked",
+    "restricted_action_thread_only_channel",
     *_GONE,
 }
 

@@ -64,6 +64,10 @@ class FakeSlackApi(LoopbackServer):
     socket_down: bool = False  # refuse Socket Mode's websocket handshake (503), as during an outage
     socket_refusals: int = 0  # handshakes refused while down
     missing_channels: set[str] = field(default_factory=set)  # deleted: every call naming one is channel_not_found
+    # chat.postMessage refuses, every time, a message whose text holds one of these, with its error: what Slack
+    # answers a message it will never take as it is (https://docs.slack.dev/reference/methods/chat.postMessage,
+    # "Errors": invalid_arguments, msg_blocks_too_long, metadata_too_large, cannot_reply_to_message, ...).
+    refused_texts: dict[str, str] = field(default_factory=dict)
     _outages: dict[str, tuple[float, float, float, int]] = field(
         default_factory=dict
     )  # start, 429 s, 5xx s, Retry-After
@@ -177,6 +181,10 @@ class FakeSlackApi(LoopbackServer):
         scripted = self._scripted[method].popleft() if self._scripted[method] else self._outage_answer(method)
         if scripted is None and str(args.get("channel")) in self.missing_channels:
             scripted = ScriptedAnswer(200, {"ok": False, "error": "channel_not_found"})
+        if scripted is None and method == "chat.postMessage":
+            text = str(args.get("text") or "")
+            if refusal := next((error for held, error in self.refused_texts.items() if held in text), None):
+                scripted = ScriptedAnswer(200, {"ok": False, "error": refusal})
         answer = scripted or ScriptedAnswer(200, self._answer(method, args))
         error = None if answer.body.get("ok") else str(answer.body.get("error"))
         await self._record(SlackCall(method, args, dict(request.headers), answer.status, error, answer.body))

@@ -1,0 +1,69 @@
+"""Errors, limits and deadlines that Slack and Discord document, met on the stricter fakes and handled
+as documented (issue 35): a post the platform will never take fails at once and holds nothing back;
+a server error that may have posted is looked for before the next attempt; the look-back reads the
+whole window."""
+
+from __future__ import annotations
+
+import pytest
+from slack_sdk.errors import SlackApiError
+
+from bot.outbox_report import outbox_report
+from bot.slack.app import make_web_client
+from bot.slack.delivery import failure_of
+from tests.fakes.slack_api import FakeSlackApi
+from tests.slack_harness import APPROVER, KEY, StartSlack
+from tests.test_outbox import FAST_RETRIES, delivered, wait_for_counts
+
+# https://docs.slack.dev/reference/methods/chat.postMessage, "Errors": what no retry cures.
+SLACK_PERMANENT = (
+    "restricted_action_read_only_channel",
+    "restricted_action_thread_locked",
+    "restricted_action_thread_only_channel",
+    "cannot_reply_to_message",
+    "msg_blocks_too_long",
+    "invalid_blocks_format",
+    "invalid_arguments",
+    "invalid_metadata_format",
+    "metadata_too_large",
+    "messages_tab_disabled",
+    "team_access_not_granted",
+    "token_expired",
+    "ekm_access_denied",
+)
+
+
+@pytest.mark.parametrize("error", SLACK_PERMANENT)
+async def test_slack_errors_no_retry_cures_are_permanent(fake_slack: FakeSlackApi, error: str) -> None:
+    fake_slack.fail_next("chat.postMessage", error)
+    client = make_web_client("xoxb-errors", fake_slack.api_url)
+    with pytest.raises(SlackApiError) as raised:
+        await client.chat_postMessage(channel="C0GENERAL", text="hello")
+    failure = failure_of(raised.value)
+    assert (failure.reason, failure.permanent) == (error, True)
+
+
+async def test_slack_post_refused_for_good_fails_at_once_and_holds_nothing_back(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    sections = {**FAST_RETRIES, "slack": {"approvals_channel": "C0APPROVALS"}}
+    async with start_slack(sections) as slack:
+        fake_slack.refused_texts["second"] = "invalid_arguments"
+        box = slack.bot.roundtable.outbox
+        for text in ("the first", "the second", "the third", "the fourth"):
+            await box.notice(KEY, text, None)
+        db = slack.bot.roundtable.db
+        await wait_for_counts(db, lambda counts: counts["sent"] == 4 and not counts["waiting"])
+        await box.settled()
+        report = await outbox_report(db)
+
+    assert delivered(fake_slack, "C0GENERAL") == ["the first", "the third", "the fourth"]  # in order, not held
+    refused = [c for c in fake_slack.calls_to("chat.postMessage") if c.error == "invalid_arguments"]
+    assert len(refused) == 1  # tried once: Slack will never take it
+    [told] = delivered(fake_slack, "C0APPROVALS")  # the approvers, once
+    assert told.startswith(f"<@{APPROVER}> For the approvers: A notice for slack:T0FAKE:C0GENERAL")
+    assert "invalid_arguments" in told
+    assert report.startswith("Outbox: 0 waiting, 1 failed, 4 sent.")
+    assert "notice in slack:T0FAKE:C0GENERAL, 1 attempt: invalid_arguments; skipped, the posts after it went on" in (
+        report
+    )
