@@ -5,6 +5,8 @@ whole window."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from slack_sdk.errors import SlackApiError
 
@@ -67,3 +69,13 @@ async def test_slack_post_refused_for_good_fails_at_once_and_holds_nothing_back(
     assert "notice in slack:T0FAKE:C0GENERAL, 1 attempt: invalid_arguments; skipped, the posts after it went on" in (
         report
     )
+
+
+async def test_the_fake_slack_stamps_messages_with_the_clock(fake_slack: FakeSlackApi) -> None:
+    client = make_web_client("xoxb-clock", fake_slack.api_url)
+    before = time.time()
+    stamps = [(await client.chat_postMessage(channel=channel, text="hi"))["ts"] for channel in ("C1", "C2", "C1")]
+    after = time.time()
+    assert all(before - 0.001 <= float(ts) <= after + 0.001 for ts in stamps)  # the time Slack took each one
+    assert stamps == sorted(stamps, key=float) and len(set(stamps)) == 3  # unique, increasing
+    assert all(len(ts.partition(".")[2]) == 6 for ts in stamps)

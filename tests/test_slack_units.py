@@ -485,7 +485,8 @@ async def test_port_uses_the_approvals_channel_and_posts_a_decision_it_cannot_up
     assert (request["channel"], "thread_ts" in request) == ("approvals", False)
     assert request["blocks"][0]["elements"][-1]["text"].endswith(" in <#C1>")
     [update] = [c.args for c in fake.calls_to("chat.update")]
-    assert (update["channel"], update["ts"]) == ("approvals", "1800000000.000001")
+    posted_at = fake.calls_to("chat.postMessage")[0].answer["ts"]
+    assert (update["channel"], update["ts"]) == ("approvals", posted_at)
     assert update["text"] == "Approval #7: Rejected by <@UAPPROVER>: no"
     assert fallback["channel"] == "approvals" and fallback["text"] == "Approval #7: Rejected by Bea: no"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 Payload = dict[str, Any]
@@ -51,6 +52,17 @@ _sequence = itertools.count(1)
 def snowflake() -> int:
     """A fresh id, time-ordered like Discord's."""
     return ((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | (next(_sequence) & 0x3FFFFF)
+
+
+def timestamp_of(snowflake_id: int) -> str:
+    """The ISO8601 time a snowflake was made, as a message's `timestamp` reads it: the first 42 bits are
+    milliseconds since the Discord epoch (https://discord.com/developers/docs/reference#snowflakes)."""
+    made = ((snowflake_id >> 22) + DISCORD_EPOCH_MS) / 1000
+    return datetime.fromtimestamp(made, UTC).isoformat(timespec="microseconds")
+
+
+def now_timestamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def user(user_id: int, name: str, *, bot: bool = False) -> Payload:
@@ -255,12 +267,13 @@ def message(
     in_guild: bool = True,
     components: list[Payload] | None = None,
 ) -> Payload:
+    message_id = message_id or snowflake()
     payload: Payload = {
-        "id": str(message_id or snowflake()),
+        "id": str(message_id),
         "channel_id": str(channel_id),
         "author": author,
         "content": content,
-        "timestamp": TIMESTAMP,
+        "timestamp": timestamp_of(message_id),  # the clock's, as Discord stamps it
         "edited_timestamp": None,
         "tts": False,
         "mention_everyone": False,

@@ -524,7 +524,7 @@ class FakeDiscord(LoopbackServer):
         if "content" in body and (problem := _content_problem(body)):
             return problem
         message.update({k: v for k, v in body.items() if k in ("content", "components")})
-        message["edited_timestamp"] = p.TIMESTAMP
+        message["edited_timestamp"] = p.now_timestamp()
         return _json(message)
 
     async def _execute_webhook(self, request: web.Request) -> web.StreamResponse:

@@ -5,7 +5,7 @@ merged query, form or JSON arguments). Calls answer ok:true with plausible paylo
 answer was scripted with `rate_limit_next` or `fail_next`, or an `outage` is under way (HTTP 429
 "ratelimited" with Retry-After, as Slack answers past a method's rate limit, then HTTP 503), or the
 channel is one of `missing_channels` (channel_not_found). chat.postMessage hands out increasing
-ts values and remembers each message in `messages` with its thread_ts and metadata, which
+ts values from the clock and remembers each message in `messages` with its thread_ts and metadata, which
 conversations.history and conversations.replies answer from (metadata only with include_all_metadata;
 chat.update echoes the message and edits a remembered one, views.open the view). Posts to `fake.response_url(name)`
 are recorded as method "response_url". `apps.connections.open` hands out `ws_url`, whose endpoint
@@ -278,8 +278,11 @@ class FakeSlackApi(LoopbackServer):
         return found[: int(args.get("limit") or 100)]
 
     def _next_ts(self) -> str:
-        self._ts += 1
-        return f"1800000000.{self._ts:06d}"
+        """A message's ts: the time Slack took it, in microseconds, unique and increasing within a channel
+        (https://docs.slack.dev/messaging/retrieving-messages: "ts" is the message's unique id and its time);
+        this fake keeps it unique across channels."""
+        self._ts = max(int(time.time() * 1_000_000), self._ts + 1)
+        return f"{self._ts // 1_000_000}.{self._ts % 1_000_000:06d}"
 
     async def _response_url(self, request: web.Request) -> web.Response:
         body = await request.json()
