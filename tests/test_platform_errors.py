@@ -6,6 +6,7 @@ whole window."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from slack_sdk.errors import SlackApiError
@@ -13,9 +14,11 @@ from slack_sdk.errors import SlackApiError
 from bot.outbox_report import outbox_report
 from bot.slack.app import make_web_client
 from bot.slack.delivery import failure_of
+from tests.fakes import discord_payloads as p
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
 from tests.slack_harness import APPROVER, KEY, StartSlack
-from tests.test_outbox import FAST_RETRIES, delivered, wait_for_counts
+from tests.test_outbox import FAST_RETRIES, delivered, discord_posts, wait_for_counts
 
 # https://docs.slack.dev/reference/methods/chat.postMessage, "Errors": what no retry cures.
 SLACK_PERMANENT = (
@@ -79,3 +82,48 @@ async def test_the_fake_slack_stamps_messages_with_the_clock(fake_slack: FakeSla
     assert all(before - 0.001 <= float(ts) <= after + 0.001 for ts in stamps)  # the time Slack took each one
     assert stamps == sorted(stamps, key=float) and len(set(stamps)) == 3  # unique, increasing
     assert all(len(ts.partition(".")[2]) == 6 for ts in stamps)
+
+
+@pytest.mark.parametrize(
+    ("status", "error"), [(503, "service_unavailable"), (200, "internal_error"), (200, "fatal_error")]
+)
+async def test_slack_post_that_failed_after_slack_took_it_is_not_posted_again(
+    start_slack: StartSlack, fake_slack: FakeSlackApi, status: int, error: str
+) -> None:
+    async with start_slack(FAST_RETRIES) as slack:
+        fake_slack.fail_after_doing_next("chat.postMessage", status=status, error=error)
+        await slack.bot.roundtable.outbox.notice(KEY, "only once, please", None)
+        await slack.bot.roundtable.outbox.notice(KEY, "and then this", None)
+        await wait_for_counts(slack.bot.roundtable.db, lambda counts: counts["sent"] == 2 and not counts["waiting"])
+
+    assert fake_slack.texts_in("C0GENERAL") == ["only once, please", "and then this"]  # found, not posted again
+    assert [c.error for c in fake_slack.calls_to("chat.postMessage")] == [error, None]
+    [looked] = fake_slack.calls_to("conversations.history")  # the attempt after the failure looked first
+    assert looked.args["include_all_metadata"] in (True, "true", "1")
+
+
+async def test_discord_persona_post_that_failed_after_discord_took_it_is_not_posted_again(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        await fake.send_message("Nova, say hello")  # the webhook exists
+        await fake.wait_for_webhook_executes()
+        fake.server_errors_after_posting = 1  # Sage's line is created, then answered with a 503
+        await fake.send_message("Sage, and you?")
+        await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 2 and not counts["waiting"])
+        await bot.app.outbox.settled()
+
+    sage = [content for author, content in discord_posts(fake) if author == "Sage"]
+    assert len(sage) == 1  # found among the channel's messages after the 503, not posted again
+    assert len(fake.webhook_executes()) == 2  # discord.py did not send it again on the 503 either
+
+
+async def test_discord_notice_that_failed_after_discord_took_it_is_not_posted_again(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        fake.server_errors_after_posting = 1
+        await bot.app.outbox.notice(f"discord:{p.TEXT_CHANNEL_ID}", "a notice, once", None)
+        await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+
+    assert [content for _, content in discord_posts(fake)] == ["a notice, once"]  # the nonce answered the first

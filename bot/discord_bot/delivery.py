@@ -71,21 +71,23 @@ class Delivery:
                 return
             posted_before = await self._posted_before(where, webhook, chunks)
             try:
-                for piece, chunk in enumerate(chunks[sent:], start=sent):
-                    if piece in posted_before:
+                async with aiohttp.ClientSession(raise_for_status=_server_error_ends_the_attempt) as session:
+                    executing = discord.Webhook.partial(webhook.id, webhook.token or "", session=session)
+                    for piece, chunk in enumerate(chunks[sent:], start=sent):
+                        if piece in posted_before:
+                            sent += 1
+                            continue
+                        await executing.send(
+                            chunk,
+                            username=webhook_username(persona.display_name),
+                            avatar_url=avatar_url(persona, self._twemoji_base_url),
+                            allowed_mentions=NO_MENTIONS,
+                            wait=True,
+                            thread=discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING,
+                        )
                         sent += 1
-                        continue
-                    await webhook.send(
-                        chunk,
-                        username=webhook_username(persona.display_name),
-                        avatar_url=avatar_url(persona, self._twemoji_base_url),
-                        allowed_mentions=NO_MENTIONS,
-                        wait=True,
-                        thread=discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING,
-                    )
-                    sent += 1
-                    if (outbox := sending()) is not None:
-                        outbox.pieces_posted += 1
+                        if (outbox := sending()) is not None:
+                            outbox.pieces_posted += 1
                 return
             except discord.NotFound:
                 if attempt == 2:
@@ -134,6 +136,14 @@ class Delivery:
             return None
 
 
+async def _server_error_ends_the_attempt(response: aiohttp.ClientResponse) -> None:
+    """A webhook execute answered with a 5xx is not sent again by discord.py (its webhook adapter re-sends
+    up to five times, and a webhook takes no nonce: a 5xx that came after the message was created would
+    post it again). The outbox tries again later, after looking for what this attempt posted."""
+    if response.status >= 500:
+        raise discord.DiscordServerError(response, await response.text())
+
+
 # -- the outbox ----------------------------------------------------------------------------------------
 # A message the bot itself sends for the outbox carries a nonce with enforce_nonce (discord.py sets it
 # with the nonce): Discord answers a repeat within a few minutes with the message it already created,
@@ -154,16 +164,17 @@ def nonce(piece: int) -> Any:
 
 def failure_of(exc: BaseException) -> PostFailed:
     """Discord refused (404 Unknown Channel, 403 Missing Access, 400): permanent. Rate limits (after
-    discord.py's own waits), 5xx and the network: worth another try, after Retry-After when given."""
+    discord.py's own waits), 5xx and the network: worth another try, after Retry-After when given, and
+    after looking for what the failed attempt may have posted when no answer (or a 5xx) came."""
     if isinstance(exc, discord.HTTPException):
         reason = f"HTTP {exc.status} (Discord code {exc.code})"
-        if exc.status == 429 or exc.status >= 500:
-            retry_after = None
-            if exc.status == 429:
-                try:
-                    retry_after = float(exc.response.headers.get("Retry-After", ""))
-                except (TypeError, ValueError, AttributeError):
-                    retry_after = None
+        if exc.status >= 500:  # said nothing of whether the message was created: the next attempt looks first
+            return PostFailed(reason, maybe_posted=True)
+        if exc.status == 429:
+            try:
+                retry_after: float | None = float(exc.response.headers.get("Retry-After", ""))
+            except (TypeError, ValueError, AttributeError):
+                retry_after = None
             return PostFailed(reason, retry_after=retry_after)
         return PostFailed(reason, permanent=True)
     if isinstance(exc, aiohttp.ClientError | TimeoutError):

@@ -85,11 +85,21 @@ def is_gone(exc: BaseException) -> bool:
     return isinstance(exc, SlackApiError) and exc.response.get("error") in _GONE
 
 
+# Slack may have done what was asked before it failed: "It's possible some aspect of the operation
+# succeeded before the error was raised" (internal_error; fatal_error likewise, in the Errors table of
+# https://docs.slack.dev/reference/methods/chat.postMessage), and a 5xx from a proxy says nothing either
+# way. The next attempt looks before it posts.
+MAYBE_DONE = {"internal_error", "fatal_error"}
+
+
 def failure_of(exc: BaseException) -> PostFailed:
-    """A Slack failure as the outbox sees it: permanent, or worth another try (after Retry-After when given)."""
+    """A Slack failure as the outbox sees it: permanent, or worth another try (after Retry-After when given),
+    after looking for what it may have posted when Slack's answer leaves that open."""
     if not isinstance(exc, SlackApiError):
         return PostFailed(type(exc).__name__, maybe_posted=True)  # the network or a timeout: no answer
     code = str(exc.response.get("error", "unknown_error"))
+    if exc.response.status_code >= 500 or code in MAYBE_DONE:
+        return PostFailed(code, maybe_posted=True)
     retry_after = None
     if exc.response.status_code == 429:
         for name, value in (exc.response.headers or {}).items():

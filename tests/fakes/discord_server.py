@@ -125,6 +125,10 @@ class FakeDiscord(LoopbackServer):
     outage_refusals: int = 0  # requests refused by an outage (429 or 503)
     _outage: tuple[float, float, float, float] | None = None  # start, 429 seconds, 503 seconds, retry_after
     _nonces: dict[tuple[int, str], int] = field(default_factory=dict)  # (channel, nonce) -> message id
+    # The next this many message posts or webhook executes create their message, then answer 503: a 5xx
+    # says nothing of whether the request took effect (https://discord.com/developers/docs/topics/opcodes-and-status-codes#http,
+    # "5XX: The server had an error processing your request"), so one may come after the message exists.
+    server_errors_after_posting: int = 0
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -501,7 +505,7 @@ class FakeDiscord(LoopbackServer):
         self.posts.append((channel_id, p.bot_user()["username"], message["content"]))
         self.history.append(message)
         await self._echo(message)
-        return _json(message)
+        return self._posted_but_failed() or _json(message)
 
     async def _channel_messages(self, request: web.Request) -> web.Response:
         """Get Channel Messages without before/after: the newest `limit` (50 by default), newest first."""
@@ -550,9 +554,17 @@ class FakeDiscord(LoopbackServer):
         self.posts.append((channel_id, username, message["content"]))
         self.history.append(message)
         await self._echo(message)
+        if failed := self._posted_but_failed():
+            return failed
         if request.query.get("wait") in ("1", "true", "True"):
             return _json(message)
         return web.Response(status=204)
+
+    def _posted_but_failed(self) -> web.Response | None:
+        if self.server_errors_after_posting <= 0:
+            return None
+        self.server_errors_after_posting -= 1
+        return _error(503, 0, "503: Service Unavailable")
 
     async def _edit_followup(self, request: web.Request) -> web.Response:
         return _json(self._followup_message(request[BODY]))

@@ -47,6 +47,7 @@ class ScriptedAnswer:
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    done_anyway: bool = False  # the call took effect (a message was posted) before this failure was answered
 
 
 @dataclass
@@ -109,6 +110,18 @@ class FakeSlackApi(LoopbackServer):
 
     def fail_next(self, method: str, error: str) -> None:
         self._scripted[method].append(ScriptedAnswer(200, {"ok": False, "error": error}))
+
+    def fail_after_doing_next(self, method: str, *, status: int = 503, error: str = "service_unavailable") -> None:
+        """The next call to `method` takes effect (chat.postMessage posts its message), then answers the
+        failure: Slack's internal_error and fatal_error may come after the operation partly succeeded
+        (https://docs.slack.dev/reference/methods/chat.postMessage, "Errors"), and a 5xx from Slack's
+        edge can come after the request reached Slack."""
+        self._scripted[method].append(ScriptedAnswer(status, {"ok": False, "error": error}, done_anyway=True))
+
+    def texts_in(self, channel: str) -> list[str]:
+        """The text of every message the channel holds (posted by anyone, however the post was answered)."""
+        held = [(float(ts), m) for (where, ts), m in self.messages.items() if where == channel]
+        return [str(m.get("text")) for _, m in sorted(held, key=lambda pair: pair[0])]
 
     def outage(self, method: str, *, rate_limited_for: float, server_errors_for: float, retry_after: int = 1) -> None:
         """From now on `method` answers 429 with Retry-After for `rate_limited_for` seconds, then HTTP 503
@@ -185,6 +198,8 @@ class FakeSlackApi(LoopbackServer):
             text = str(args.get("text") or "")
             if refusal := next((error for held, error in self.refused_texts.items() if held in text), None):
                 scripted = ScriptedAnswer(200, {"ok": False, "error": refusal})
+        if scripted is not None and scripted.done_anyway:
+            self._answer(method, args)
         answer = scripted or ScriptedAnswer(200, self._answer(method, args))
         error = None if answer.body.get("ok") else str(answer.body.get("error"))
         await self._record(SlackCall(method, args, dict(request.headers), answer.status, error, answer.body))
