@@ -127,3 +127,42 @@ async def test_discord_notice_that_failed_after_discord_took_it_is_not_posted_ag
         await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
 
     assert [content for _, content in discord_posts(fake)] == ["a notice, once"]  # the nonce answered the first
+
+
+async def test_slack_look_back_pages_through_a_busy_channel_to_find_the_post(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    def busy() -> None:  # 40 people's messages after the post Slack took: it is on the third page of 15
+        for n in range(40):
+            fake_slack.someone_says("C0GENERAL", f"chatter {n}")
+
+    async with start_slack(FAST_RETRIES) as slack:
+        fake_slack.fail_after_doing_next("chat.postMessage", then=busy)
+        await slack.bot.roundtable.outbox.notice(KEY, "only once, please", None)
+        await wait_for_counts(slack.bot.roundtable.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+
+    assert fake_slack.texts_in("C0GENERAL").count("only once, please") == 1
+    pages = fake_slack.calls_to("conversations.history")
+    assert len(pages) == 3 and all(int(page.args["limit"]) <= 15 for page in pages)
+    assert [bool(page.answer["has_more"]) for page in pages] == [True, True, False]
+
+
+async def test_slack_look_back_that_cannot_read_the_whole_window_does_not_post_again(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    def very_busy() -> None:
+        for n in range(15 * 20):
+            fake_slack.someone_says("C0GENERAL", f"chatter {n}")
+
+    sections = {**FAST_RETRIES, "slack": {"approvals_channel": "C0APPROVALS"}}
+    async with start_slack(sections) as slack:
+        fake_slack.fail_after_doing_next("chat.postMessage", then=very_busy)
+        await slack.bot.roundtable.outbox.notice(KEY, "only once, please", None)
+        db = slack.bot.roundtable.db
+        await wait_for_counts(db, lambda counts: counts["failed"] == 1 and counts["sent"] == 1)
+        report = await outbox_report(db)
+
+    assert fake_slack.texts_in("C0GENERAL").count("only once, please") == 1  # not posted a second time
+    [told] = delivered(fake_slack, "C0APPROVALS")
+    assert "outcome unknown" in told
+    assert "outcome unknown: more than 300 messages since the attempt" in report

@@ -109,29 +109,55 @@ def failure_of(exc: BaseException) -> PostFailed:
     return PostFailed(code, permanent=code in PERMANENT, retry_after=retry_after)
 
 
+# The look-back reads pages of 15, the most conversations.history and .replies give an app not approved for
+# the Slack Marketplace (https://docs.slack.dev/changelog/2025/05/29/rate-limit-changes-for-non-marketplace-apps),
+# following has_more and next_cursor (https://docs.slack.dev/apis/web-api/pagination); the client waits out
+# a 429's Retry-After. A window too busy to read to its end leaves the outcome unknown: that post fails,
+# the approvers are told, and it is not posted a second time.
+LOOKBACK_PAGE = 15
+LOOKBACK_PAGES = 20
+
+
 async def posted_before(
     client: AsyncWebClient, outbox: Sending, channel: str, thread: str | None, piece: int
 ) -> str | None:
-    """The ts of the piece an attempt cut by a crash posted, if it did."""
+    """The ts of the piece an earlier attempt whose outcome is unknown posted, if it did."""
     if outbox.unknown_since is None:
         return None
     if not outbox.found:
-        oldest = f"{outbox.unknown_since - CLOCK_MARGIN:.6f}"
+        since = outbox.unknown_since - CLOCK_MARGIN
+        outbox.found = {**await _posted_since(client, outbox.entry_id, since, channel, thread), -1: ""}  # read once
+    return outbox.found.get(piece) or None
+
+
+async def _posted_since(
+    client: AsyncWebClient, entry_id: int, since: float, channel: str, thread: str | None
+) -> dict[int, str]:
+    """Piece -> ts of what the outbox posted for entry `entry_id` since `since`, read page by page."""
+    window: dict[str, Any] = {"oldest": f"{since:.6f}", "include_all_metadata": True}
+    found: dict[int, str] = {}
+    cursor = ""
+    for _ in range(LOOKBACK_PAGES):
         try:
             if thread:
                 answer = await client.conversations_replies(
-                    channel=channel, ts=thread, oldest=oldest, include_all_metadata=True, limit=200
+                    channel=channel, ts=thread, limit=LOOKBACK_PAGE, cursor=cursor or None, **window
                 )
             else:
                 answer = await client.conversations_history(
-                    channel=channel, oldest=oldest, include_all_metadata=True, limit=200
+                    channel=channel, limit=LOOKBACK_PAGE, cursor=cursor or None, **window
                 )
         except _ERRORS as exc:
             raise failure_of(exc) from None
-        outbox.found[-1] = ""  # read: not read again for this entry
         for message in answer.get("messages") or []:
             metadata = message.get("metadata") or {}
             payload = metadata.get("event_payload") or {}
-            if metadata.get("event_type") == OUTBOX_EVENT and payload.get("entry") == outbox.entry_id:
-                outbox.found[int(payload.get("piece", 0))] = str(message.get("ts") or "")
-    return outbox.found.get(piece) or None
+            if metadata.get("event_type") == OUTBOX_EVENT and payload.get("entry") == entry_id:
+                found[int(payload.get("piece", 0))] = str(message.get("ts") or "")
+        cursor = str((answer.get("response_metadata") or {}).get("next_cursor") or "")
+        if not answer.get("has_more") or not cursor:
+            return found
+    raise PostFailed(
+        f"outcome unknown: more than {LOOKBACK_PAGE * LOOKBACK_PAGES} messages since the attempt, not posted again",
+        permanent=True,
+    )

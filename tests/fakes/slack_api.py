@@ -48,6 +48,7 @@ class ScriptedAnswer:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     done_anyway: bool = False  # the call took effect (a message was posted) before this failure was answered
+    then: Callable[[], None] | None = None  # what happens in the workspace before the answer goes back
 
 
 @dataclass
@@ -69,6 +70,10 @@ class FakeSlackApi(LoopbackServer):
     # answers a message it will never take as it is (https://docs.slack.dev/reference/methods/chat.postMessage,
     # "Errors": invalid_arguments, msg_blocks_too_long, metadata_too_large, cannot_reply_to_message, ...).
     refused_texts: dict[str, str] = field(default_factory=dict)
+    # conversations.history and .replies answer at most this many messages a page, then has_more and a
+    # next_cursor: 15, the maximum (and default) for apps not approved for the Slack Marketplace
+    # (https://docs.slack.dev/changelog/2025/05/29/rate-limit-changes-for-non-marketplace-apps).
+    page_limit: int = 15
     _outages: dict[str, tuple[float, float, float, int]] = field(
         default_factory=dict
     )  # start, 429 s, 5xx s, Retry-After
@@ -111,12 +116,27 @@ class FakeSlackApi(LoopbackServer):
     def fail_next(self, method: str, error: str) -> None:
         self._scripted[method].append(ScriptedAnswer(200, {"ok": False, "error": error}))
 
-    def fail_after_doing_next(self, method: str, *, status: int = 503, error: str = "service_unavailable") -> None:
+    def fail_after_doing_next(
+        self,
+        method: str,
+        *,
+        status: int = 503,
+        error: str = "service_unavailable",
+        then: Callable[[], None] | None = None,
+    ) -> None:
         """The next call to `method` takes effect (chat.postMessage posts its message), then answers the
         failure: Slack's internal_error and fatal_error may come after the operation partly succeeded
         (https://docs.slack.dev/reference/methods/chat.postMessage, "Errors"), and a 5xx from Slack's
         edge can come after the request reached Slack."""
-        self._scripted[method].append(ScriptedAnswer(status, {"ok": False, "error": error}, done_anyway=True))
+        self._scripted[method].append(
+            ScriptedAnswer(status, {"ok": False, "error": error}, done_anyway=True, then=then)
+        )
+
+    def someone_says(self, channel: str, text: str, user: str = "UHUMAN") -> str:
+        """A person's message in `channel`, which history will list; its ts."""
+        ts = self._next_ts()
+        self.messages[(channel, ts)] = {"type": "message", "user": user, "text": text, "ts": ts}
+        return ts
 
     def texts_in(self, channel: str) -> list[str]:
         """The text of every message the channel holds (posted by anyone, however the post was answered)."""
@@ -200,6 +220,8 @@ class FakeSlackApi(LoopbackServer):
                 scripted = ScriptedAnswer(200, {"ok": False, "error": refusal})
         if scripted is not None and scripted.done_anyway:
             self._answer(method, args)
+        if scripted is not None and scripted.then is not None:
+            scripted.then()
         answer = scripted or ScriptedAnswer(200, self._answer(method, args))
         error = None if answer.body.get("ok") else str(answer.body.get("error"))
         await self._record(SlackCall(method, args, dict(request.headers), answer.status, error, answer.body))
@@ -234,12 +256,14 @@ class FakeSlackApi(LoopbackServer):
             self.messages[(str(args.get("channel")), ts)] = message
             return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": _shown(message, False)}
         if method == "conversations.history":
-            return {"ok": True, "messages": self._history(args, thread=None), "has_more": False}
+            return {"ok": True, **self._history(args, thread=None)}
         if method == "conversations.replies":
             parent = self.messages.get((str(args.get("channel")), str(args.get("ts"))))
             if not parent:
                 return {"ok": False, "error": "thread_not_found"}
-            return {"ok": True, "messages": [parent, *self._history(args, thread=str(args["ts"]))], "has_more": False}
+            page = self._history(args, thread=str(args["ts"]))
+            first = [] if args.get("cursor") else [parent]  # the parent opens the first page
+            return {"ok": True, **page, "messages": [*first, *page["messages"]]}
         if method == "chat.update":
             if known := self.messages.get((str(args.get("channel")), str(args.get("ts")))):
                 known.update({k: args[k] for k in ("text", "blocks") if k in args})  # edited in place
@@ -274,15 +298,22 @@ class FakeSlackApi(LoopbackServer):
             return {"ok": True, "url": self.ws_url}
         return {"ok": True}
 
-    def _history(self, args: dict[str, Any], thread: str | None) -> list[dict[str, Any]]:
-        """The channel's messages (or a thread's replies) between `oldest` and `latest` (the bounds
-        themselves only with `inclusive`), newest first as Slack orders them, at most `limit`."""
+    def _history(self, args: dict[str, Any], thread: str | None) -> dict[str, Any]:
+        """A page of the channel's messages (or a thread's replies) between `oldest` and `latest` (the bounds
+        themselves only with `inclusive`), newest first as Slack orders them, at most `limit` (and at most
+        `page_limit`), with has_more and, when there is more, the cursor of the next page (which goes on
+        below the page's oldest message: https://docs.slack.dev/apis/web-api/pagination)."""
         channel = str(args.get("channel"))
         oldest, latest = float(args.get("oldest") or 0), float(args.get("latest") or "inf")
         inclusive = _flag(args.get("inclusive"))
+        up_to_latest = inclusive
+        cursor = str(args.get("cursor") or "")
+        if cursor.startswith("below:"):
+            latest, up_to_latest = min(latest, float(cursor.removeprefix("below:"))), False
 
         def within(ts: float) -> bool:
-            return oldest <= ts <= latest if inclusive else oldest < ts < latest
+            above = oldest <= ts if inclusive else oldest < ts
+            return above and (ts <= latest if up_to_latest else ts < latest)
 
         found = [
             _shown(message, _flag(args.get("include_all_metadata")))
@@ -290,7 +321,11 @@ class FakeSlackApi(LoopbackServer):
             if where == channel and within(float(ts)) and message.get("thread_ts") == thread and ts != thread
         ]
         found.sort(key=lambda message: float(message["ts"]), reverse=True)
-        return found[: int(args.get("limit") or 100)]
+        limit = min(int(args.get("limit") or self.page_limit), self.page_limit)
+        page, more = found[:limit], len(found) > limit
+        answer: dict[str, Any] = {"messages": page, "has_more": more}
+        answer["response_metadata"] = {"next_cursor": f"below:{page[-1]['ts']}" if more else ""}
+        return answer
 
     def _next_ts(self) -> str:
         """A message's ts: the time Slack took it, in microseconds, unique and increasing within a channel
