@@ -166,3 +166,23 @@ async def test_slack_look_back_that_cannot_read_the_whole_window_does_not_post_a
     [told] = delivered(fake_slack, "C0APPROVALS")
     assert "outcome unknown" in told
     assert "outcome unknown: more than 300 messages since the attempt" in report
+
+
+async def test_discord_look_back_pages_through_a_busy_channel_to_find_the_post(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    def busy() -> None:  # 150 people's messages after Sage's line: past the newest 50, on the second page
+        for n in range(150):
+            fake.someone_says(p.TEXT_CHANNEL_ID, f"chatter {n}")
+
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        await fake.send_message("Nova, say hello")  # the webhook exists
+        await fake.wait_for_webhook_executes()
+        fake.server_errors_after_posting, fake.while_failing = 1, busy  # Sage's line is created, then a 503
+        await fake.send_message("Sage, and you?")
+        await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 2 and not counts["waiting"])
+
+    sage = [content for author, content in discord_posts(fake) if author == "Sage"]
+    assert len(sage) == 1  # found past the newest 50, not posted again
+    reads = fake.find_calls("GET", rf"/channels/{p.TEXT_CHANNEL_ID}/messages")
+    assert reads and all("after" in read.query for read in reads)

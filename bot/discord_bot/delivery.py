@@ -11,6 +11,7 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -97,19 +98,29 @@ class Delivery:
 
     async def _posted_before(self, where: Destination, webhook: discord.Webhook, chunks: list[str]) -> set[int]:
         """The pieces an attempt cut by a crash already posted through the webhook (webhooks take no
-        nonce): the channel's newest messages since that attempt began, by this webhook, with the
-        same text. Nothing to look for unless the outbox says an attempt's outcome is unknown."""
+        nonce): the channel's messages since that attempt began, by this webhook, with the
+        same text, read page by page to the window's end. Nothing to look for unless the outbox says an
+        attempt's outcome is unknown; a window too busy to read leaves it unknown (PostFailed, permanent)."""
         outbox = sending()
         if outbox is None or outbox.unknown_since is None:
             return set()
-        since = outbox.unknown_since - CLOCK_MARGIN
+        since = datetime.fromtimestamp(outbox.unknown_since - CLOCK_MARGIN, UTC)
         found: set[int] = set()
+        read = 0
         channel = self._client.get_partial_messageable(where.channel_id)
-        async for message in channel.history(limit=HISTORY_LIMIT):
-            if message.created_at.timestamp() < since:
-                break
+        # Oldest first from the attempt on, 100 a page (Get Channel Messages with `after`); discord.py
+        # waits out the rate limit. Every piece found ends the look early.
+        async for message in channel.history(limit=LOOKBACK_LIMIT + 1, after=since):
+            read += 1
             if message.webhook_id == webhook.id and message.content in chunks:
                 found.add(chunks.index(message.content))
+            if len(found) == len(set(chunks)):
+                return found
+        if read > LOOKBACK_LIMIT:
+            raise PostFailed(
+                f"outcome unknown: more than {LOOKBACK_LIMIT} messages since the attempt, not posted again",
+                permanent=True,
+            )
         return found
 
     async def as_bot(self, where: Destination, text: str, *, silent: bool = False) -> None:
@@ -152,7 +163,7 @@ async def _server_error_ends_the_attempt(response: aiohttp.ClientResponse) -> No
 
 
 CLOCK_MARGIN = 60.0  # seconds looked back before the attempt began, for a clock that differs from Discord's
-HISTORY_LIMIT = 50  # messages read back when an attempt's outcome is unknown
+LOOKBACK_LIMIT = 1000  # messages read back at most when an attempt's outcome is unknown (10 pages)
 
 
 def nonce(piece: int) -> Any:

@@ -129,6 +129,7 @@ class FakeDiscord(LoopbackServer):
     # says nothing of whether the request took effect (https://discord.com/developers/docs/topics/opcodes-and-status-codes#http,
     # "5XX: The server had an error processing your request"), so one may come after the message exists.
     server_errors_after_posting: int = 0
+    while_failing: Callable[[], None] | None = None  # what happens in the channel before such a 503 goes back
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -508,15 +509,24 @@ class FakeDiscord(LoopbackServer):
         return self._posted_but_failed() or _json(message)
 
     async def _channel_messages(self, request: web.Request) -> web.Response:
-        """Get Channel Messages without before/after: the newest `limit` (50 by default), newest first."""
+        """Get Channel Messages (openapi.json, GET /channels/{channel_id}/messages: before, after, limit 1-100,
+        50 by default), newest first: the newest `limit` before `before` (or of all), or with `after` the
+        `limit` messages that come right after it."""
         channel_id = int(request.match_info["channel_id"])
         if channel_id in self.missing_channels:
             return _error(404, 10003, "Unknown Channel")
         if (refused := self._outage_answer()) is not None:
             return refused
-        limit = min(100, int(request.query.get("limit", 50)))
-        found = [m for m in self.history if int(m["channel_id"]) == channel_id]
-        return _json(list(reversed(found))[:limit])
+        limit = int(request.query.get("limit", 50))
+        if not 1 <= limit <= 100:
+            return _json({"code": 50035, "message": "Invalid Form Body", "errors": _field_error("limit")}, 400)
+        found = sorted((m for m in self.history if int(m["channel_id"]) == channel_id), key=lambda m: int(m["id"]))
+        if "after" in request.query:
+            after = int(request.query["after"])
+            return _json(list(reversed([m for m in found if int(m["id"]) > after][:limit])))
+        before = int(request.query.get("before", 0)) or None
+        newest_first = [m for m in reversed(found) if before is None or int(m["id"]) < before]
+        return _json(newest_first[:limit])
 
     async def _edit_message(self, request: web.Request) -> web.Response:
         message = self.messages.get(int(request.match_info["message_id"]))
@@ -564,7 +574,13 @@ class FakeDiscord(LoopbackServer):
         if self.server_errors_after_posting <= 0:
             return None
         self.server_errors_after_posting -= 1
+        if self.while_failing is not None:
+            self.while_failing()
         return _error(503, 0, "503: Service Unavailable")
+
+    def someone_says(self, channel_id: int, content: str) -> None:
+        """A person's message in the channel, which Get Channel Messages lists (no gateway event)."""
+        self.history.append(p.message(channel_id, content, author=p.user(p.HUMAN_USER_ID, "ana")))
 
     async def _edit_followup(self, request: web.Request) -> web.Response:
         return _json(self._followup_message(request[BODY]))
@@ -601,6 +617,11 @@ def _content_problem(body: dict[str, Any] | None) -> web.Response | None:
     if not content.strip():
         return _error(400, 50006, "Cannot send an empty message")
     return None
+
+
+def _field_error(name: str) -> dict[str, Any]:
+    """The `errors` of a 50035 Invalid Form Body (openapi.json, ErrorResponse.errors: InnerErrors per field)."""
+    return {name: {"_errors": [{"code": "NUMBER_TYPE_MAX", "message": "Value is out of range."}]}}
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
