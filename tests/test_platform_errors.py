@@ -5,7 +5,9 @@ whole window."""
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from slack_sdk.errors import SlackApiError
 from bot.outbox_report import outbox_report
 from bot.slack.app import make_web_client
 from bot.slack.delivery import failure_of
+from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
@@ -186,3 +189,22 @@ async def test_discord_look_back_pages_through_a_busy_channel_to_find_the_post(
     assert len(sage) == 1  # found past the newest 50, not posted again
     reads = fake.find_calls("GET", rf"/channels/{p.TEXT_CHANNEL_ID}/messages")
     assert reads and all("after" in read.query for read in reads)
+
+
+async def test_discord_autocomplete_names_fit_discords_100_characters(
+    fake: FakeDiscord, open_bot: Any, tmp_path: Path
+) -> None:
+    personas = tmp_path / "personas"
+    shutil.copytree(REPO / "personas", personas)
+    long_name = "The Honourable Keeper of Exceedingly Long and Carefully Considered Names, Esq."  # 78 characters
+    nova = (personas / "nova.toml").read_text()
+    long_persona = nova.replace('id = "nova"', 'id = "keeper-of-names-and-titles"').replace('"Nova"', f'"{long_name}"')
+    (personas / "keeper.toml").write_text(long_persona)
+    async with open_bot(sections={"bot": {"personas_dir": str(personas)}}):
+        await fake.send_autocomplete("persona", {"action": "invite", "persona_id": "kee"}, focused="persona_id")
+        await fake.wait_for_calls("POST", r"/interactions/\d+/[^/]+/callback")
+
+    [choices] = fake.autocomplete_answers  # Discord took the answer: every name within 100 characters
+    [keeper] = choices
+    assert keeper["value"] == "keeper-of-names-and-titles"
+    assert len(keeper["name"]) <= 100 and keeper["name"].endswith("… (keeper-of-names-and-titles)")

@@ -42,6 +42,22 @@ def may_manage(interaction: discord.Interaction, manager_role: str) -> bool:
     return bool(manager_role) and any(manager_role in (role.name, str(role.id)) for role in roles)
 
 
+# An autocomplete answer holds at most 25 choices, each named in 1 to 100 characters; one name too long and
+# Discord refuses the whole answer (discord-api-spec openapi.json: InteractionApplicationCommandAutocomplete-
+# CallbackStringData.choices maxItems 25, ApplicationCommandOptionStringChoice.name maxLength 100).
+MAX_CHOICES = 25
+MAX_CHOICE_NAME = 100
+
+
+def choice_name(persona: Persona) -> str:
+    """ "Display Name (id)", the display name shortened with an ellipsis when the whole would pass 100."""
+    suffix = f" ({persona.id})"
+    name = persona.display_name
+    if len(name) + len(suffix) > MAX_CHOICE_NAME:
+        name = name[: MAX_CHOICE_NAME - len(suffix) - 1].rstrip() + "…"
+    return name + suffix
+
+
 def add_slash_commands(
     tree: app_commands.CommandTree,
     service: ChannelService,
@@ -54,7 +70,7 @@ def add_slash_commands(
     async def persona_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         typed = current.casefold()
         matches = [p for p in personas.values() if typed in p.id or typed in p.display_name.casefold()]
-        return [app_commands.Choice(name=f"{p.display_name} ({p.id})", value=p.id) for p in matches][:25]
+        return [app_commands.Choice(name=choice_name(p), value=p.id) for p in matches][:MAX_CHOICES]
 
     async def carry_out(interaction: discord.Interaction, spec: Spec, text: str) -> None:
         try:

@@ -129,6 +129,7 @@ class FakeDiscord(LoopbackServer):
     # says nothing of whether the request took effect (https://discord.com/developers/docs/topics/opcodes-and-status-codes#http,
     # "5XX: The server had an error processing your request"), so one may come after the message exists.
     server_errors_after_posting: int = 0
+    autocomplete_answers: list[list[dict[str, Any]]] = field(default_factory=list)  # the choices of each accepted one
     while_failing: Callable[[], None] | None = None  # what happens in the channel before such a 503 goes back
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -271,6 +272,26 @@ class FakeDiscord(LoopbackServer):
             permissions=permissions,
             roles=roles or [],
             user=user,
+        )
+        await self._dispatch("INTERACTION_CREATE", interaction)
+        return interaction_id
+
+    async def send_autocomplete(
+        self, name: str, options: dict[str, Any], focused: str, *, channel_id: int = p.TEXT_CHANNEL_ID
+    ) -> int:
+        """An INTERACTION_CREATE of type 4 (APPLICATION_COMMAND_AUTOCOMPLETE) while `focused` is being typed:
+        its value is what was typed so far. Returns the interaction id; its callback is in `autocomplete_answers`."""
+        command = next(c for c in self.commands if c["name"] == name)
+        types = {o["name"]: o["type"] for o in command.get("options", [])}
+        interaction_id = p.snowflake()
+        typed = [
+            {"name": k, "type": types[k], "value": v, **({"focused": True} if k == focused else {})}
+            for k, v in options.items()
+        ]
+        data = {"id": command["id"], "name": name, "type": 1, "options": typed}
+        by = p.member(p.human(), [], permissions=p.MEMBER_PERMISSIONS)
+        interaction = p.interaction(
+            interaction_id, f"interaction-token-{interaction_id}", 4, data, channel_id=channel_id, member_payload=by
         )
         await self._dispatch("INTERACTION_CREATE", interaction)
         return interaction_id
@@ -587,6 +608,10 @@ class FakeDiscord(LoopbackServer):
 
     async def _interaction_callback(self, request: web.Request) -> web.Response:
         body = request[BODY]
+        if body.get("type") == 8 and (problem := _autocomplete_problem(body.get("data") or {})):
+            return problem
+        if body.get("type") == 8:
+            self.autocomplete_answers.append(body["data"].get("choices") or [])
         flags = (body.get("data") or {}).get("flags", 0)
         interaction = {
             "id": request.match_info["interaction_id"],
@@ -617,6 +642,22 @@ def _content_problem(body: dict[str, Any] | None) -> web.Response | None:
     if not content.strip():
         return _error(400, 50006, "Cannot send an empty message")
     return None
+
+
+def _autocomplete_problem(data: dict[str, Any]) -> web.Response | None:
+    """An autocomplete answer Discord refuses whole (openapi.json: InteractionApplicationCommandAutocomplete-
+    CallbackStringData.choices maxItems 25; ApplicationCommandOptionStringChoice.name 1 to 100 characters)."""
+    choices = data.get("choices") or []
+    errors: dict[str, Any] = {}
+    if len(choices) > 25:
+        errors["choices"] = {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 25 or fewer in length."}]}
+    for index, choice in enumerate(choices):
+        if not 1 <= len(str(choice.get("name", ""))) <= 100:
+            bad = {"_errors": [{"code": "BASE_TYPE_BAD_LENGTH", "message": "Must be between 1 and 100 in length."}]}
+            errors.setdefault("choices", {})[str(index)] = {"name": bad}
+    if not errors:
+        return None
+    return _json({"code": 50035, "message": "Invalid Form Body", "errors": {"data": errors}}, 400)
 
 
 def _field_error(name: str) -> dict[str, Any]:
