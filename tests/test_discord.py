@@ -437,6 +437,7 @@ async def test_without_manage_webhooks_personas_post_as_the_bot_and_say_so_once(
         posts = await fake.wait_for_calls("POST", CHANNEL_MESSAGES, 3)
 
     contents = [c.json["content"] for c in posts]
+    assert [content for _, _, content in fake.posts] == contents  # each one shown (none answered by another's nonce)
     assert contents[0] == NO_WEBHOOKS_NOTICE
     assert contents[1].startswith("**Nova:** ") and contents[2].startswith("**Sage:** ")
     assert all(c.json["allowed_mentions"]["parse"] == [] for c in posts)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from slack_sdk.errors import SlackApiError
 
+from bot.discord_bot.delivery import TOO_MANY_WEBHOOKS_NOTICE
 from bot.outbox_report import outbox_report
 from bot.slack.app import make_web_client
 from bot.slack.delivery import failure_of
@@ -208,3 +209,20 @@ async def test_discord_autocomplete_names_fit_discords_100_characters(
     [keeper] = choices
     assert keeper["value"] == "keeper-of-names-and-titles"
     assert len(keeper["name"]) <= 100 and keeper["name"].endswith("… (keeper-of-names-and-titles)")
+
+
+async def test_discord_channel_full_of_webhooks_gets_persona_posts_as_the_bot_and_the_approvers_told_once(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    fake.add_others_webhooks(p.TEXT_CHANNEL_ID, 15)  # Discord's most: the bot cannot make its own
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        await fake.send_message("Nova, are you there?")
+        await fake.send_message("Sage, and you?")
+        await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 2 and not counts["waiting"])
+
+    posted = [content for _, content in discord_posts(fake)]
+    assert posted[0] == TOO_MANY_WEBHOOKS_NOTICE  # once
+    assert posted[1].startswith("**Nova:** ") and posted[2].startswith("**Sage:** ") and len(posted) == 3, posted
+    assert (
+        len(fake.find_calls("POST", rf"/channels/{p.TEXT_CHANNEL_ID}/webhooks")) == 1
+    )  # refused once, not asked again

@@ -29,6 +29,12 @@ NO_WEBHOOKS_NOTICE = (
     "I can't manage webhooks in this channel, so personas speak through me with their names in bold. "
     "Give me the Manage Webhooks permission and each persona posts under its own name and avatar."
 )
+TOO_MANY_WEBHOOKS_NOTICE = (
+    "For the approvers: this channel has 15 webhooks, the most Discord allows, and none is mine, so personas "
+    "speak through me with their names in bold. Delete one of the channel's webhooks (Edit Channel, "
+    "Integrations) and each persona posts under its own name and avatar."
+)
+MAX_WEBHOOKS_REACHED = 30007  # Discord's JSON error code: the channel holds 15 webhooks already
 
 
 @dataclass(frozen=True)
@@ -143,8 +149,21 @@ class Delivery:
         except discord.Forbidden:
             log.warning("no Manage Webhooks permission in channel %s; posting as the bot", where.webhook_channel_id)
             self._without_webhooks.add(where.webhook_channel_id)
-            await self.as_bot(where, NO_WEBHOOKS_NOTICE)
+            await self._say_once(where, NO_WEBHOOKS_NOTICE)
             return None
+        except discord.HTTPException as exc:
+            if exc.code != MAX_WEBHOOKS_REACHED:
+                raise
+            log.warning("channel %s has 15 webhooks already; posting as the bot", where.webhook_channel_id)
+            self._without_webhooks.add(where.webhook_channel_id)
+            await self._say_once(where, TOO_MANY_WEBHOOKS_NOTICE)
+            return None
+
+    async def _say_once(self, where: Destination, notice: str) -> None:
+        """A notice of this process's own, without the outbox entry's nonce: the persona's line sent next
+        carries that nonce, and Discord would answer it with this notice instead of posting it."""
+        channel = self._client.get_partial_messageable(where.channel_id)
+        await channel.send(notice, allowed_mentions=NO_MENTIONS)
 
 
 async def _server_error_ends_the_attempt(response: aiohttp.ClientResponse) -> None:

@@ -46,6 +46,9 @@ from tests.fakes.loopback import LoopbackServer
 
 API_PREFIX = "/api/v10"
 MESSAGE_LIMIT = 2000
+# A channel holds at most 15 webhooks: creating one more answers 400 with JSON code 30007, "Maximum number of
+# webhooks reached (15)" (https://discord.com/developers/docs/topics/opcodes-and-status-codes#json-json-error-codes).
+WEBHOOKS_PER_CHANNEL = 15
 BODY = web.RequestKey("json_body", object)
 _EXECUTE = r"/webhooks/\d+/[^/]+"
 _REFUSED_USERNAME = re.compile(r"clyde|discord", re.IGNORECASE)
@@ -501,9 +504,18 @@ class FakeDiscord(LoopbackServer):
         channel_id = int(request.match_info["channel_id"])
         if channel_id not in p.channels_by_id() or channel_id == p.THREAD_ID:
             return _error(400, 50024, "Cannot execute action on this channel type")
+        if sum(int(w["channel_id"]) == channel_id for w in self.webhooks.values()) >= WEBHOOKS_PER_CHANNEL:
+            return _error(400, 30007, "Maximum number of webhooks reached (15)")
         webhook_id = p.snowflake()
         self.webhooks[webhook_id] = p.webhook(webhook_id, secrets.token_urlsafe(16), channel_id, request[BODY]["name"])
         return _json(self.webhooks[webhook_id])
+
+    def add_others_webhooks(self, channel_id: int, count: int) -> None:
+        """Webhooks another app or a person made in the channel (not the bot's: it cannot use them)."""
+        for _ in range(count):
+            webhook_id = p.snowflake()
+            made = p.webhook(webhook_id, secrets.token_urlsafe(16), channel_id, "Someone else's")
+            self.webhooks[webhook_id] = {**made, "user": p.human(), "application_id": None}
 
     async def _typing(self, request: web.Request) -> web.Response:
         return web.Response(status=204)  # "Trigger Typing Indicator": recorded like every call
