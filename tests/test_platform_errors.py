@@ -226,3 +226,45 @@ async def test_discord_channel_full_of_webhooks_gets_persona_posts_as_the_bot_an
     assert (
         len(fake.find_calls("POST", rf"/channels/{p.TEXT_CHANNEL_ID}/webhooks")) == 1
     )  # refused once, not asked again
+
+
+TWO_APPROVERS = {"approvals": {"approvers": {"discord": [str(p.HUMAN_USER_ID), str(p.OWNER_USER_ID)]}}}
+
+
+async def test_discord_approver_with_closed_dms_does_not_keep_the_others_from_being_told(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    fake.closed_dms.add(p.HUMAN_USER_ID)  # Ana, the first approver, takes no direct messages from the bot
+    async with open_bot(sections={**FAST_RETRIES, **TWO_APPROVERS}) as bot:
+        fake.missing_channels.add(p.TEXT_CHANNEL_ID)  # the approvers are told directly
+        await fake.send_message("Sage, and now?")
+        await wait_for_counts(bot.app.db, lambda counts: counts["failed"] == 1 and counts["sent"] == 1)
+
+    owner = fake.direct_messages[p.OWNER_USER_ID]
+    [told] = discord_posts(fake, owner)
+    assert told[1].startswith(f"For the approvers (discord:{p.TEXT_CHANNEL_ID}): A persona's line")
+    assert discord_posts(fake, fake.direct_messages[p.HUMAN_USER_ID]) == []
+
+
+async def test_discord_approver_told_before_a_failure_is_not_told_again(fake: FakeDiscord, open_bot: Any) -> None:
+    owner_dm = fake.direct_messages[p.OWNER_USER_ID] = p.snowflake()
+    fake.server_errors_in[owner_dm] = 2  # the second approver's DM fails twice, then goes
+    async with open_bot(sections={**FAST_RETRIES, **TWO_APPROVERS}) as bot:
+        fake.missing_channels.add(p.TEXT_CHANNEL_ID)
+        await fake.send_message("Sage, and now?")
+        await wait_for_counts(bot.app.db, lambda counts: counts["failed"] == 1 and counts["sent"] == 1)
+
+    assert len(discord_posts(fake, fake.direct_messages[p.HUMAN_USER_ID])) == 1  # once, across three attempts
+    assert len(discord_posts(fake, owner_dm)) == 1
+
+
+async def test_discord_notice_retried_after_its_nonce_expired_is_not_posted_again(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    fake.nonce_seconds = 0  # Discord checks a nonce for a few minutes: this retry comes later than that
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        fake.server_errors_after_posting = 1
+        await bot.app.outbox.notice(f"discord:{p.TEXT_CHANNEL_ID}", "a notice, once", None)
+        await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+
+    assert [content for _, content in discord_posts(fake)] == ["a notice, once"]  # found by the look-back

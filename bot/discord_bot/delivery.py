@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -103,22 +104,28 @@ class Delivery:
                 self._webhooks.forget(where.webhook_channel_id)
 
     async def _posted_before(self, where: Destination, webhook: discord.Webhook, chunks: list[str]) -> set[int]:
-        """The pieces an attempt cut by a crash already posted through the webhook (webhooks take no
-        nonce): the channel's messages since that attempt began, by this webhook, with the
-        same text, read page by page to the window's end. Nothing to look for unless the outbox says an
-        attempt's outcome is unknown; a window too busy to read leaves it unknown (PostFailed, permanent)."""
+        """The pieces an earlier attempt of unknown outcome posted through the webhook (webhooks take no nonce)."""
+        return await self.posted_before(where.channel_id, chunks, lambda message: message.webhook_id == webhook.id)
+
+    async def posted_before(
+        self, channel_id: int, chunks: list[str], ours: Callable[[discord.Message], bool]
+    ) -> set[int]:
+        """The pieces (of `chunks`) an earlier attempt whose outcome is unknown posted in the channel: its
+        messages since that attempt began that are `ours` with the same text, read page by page to the
+        window's end. Nothing to look for unless the outbox says an attempt's outcome is unknown; a window
+        too busy to read leaves it unknown (PostFailed, permanent)."""
         outbox = sending()
         if outbox is None or outbox.unknown_since is None:
             return set()
         since = datetime.fromtimestamp(outbox.unknown_since - CLOCK_MARGIN, UTC)
         found: set[int] = set()
         read = 0
-        channel = self._client.get_partial_messageable(where.channel_id)
+        channel = self._client.get_partial_messageable(channel_id)
         # Oldest first from the attempt on, 100 a page (Get Channel Messages with `after`); discord.py
         # waits out the rate limit. Every piece found ends the look early.
         async for message in channel.history(limit=LOOKBACK_LIMIT + 1, after=since):
             read += 1
-            if message.webhook_id == webhook.id and message.content in chunks:
+            if ours(message) and message.content in chunks:
                 found.add(chunks.index(message.content))
             if len(found) == len(set(chunks)):
                 return found
@@ -129,17 +136,31 @@ class Delivery:
             )
         return found
 
+    def by_the_bot(self, message: discord.Message) -> bool:
+        me = self._client.user
+        return message.webhook_id is None and me is not None and message.author.id == me.id
+
     async def as_bot(self, where: Destination, text: str, *, silent: bool = False) -> None:
         """`silent`: suppressed from notifications, as Discord's @silent messages are."""
-        channel = self._client.get_partial_messageable(where.channel_id)
-        for piece, chunk in enumerate(split_message(text)):
+        await self._send_as_bot(where.channel_id, split_message(text), silent=silent)
+
+    async def _send_as_bot(self, channel_id: int, chunks: list[str], *, silent: bool = False) -> None:
+        """Each piece with its nonce, which Discord checks for a few minutes only: an attempt of unknown
+        outcome retried later looks for its pieces first."""
+        channel = self._client.get_partial_messageable(channel_id)
+        posted_before = await self.posted_before(channel_id, chunks, self.by_the_bot)
+        for piece, chunk in enumerate(chunks):
+            if piece in posted_before:
+                continue
             await channel.send(chunk, allowed_mentions=NO_MENTIONS, silent=silent, nonce=nonce(piece))
+            if (outbox := sending()) is not None:
+                outbox.pieces_posted += 1
 
     async def _as_bot_named(self, where: Destination, persona: Persona, text: str) -> None:
         prefix = f"**{discord.utils.escape_markdown(persona.display_name)}:** "
-        channel = self._client.get_partial_messageable(where.channel_id)
-        for piece, chunk in enumerate(split_message(text, MESSAGE_LIMIT - len(prefix))):
-            await channel.send(prefix + chunk, allowed_mentions=NO_MENTIONS, nonce=nonce(piece))
+        await self._send_as_bot(
+            where.channel_id, [prefix + c for c in split_message(text, MESSAGE_LIMIT - len(prefix))]
+        )
 
     async def _webhook(self, where: Destination) -> discord.Webhook | None:
         if where.webhook_channel_id in self._without_webhooks:

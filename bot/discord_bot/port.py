@@ -153,13 +153,31 @@ class DiscordPort:
             log.warning("a notice to the approvers in %s was not delivered: %s", channel_key, _describe(exc))
             _raise_for_outbox(exc)
             return
+        await self._tell_each_approver(channel_key, f"For the approvers ({channel_key}): {text}")
+
+    async def _tell_each_approver(self, channel_key: str, text: str) -> None:
+        """Each approver's direct message stands alone: one whose DMs are closed to the bot (403, 50007) is
+        logged and counted and the others are still told; a failure worth another try is raised once all
+        were tried, and the next attempt finds who was told already (their DM since the attempt) and
+        skips them."""
+        retry: BaseException | None = None
         for approver in sorted(a for a in self._approvers_for(channel_key) if a.isdigit()):
             try:
                 user = self._client.get_user(int(approver)) or await self._client.fetch_user(int(approver))
-                await user.send(f"For the approvers ({channel_key}): {text}", allowed_mentions=NO_MENTIONS)
+                dm = user.dm_channel or await user.create_dm()
+                if not await self._delivery.posted_before(dm.id, [text], self._delivery.by_the_bot):
+                    await dm.send(text, allowed_mentions=NO_MENTIONS)
+                    if (outbox := sending()) is not None:
+                        outbox.pieces_posted += 1
+            except (discord.NotFound, discord.Forbidden) as exc:
+                DELIVERY_FAILURES.labels("discord").inc()
+                log.warning("approver %s takes no direct message from the bot: %s", approver, _describe(exc))
             except _DELIVERY_ERRORS as exc:
+                DELIVERY_FAILURES.labels("discord").inc()
                 log.warning("approver %s could not be told: %s", approver, _describe(exc))
-                _raise_for_outbox(exc)
+                retry = retry or exc
+        if retry is not None:
+            _raise_for_outbox(retry)
 
     async def request_approval(self, approval: Approval, persona: Persona) -> None:
         if self._elsewhere is not None and await self._shown_elsewhere(approval, persona):

@@ -20,7 +20,9 @@ Posting can fail as on Discord: during an `outage` a message post or webhook exe
 with Retry-After, the JSON body {message, retry_after, global} and the rate-limit headers (and
 `Via`, which discord.py looks for before it believes a 429 is Discord's), then HTTP 503; a channel
 in `missing_channels` answers 404 Unknown Channel (its webhooks, 404 Unknown Webhook). A message
-created with a nonce and enforce_nonce, again within the window, answers the message created first.
+created with a nonce and enforce_nonce, again within `nonce_seconds` (Discord: "the past few minutes"),
+answers the message created first; after that it is created again. A user in `closed_dms` takes no
+direct message from the bot (403, 50007).
 
 Gateway: HELLO, then READY and GUILD_CREATE after IDENTIFY, heartbeat ACKs, RESUMED after RESUME.
 Frames follow what the client asked for in the query: `compress=zstd-stream` (discord.py when the
@@ -127,7 +129,13 @@ class FakeDiscord(LoopbackServer):
     direct_messages: dict[int, int] = field(default_factory=dict)  # user id -> the bot's DM channel with them
     outage_refusals: int = 0  # requests refused by an outage (429 or 503)
     _outage: tuple[float, float, float, float] | None = None  # start, 429 seconds, 503 seconds, retry_after
-    _nonces: dict[tuple[int, str], int] = field(default_factory=dict)  # (channel, nonce) -> message id
+    # enforce_nonce: "checked for uniqueness in the past few minutes. If another message was created by the
+    # same author with the same nonce, that message will be returned" (Create Message,
+    # https://discord.com/developers/docs/resources/message#create-message): the bot is the one author here.
+    nonce_seconds: float = 180.0
+    _nonces: dict[str, tuple[int, float]] = field(default_factory=dict)  # nonce -> message id, when (monotonic)
+    closed_dms: set[int] = field(default_factory=set)  # users who take no direct messages from the bot (50007)
+    server_errors_in: dict[int, int] = field(default_factory=dict)  # channel -> message posts refused with 503
     # The next this many message posts or webhook executes create their message, then answer 503: a 5xx
     # says nothing of whether the request took effect (https://discord.com/developers/docs/topics/opcodes-and-status-codes#http,
     # "5XX: The server had an error processing your request"), so one may come after the message exists.
@@ -529,13 +537,19 @@ class FakeDiscord(LoopbackServer):
             return refused
         if problem := _content_problem(body):
             return problem
+        if channel_id in {dm for user, dm in self.direct_messages.items() if user in self.closed_dms}:
+            return _error(403, 50007, "Cannot send messages to this user")
+        if self.server_errors_in.get(channel_id):
+            self.server_errors_in[channel_id] -= 1
+            return _error(503, 0, "503: Service Unavailable")
         nonce = str(body["nonce"]) if body.get("nonce") is not None else None
-        if nonce and body.get("enforce_nonce") and (first := self._nonces.get((channel_id, nonce))):
-            return _json(self.messages[first])  # the same nonce again: the message it created, no new one
+        first = self._nonces.get(nonce) if nonce else None
+        if first and body.get("enforce_nonce") and time.monotonic() - first[1] < self.nonce_seconds:
+            return _json(self.messages[first[0]])  # the same nonce again: the message it created, no new one
         message = p.message(channel_id, body.get("content", ""), author=p.bot_user(), components=body.get("components"))
         self.messages[int(message["id"])] = message
         if nonce:
-            self._nonces[(channel_id, nonce)] = int(message["id"])
+            self._nonces[nonce] = (int(message["id"]), time.monotonic())
         self.posts.append((channel_id, p.bot_user()["username"], message["content"]))
         self.history.append(message)
         await self._echo(message)
