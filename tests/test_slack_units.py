@@ -217,6 +217,7 @@ async def test_runner_serves_socket_mode_until_cancelled(make_config) -> None:
 
 def test_manifest() -> None:
     manifest = yaml.safe_load(Path(REPO / "manifest.yml").read_text(encoding="utf-8"))
+    assert manifest["features"]["app_home"]["messages_tab_enabled"] is True  # the approvers' direct messages
     assert sorted(manifest["oauth_config"]["scopes"]["bot"]) == sorted(
         [
             "chat:write",
