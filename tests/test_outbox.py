@@ -246,7 +246,7 @@ async def test_slack_channel_gone_without_an_approvals_channel_tells_each_approv
         counts = await wait_for_counts(db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
 
     assert counts == {"waiting": 0, "sent": 1, "failed": 1}  # Sage's line failed; the approver was told
-    [told] = delivered(fake_slack, APPROVER)
+    [told] = delivered(fake_slack, fake_slack.direct_message_with(APPROVER))  # the D… conversations.open gave
     assert told.startswith("For the approvers (slack:T0FAKE:C0GONE): A persona's line for slack:T0FAKE:C0GONE")
     assert "channel_not_found" in told
 

@@ -202,17 +202,22 @@ class SlackPort:
                 raise
 
     async def _tell_each_approver(self, channel_key: str, text: str) -> bool:
-        """The channel is gone or closed to the app: each approver is told in the app's direct messages
-        (a user id as the channel). True when at least one of them was."""
+        """The channel is gone or closed to the app: each approver is told in the app's direct messages,
+        the `D…` conversation conversations.open gives (a post to a `U…` id with a custom username lands
+        in the person's Slackbot DM instead: https://docs.slack.dev/reference/methods/chat.postMessage,
+        "Direct messages"). One approver who cannot be told is logged; the others still are. True when
+        at least one of them was."""
         told = False
         for user in self._approver_ids(channel_key):
-            for piece in slack_messages(f"For the approvers ({channel_key}): {text}"):
-                try:
-                    await self.client.chat_postMessage(channel=user, text=piece, username=NOTICE_NAME)
-                except _DELIVERY_ERRORS as exc:
-                    log.warning("the approver %s could not be told directly: %s", user, _describe(exc))
-                    break
-                told = True
+            try:
+                opened = await self.client.conversations_open(users=user)
+                dm = str((opened.get("channel") or {}).get("id") or "")
+                for piece in slack_messages(f"For the approvers ({channel_key}): {text}"):
+                    await self.client.chat_postMessage(channel=dm, text=piece, username=NOTICE_NAME)
+                    told = True
+            except _DELIVERY_ERRORS as exc:
+                DELIVERY_FAILURES.labels("slack").inc()
+                log.warning("the approver %s could not be told directly: %s", user, _describe(exc))
         return told
 
     # -- approvals -------------------------------------------------------------------------------

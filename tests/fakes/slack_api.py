@@ -138,6 +138,11 @@ class FakeSlackApi(LoopbackServer):
         self.messages[(channel, ts)] = {"type": "message", "user": user, "text": text, "ts": ts}
         return ts
 
+    @staticmethod
+    def direct_message_with(user: str) -> str:
+        """The id of the app's direct message with `user`, as conversations.open gives it."""
+        return f"D{user[1:]}"
+
     def texts_in(self, channel: str) -> list[str]:
         """The text of every message the channel holds (posted by anyone, however the post was answered)."""
         held = [(float(ts), m) for (where, ts), m in self.messages.items() if where == channel]
@@ -296,6 +301,13 @@ class FakeSlackApi(LoopbackServer):
             return {"ok": True, "user": user_record}
         if method == "apps.connections.open":
             return {"ok": True, "url": self.ws_url}
+        if method == "conversations.open":
+            # The app's direct message with a user: a D… id, the same each time
+            # (https://docs.slack.dev/reference/methods/conversations.open).
+            users = str(args.get("users") or "")
+            if "," in users or not users.startswith(("U", "W")):
+                return {"ok": False, "error": "user_not_found"}
+            return {"ok": True, "channel": {"id": self.direct_message_with(users)}}
         return {"ok": True}
 
     def _history(self, args: dict[str, Any], thread: str | None) -> dict[str, Any]:
