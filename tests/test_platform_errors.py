@@ -17,6 +17,7 @@ from bot.discord_bot.delivery import TOO_MANY_WEBHOOKS_NOTICE
 from bot.outbox_report import outbox_report
 from bot.slack.app import make_web_client
 from bot.slack.delivery import failure_of
+from storage import outbox
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
@@ -268,3 +269,21 @@ async def test_discord_notice_retried_after_its_nonce_expired_is_not_posted_agai
         await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
 
     assert [content for _, content in discord_posts(fake)] == ["a notice, once"]  # found by the look-back
+
+
+async def test_discord_persona_with_an_avatar_url_longer_than_discord_takes_still_posts(
+    fake: FakeDiscord, open_bot: Any, tmp_path: Path
+) -> None:
+    personas = tmp_path / "personas"
+    shutil.copytree(REPO / "personas", personas)
+    long_url = "https://example.com/" + "a" * 2100 + ".png"
+    nova = (personas / "nova.toml").read_text()
+    (personas / "nova.toml").write_text(nova.replace("https://api.dicebear.com/9.x/bottts/png?seed=nova", long_url))
+    async with open_bot(sections={"bot": {"personas_dir": str(personas)}}) as bot:
+        await fake.send_message("Nova, hello")
+        await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+        counts = await outbox.counts(bot.app.db)
+
+    assert counts["failed"] == 0
+    [execute] = fake.webhook_executes()
+    assert execute.json["username"] == "Nova" and "avatar_url" not in execute.json  # the webhook's own avatar

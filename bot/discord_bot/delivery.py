@@ -48,9 +48,19 @@ class Destination:
         return self.parent_id or self.channel_id
 
 
+MAX_AVATAR_URL = 2048  # discord-api-spec openapi.json, IncomingWebhookRequestPartial.avatar_url maxLength
+
+
 def avatar_url(persona: Persona, twemoji_base_url: str = TWEMOJI_BASE_URL) -> str | None:
-    """An image URL as is; an emoji ("🎨", ":owl:") as its Twemoji image; None for anything else."""
-    return persona.avatar if persona.avatar_is_url else twemoji_url(persona.avatar, twemoji_base_url)
+    """An image URL as is; an emoji ("🎨", ":owl:") as its Twemoji image; None for anything else, and for
+    a URL longer than Discord takes (it would refuse the whole post: the webhook's own avatar shows)."""
+    url = persona.avatar if persona.avatar_is_url else twemoji_url(persona.avatar, twemoji_base_url)
+    if url is not None and len(url) > MAX_AVATAR_URL:
+        log.warning(
+            "persona %s's avatar URL is longer than Discord's %d characters; not shown", persona.id, MAX_AVATAR_URL
+        )
+        return None
+    return url
 
 
 class Delivery:

@@ -211,7 +211,8 @@ class FakeDiscord(LoopbackServer):
         if elapsed < limited + errors:
             self.outage_refusals += 1
         if elapsed < limited:
-            body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": False}
+            # openapi.json, RatelimitedResponse: an Error (code, message) with retry_after and global.
+            body = {"code": 0, "message": "You are being rate limited.", "retry_after": retry_after, "global": False}
             headers = {
                 "Retry-After": str(retry_after),
                 "X-RateLimit-Limit": "5",
@@ -604,7 +605,10 @@ class FakeDiscord(LoopbackServer):
             return problem
         username = body.get("username") or webhook["name"]
         if _REFUSED_USERNAME.search(username) or len(username) > 80:
-            return _error(400, 50035, "Invalid Form Body (username)")
+            return _json({"code": 50035, "message": "Invalid Form Body", "errors": _field_error("username")}, 400)
+        # openapi.json, IncomingWebhookRequestPartial: avatar_url is a URI of at most 2048 characters.
+        if len(body.get("avatar_url") or "") > 2048:
+            return _json({"code": 50035, "message": "Invalid Form Body", "errors": _field_error("avatar_url")}, 400)
         channel_id = int(request.query.get("thread_id") or webhook["channel_id"])
         author = {**p.user(webhook_id, username, bot=True), "discriminator": "0000"}
         message = p.message(channel_id, body.get("content", ""), author=author, webhook_id=webhook_id)
@@ -688,7 +692,7 @@ def _autocomplete_problem(data: dict[str, Any]) -> web.Response | None:
 
 def _field_error(name: str) -> dict[str, Any]:
     """The `errors` of a 50035 Invalid Form Body (openapi.json, ErrorResponse.errors: InnerErrors per field)."""
-    return {name: {"_errors": [{"code": "NUMBER_TYPE_MAX", "message": "Value is out of range."}]}}
+    return {name: {"_errors": [{"code": "BASE_TYPE_BAD_LENGTH", "message": "Must be within the allowed length."}]}}
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

@@ -272,7 +272,10 @@ class FakeSlackApi(LoopbackServer):
         if method == "chat.update":
             if known := self.messages.get((str(args.get("channel")), str(args.get("ts")))):
                 known.update({k: args[k] for k in ("text", "blocks") if k in args})  # edited in place
-            return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts"), "text": args.get("text")}
+            # The answer carries the edited message (https://docs.slack.dev/reference/methods/chat.update).
+            edited = _shown(known, False) if known else {"type": "message", "text": args.get("text")}
+            answer = {"ok": True, "channel": args.get("channel"), "ts": args.get("ts"), "text": args.get("text")}
+            return {**answer, "message": edited}
         if method == "views.open":
             view = args.get("view")
             return {"ok": True, "view": {**(view if isinstance(view, dict) else {}), "id": f"V{self._next_ts()[-6:]}"}}
