@@ -35,6 +35,8 @@ async def run_platforms(config: Config, environ: Mapping[str, str]) -> bool:
     surface_on_slack = config.settings.approvals.surface == "slack" and slack is not None and token is not None
     if surface_on_slack and not config.settings.slack.approvals_channel:
         raise ConfigError(f'{config.path}: [approvals] surface = "slack" needs [slack] approvals_channel')
+    if slack is not None:
+        await slack.resolve_channel_names()
     async with AsyncExitStack() as stack:
         discord = None
         if token is not None:

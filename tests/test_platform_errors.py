@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from slack_sdk.errors import SlackApiError
 
+from bot.config import ConfigError
 from bot.discord_bot.delivery import TOO_MANY_WEBHOOKS_NOTICE
 from bot.outbox_report import outbox_report
 from bot.slack.app import make_web_client
 from bot.slack.delivery import failure_of
+from bot.slack.runner import SlackAdapter
 from storage import outbox
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
@@ -287,3 +289,19 @@ async def test_discord_persona_with_an_avatar_url_longer_than_discord_takes_stil
     assert counts["failed"] == 0
     [execute] = fake.webhook_executes()
     assert execute.json["username"] == "Nova" and "avatar_url" not in execute.json  # the webhook's own avatar
+
+
+async def test_slack_approvals_channel_named_is_resolved_to_its_id_at_start(
+    fake_slack: FakeSlackApi, make_config: Any
+) -> None:
+    fake_slack.channel_names.update({f"C0MANY{n:04d}".upper(): f"busy-{n}" for n in range(250)})
+    fake_slack.channel_names["C0APPROVALS"] = fake_slack.channel_names.pop("C0APPROVALS")  # on the second page
+    config = make_config({"slack": {"api_base_url": fake_slack.api_url, "approvals_channel": "#approvals"}})
+    adapter = SlackAdapter(config, "xoxb-names", None, "a-signing-secret")
+    await adapter.resolve_channel_names()
+    assert adapter.settings.approvals_channel == "C0APPROVALS"
+    assert len(fake_slack.calls_to("conversations.list")) == 2  # paged through
+
+    missing = make_config({"slack": {"api_base_url": fake_slack.api_url, "approvals_channel": "#nowhere"}})
+    with pytest.raises(ConfigError, match=r"\[slack\] approvals_channel: no channel named '#nowhere'"):
+        await SlackAdapter(missing, "xoxb-names", None, "a-signing-secret").resolve_channel_names()

@@ -229,6 +229,9 @@ def test_manifest() -> None:
             "commands",
             "users:read",
             "reactions:write",
+            "im:write",  # conversations.open: the approvers' direct messages
+            "channels:read",  # conversations.list: [slack] approvals_channel given by name
+            "groups:read",
         ]
     )
     settings = manifest["settings"]

@@ -78,11 +78,14 @@ def _nobody(channel_key: str) -> set[str]:
     return set()
 
 
-def slack_port(config: Config, client: AsyncWebClient, db: Database | None = None) -> SlackPort:
-    """The port with the approval settings of config.toml; request places are stored in `db`."""
+def slack_port(
+    config: Config, client: AsyncWebClient, db: Database | None = None, *, approvals_channel: str | None = None
+) -> SlackPort:
+    """The port with the approval settings of config.toml (the approvals channel as resolved to its ID,
+    when given); request places are stored in `db`."""
     return SlackPort(
         client,
-        approvals_channel=config.settings.slack.approvals_channel,
+        approvals_channel=config.settings.slack.approvals_channel if approvals_channel is None else approvals_channel,
         approvers_for=config.settings.approvals.approvers_for,
         places=RequestPlaces(PLATFORM, db),
         thinking_reaction=config.settings.slack.thinking_reaction,

@@ -7,8 +7,11 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
+import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
 from bot.config import Config, ConfigError
@@ -35,6 +38,7 @@ class SlackAdapter:
         self.app_token = app_token
         self.signing_secret = signing_secret
         self.client = make_web_client(token, config.settings.slack.api_base_url)
+        self.settings = config.settings.slack  # with channel names resolved to IDs, once started
         self._serving = False
         self._socket: AsyncSocketModeHandler | None = None
 
@@ -47,11 +51,33 @@ class SlackAdapter:
         return cls(config, token, _env(environ, "SLACK_APP_TOKEN"), _env(environ, "SLACK_SIGNING_SECRET"))
 
     def port(self, db: Database) -> SlackPort:
-        return slack_port(self.config, self.client, db)
+        return slack_port(self.config, self.client, db, approvals_channel=self.settings.approvals_channel)
+
+    async def resolve_channel_names(self) -> None:
+        """[slack] approvals_channel given by name ("#approvals") becomes the channel's ID before anything
+        is posted: chat.postMessage takes a name, but conversations.history (the outbox's look-back) and
+        the keys of requests shown there need the ID. A name no channel has is a one-line error."""
+        wanted = self.settings.approvals_channel
+        if wanted and not is_channel_id(wanted):
+            try:
+                found = await channel_id_named(self.client, wanted.lstrip("#"))
+            except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+                why = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+                raise ConfigError(
+                    f"{self.config.path}: [slack] approvals_channel {wanted!r}: Slack's channel list could not be "
+                    f"read ({why}); give the channel's ID (C…) instead"
+                ) from None
+            if found is None:
+                raise ConfigError(
+                    f"{self.config.path}: [slack] approvals_channel: no channel named {wanted!r} that the app can "
+                    "see; invite the app there, or give the channel's ID (C…)"
+                )
+            log.info("Slack: approvals channel %s is %s", wanted, found)
+            self.settings = self.settings.model_copy(update={"approvals_channel": found})
 
     @asynccontextmanager
     async def serving(self, app: App) -> AsyncIterator[None]:
-        settings = self.config.settings.slack
+        settings = self.settings
         bot = build_slack_app(app, settings, None if self.app_token else self.signing_secret, self.token, self.client)
         try:
             if self.app_token is not None:
@@ -72,6 +98,30 @@ class SlackAdapter:
         if self._socket is not None:
             return None if await self._socket.client.is_connected() else "Socket Mode is not connected"
         return None if self._serving else "not connected yet"
+
+
+# -- channel names ---------------------------------------------------------------------------------
+
+
+def is_channel_id(name: str) -> bool:
+    """A Slack conversation ID (C…, G…, D…, upper case); channel names are lower case."""
+    return name[:1] in ("C", "G", "D") and name.isalnum() and name == name.upper()
+
+
+async def channel_id_named(client: AsyncWebClient, name: str) -> str | None:
+    """The ID of the unarchived public or private channel called `name` that the app can see, read page by
+    page with conversations.list (https://docs.slack.dev/reference/methods/conversations.list)."""
+    cursor = ""
+    while True:
+        page = await client.conversations_list(
+            types="public_channel,private_channel", exclude_archived=True, limit=200, cursor=cursor or None
+        )
+        for channel in page.get("channels") or []:
+            if channel.get("name") == name:
+                return str(channel["id"])
+        cursor = str((page.get("response_metadata") or {}).get("next_cursor") or "")
+        if not cursor:
+            return None
 
 
 # -- Socket Mode -------------------------------------------------------------------------------------

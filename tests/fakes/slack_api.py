@@ -74,6 +74,10 @@ class FakeSlackApi(LoopbackServer):
     # next_cursor: 15, the maximum (and default) for apps not approved for the Slack Marketplace
     # (https://docs.slack.dev/changelog/2025/05/29/rate-limit-changes-for-non-marketplace-apps).
     page_limit: int = 15
+    # The channels conversations.list names (id -> name), read page by page.
+    channel_names: dict[str, str] = field(
+        default_factory=lambda: {"C0GENERAL": "general", "C0OTHER": "other", "C0APPROVALS": "approvals"}
+    )
     _outages: dict[str, tuple[float, float, float, int]] = field(
         default_factory=dict
     )  # start, 429 s, 5xx s, Retry-After
@@ -304,6 +308,14 @@ class FakeSlackApi(LoopbackServer):
             return {"ok": True, "user": user_record}
         if method == "apps.connections.open":
             return {"ok": True, "url": self.ws_url}
+        if method == "conversations.list":
+            # https://docs.slack.dev/reference/methods/conversations.list: limit (at most 1000), cursor.
+            start = int(str(args.get("cursor") or "0").removeprefix("at:") or 0)
+            limit = min(int(args.get("limit") or 100), 1000)
+            named = [{"id": id_, "name": name, "is_channel": True} for id_, name in self.channel_names.items()]
+            more = start + limit < len(named)
+            metadata = {"next_cursor": f"at:{start + limit}" if more else ""}
+            return {"ok": True, "channels": named[start : start + limit], "response_metadata": metadata}
         if method == "conversations.open":
             # The app's direct message with a user: a D… id, the same each time
             # (https://docs.slack.dev/reference/methods/conversations.open).
