@@ -150,7 +150,7 @@ async def test_moderate_slash_command_changes_the_channel_and_answers_ephemerall
         assert followup.json["flags"] == 64 and "Moderation is on" in followup.json["content"]
         channel = await channels.get_channel(bot.app.db, key)
         assert channel is not None and channel.moderated and channel.max_turns == 3
-        [announcement] = fake.find_calls("POST", CHANNEL_MESSAGES)
+        [announcement] = await fake.wait_for_calls("POST", CHANNEL_MESSAGES)  # the outbox posts it after the answer
         assert "Moderation is on" in announcement.json["content"]
         assert announcement.json["allowed_mentions"]["parse"] == []
 
@@ -169,7 +169,8 @@ async def test_moderate_slash_command_changes_the_channel_and_answers_ephemerall
         )
         await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{off}")
         assert not (await channels.get_channel(bot.app.db, key)).moderated  # type: ignore[union-attr]
-        assert len(fake.find_calls("POST", CHANNEL_MESSAGES)) == 2  # announced on and off, nothing for status
+        # on and off, nothing for status: the outbox posts a conversation's messages in order
+        assert len(await fake.wait_for_calls("POST", CHANNEL_MESSAGES, 2)) == 2
 
 
 async def test_persona_slash_command_invites_and_typed_commands_are_refused(fake: FakeDiscord, open_bot) -> None:
