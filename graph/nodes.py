@@ -25,7 +25,14 @@ from graph.models.signatures import text_signature
 from graph.observe import TURNS
 from graph.prompt import INSTRUCTION_PHRASES
 from graph.prompt_pages import PromptPages
-from graph.review import RETRY_NOTE, cut_impersonation, last_full_sentence, review_draft, review_reply
+from graph.review import (
+    RETRY_NOTE,
+    cut_impersonation,
+    first_sentences,
+    last_full_sentence,
+    review_draft,
+    review_reply,
+)
 from graph.state import Floor, RoundInput, RoundState, TurnResult
 from personas import Persona
 from storage import channels, history, rounds
@@ -153,6 +160,7 @@ class RoundNodes:
         persona = self.deps.personas[speaker]
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
         text = cut_impersonation(draft.text, persona.display_name, [*others, round_input.author_name])
+        text = first_sentences(text, self.deps.settings.max_sentences)  # a chat line's length
         acting_silently = not text and bool(draft.tool_calls)
         # Echoes, copies, leaks and another's voice are never posted; a draft that is only short or
         # stiff is, once the retries are spent.
@@ -165,6 +173,8 @@ class RoundNodes:
                 own_name=persona.display_name,
                 other_names=[*others, round_input.author_name],
                 leak_phrases=INSTRUCTION_PHRASES,
+                examples=persona.examples,
+                note=draft.review_note,
             )
         if text and not unfit and self.deps.settings.judge and not review_reply(text, self.deps.settings.min_chars):
             unfit = await self._judge(persona, draft.window, text)
