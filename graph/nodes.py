@@ -178,11 +178,11 @@ class RoundNodes:
             )
         if text and not unfit and self.deps.settings.judge and not review_reply(text, self.deps.settings.min_chars):
             unfit = await self._judge(persona, draft.window, text)
-        if unfit and draft.tool_calls:
+        if draft.tool_calls and (unfit or review_reply(text, self.deps.settings.min_chars)):
             # A turn that acts is not written again (that would ask for its calls again): its calls go
-            # their way (check, policy, approval) and only the unfit words are dropped.
+            # their way (check, policy, approval) and only the words unfit to post ("Sure.") are dropped.
             return replace(draft, text="", review_note="", failed=False, failure="")
-        reason = None if acting_silently else review_reply(text, self.deps.settings.min_chars) or unfit
+        reason = None if acting_silently else unfit or review_reply(text, self.deps.settings.min_chars)
         if reason and draft.review_attempts < self.deps.settings.max_review_retries:
             return replace(draft, text="", review_note=reason, review_attempts=draft.review_attempts + 1)
         if unfit:
