@@ -39,6 +39,7 @@ _SENTENCE_END = re.compile(r"[.!?…](?:[\"'”’)\]*»]*)(?=\s|$)")
 # A full stop that ends no sentence: an abbreviation, an initial, a list number ("1.").
 _NOT_AN_END = re.compile(r"(?i)(?:[a-z]\.)+|(?:etc|vs|approx|dr|mr|mrs|ms|st)\.")
 _LIST_NUMBER = re.compile(r"(?:^|\n)[ \t]*\d{1,2}\.$")
+_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|«[^»\n]*»')
 _GREETING = r"(?:hey|hi|hello|ok|okay|so|well|yes|no|right|thanks|thank you)"
 _FINAL_CHARS = set(".!?…\"'”’)]*»~")
 # Words a sentence does not end with: articles, prepositions, conjunctions, possessives.
@@ -92,7 +93,7 @@ def review_draft(
     the review's note the draft was written after, if any."""
     if template_syntax(text) is not None:
         return TEMPLATE_SYNTAX
-    if answered is not None and (repeats(text, answered) or copies_a_sentence(text, [answered])):
+    if answered is not None and (repeats(text, answered) or opens_with_line(text, answered)):
         return ECHO
     if any(repeats(text, line) for line in window):
         return COPY
@@ -176,9 +177,13 @@ def looks_cut_off(text: str) -> bool:
 
 def sentence_ends(text: str) -> list[int]:
     """Where the text's sentences end: after a full stop, a "!", a "?" or an ellipsis (and any closing
-    quote or bracket), followed by a space or the end; not after "e.g.", an initial or a list number."""
+    quote or bracket), followed by a space or the end; not after "e.g.", an initial or a list number,
+    nor inside a quotation."""
     ends = []
+    quoted = [(q.start(), q.end()) for q in _QUOTED.finditer(text)]
     for found in _SENTENCE_END.finditer(text):
+        if any(start < found.start() < end - 1 for start, end in quoted):
+            continue  # a quoted line's own sentences are one piece of the sentence that quotes it
         upto = text[: found.start() + 1]
         if upto.endswith(".") and (_NOT_AN_END.fullmatch(upto.rsplit(None, 1)[-1]) or _LIST_NUMBER.search(upto)):
             continue
@@ -218,6 +223,13 @@ def copies_a_sentence(text: str, lines: Iterable[str]) -> bool:
         for line in lines
         for sentence in sentences(_TAG.sub("", line, count=1))
     )
+
+
+def opens_with_line(text: str, line: str) -> bool:
+    """Whether the draft opens with the line, or a long sentence of it, as its own words (unquoted): a
+    reply that quotes a line to answer it does not take it."""
+    first = next(iter(sentences(_QUOTED.sub(" ", text))), "")
+    return bool(first) and (repeats(first, line) or copies_a_sentence(first, [line]))
 
 
 def copied_example(text: str, examples: Sequence[str]) -> bool:

@@ -71,11 +71,11 @@ async def test_template_syntax_written_as_text_is_written_again_never_posted(
     assert "template or tool syntax" in retry_notes(provider)[0]
 
 
-async def test_a_tool_call_written_in_the_content_is_a_real_call_that_waits_for_approval(
-    provider: Provider, open_test_app, port: RecordingPort
-) -> None:
+async def approve_a_written_call(provider: Provider, open_test_app, port: RecordingPort, follow_up: str) -> None:
+    """Nova writes publish_post into its content; it waits for approval like a native call; approved,
+    it runs, and Nova's follow-up answers `follow_up`."""
     provider.server.queue(WRITTEN_CALLS[provider.name])
-    provider.server.queue("Posted, as you asked.")  # Nova's follow-up once the call ran
+    provider.server.queue(follow_up)
     async with open_test_app(models=provider.models) as app:
         await app.service.handle(Inbound(KEY, "u1", "Ana", "Nova, publish 'We launched!' in #news"))
         await app.service.wait_idle()
@@ -85,9 +85,15 @@ async def test_a_tool_call_written_in_the_content_is_a_real_call_that_waits_for_
         decided = await app.service.approval_desk.decide(pending.id, YOU, approve=True)
         await app.service.wait_idle()
         done = await approvals.get(app.db, pending.id)
-
     assert decided.ok and done is not None and done.status is ApprovalStatus.EXECUTED
     assert port.executed == [("nova", "publish_post", LAUNCH_ARGS)]
+
+
+async def test_a_tool_call_written_in_the_content_is_a_real_call_that_waits_for_approval(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    await approve_a_written_call(provider, open_test_app, port, "Posted, as you asked.")
+
     # Nova's follow-up request carries the call as a real one, paired with its result.
     follow_up = provider.bodies[-1]
     if provider.name == "gemini":
@@ -100,6 +106,14 @@ async def test_a_tool_call_written_in_the_content_is_a_real_call_that_waits_for_
         [result] = [m for m in follow_up["messages"] if m["role"] == "tool"]
         assert result["tool_call_id"] == call["id"]
     assert said_by(port, "nova") == ["Posted, as you asked."]
+
+
+async def test_a_follow_up_in_template_syntax_is_not_posted(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    await approve_a_written_call(provider, open_test_app, port, "Posted.<|im_end|>\n<|im_start|>user")
+
+    assert said_by(port, "nova") == []
 
 
 async def test_a_copy_of_the_personas_own_example_is_written_again(

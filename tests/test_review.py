@@ -178,6 +178,9 @@ def test_a_draft_that_calls_itself_by_name_or_takes_the_human_line_as_its_own_is
     assert "repeated the message it answers" in review_as_nova(
         "Nova, when should we launch the app? Monday, before the newsletter goes out."
     )
+    # Quoting the line to answer it is no echo.
+    assert review_as_nova('"When should we launch the app?" On Monday, before the newsletter.') is None
+    assert review_as_nova('Picture the bigger version: "Nova, when should we launch the app?" is a big one.') is None
 
 
 def test_a_draft_that_repeats_the_reviews_own_note_is_sent_back():
@@ -203,6 +206,12 @@ def test_a_long_reply_is_cut_after_its_third_sentence_never_mid_sentence():
         first_sentences(long, 3) == "Launch Monday. Announce it at 9 a.m. sharp, e.g. in the newsletter! Who writes it?"
     )
     assert first_sentences("One. Two.", 3) == "One. Two."
+    quoting = 'Rex here: "Hi. Ship it? No. Wait." is worth a second thought. Then more. And more.'
+    assert (
+        first_sentences(quoting, 3)
+        == 'Rex here: "Hi. Ship it? No. Wait." is worth a second thought. Then more. And more.'
+    )
+    assert first_sentences(quoting, 2) == 'Rex here: "Hi. Ship it? No. Wait." is worth a second thought. Then more.'
     assert first_sentences("A line without a full stop, however long it runs on and on", 1).endswith("on and on")
     listed = "Three risks:\n1. Cost.\n2. Time.\n3. Scope.\nThat is all."
     assert first_sentences(listed, 3) == "Three risks:\n1. Cost.\n2. Time.\n3. Scope."
