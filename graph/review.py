@@ -229,7 +229,9 @@ def opens_with_line(text: str, line: str) -> bool:
     """Whether the draft opens with the line, or a long sentence of it, as its own words (unquoted): a
     reply that quotes a line to answer it does not take it."""
     first = next(iter(sentences(_QUOTED.sub(" ", text))), "")
-    return bool(first) and (repeats(first, line) or copies_a_sentence(first, [line]))
+    if len(normalised(first).split()) < _MIN_CONTAINED_WORDS:
+        return False  # "Good morning!" back to "Sage, good morning!" is a greeting, not an echo
+    return repeats(first, line) or copies_a_sentence(first, [line])
 
 
 def copied_example(text: str, examples: Sequence[str]) -> bool:

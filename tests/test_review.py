@@ -98,6 +98,7 @@ from graph.review import (  # noqa: E402
     addresses_itself,
     copied_example,
     first_sentences,
+    opens_with_line,
     repeats_review_note,
     sentences,
 )
@@ -178,7 +179,8 @@ def test_a_draft_that_calls_itself_by_name_or_takes_the_human_line_as_its_own_is
     assert "repeated the message it answers" in review_as_nova(
         "Nova, when should we launch the app? Monday, before the newsletter goes out."
     )
-    # Quoting the line to answer it is no echo.
+    # A greeting returned, or quoting the line to answer it, is no echo.
+    assert not opens_with_line("Good morning! Where were we?", "Sage, good morning!")
     assert review_as_nova('"When should we launch the app?" On Monday, before the newsletter.') is None
     assert review_as_nova('Picture the bigger version: "Nova, when should we launch the app?" is a big one.') is None
 
