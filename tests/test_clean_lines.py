@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,9 @@ from personas import load_personas
 from storage import approvals
 from storage.records import ApprovalStatus
 from tests.fakes.providers import PROVIDERS, Provider, fake_provider
+from tests.mcp_setup import calls_received, notes_environment, stdio_sections
 from tests.recording_port import RecordingPort
+from tests.slack_harness import StartSlack
 
 pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 
@@ -114,6 +117,22 @@ async def test_a_follow_up_in_template_syntax_is_not_posted(
     await approve_a_written_call(provider, open_test_app, port, "Posted.<|im_end|>\n<|im_start|>user")
 
     assert said_by(port, "nova") == []
+
+
+async def test_a_read_only_mcp_call_written_as_bare_json_runs_at_once_on_slack(
+    start_slack: StartSlack, provider: Provider, tmp_path: Path
+) -> None:
+    with notes_environment(tmp_path) as call_log:
+        async with start_slack(stdio_sections(tmp_path), models=provider.models) as slack:
+            # Llama 3.x's form, as a server that does not parse it returns it: the whole call as content.
+            provider.server.queue('{"name": "read_note", "parameters": {"title": "groceries"}}')
+            await slack.say("Rex, what is on the groceries note?", "1700000230.000100")
+
+            assert slack.approval_requests() == []  # read-only: it runs at once, as a native call would
+            assert [(c["tool"], c["args"]) for c in calls_received(call_log)] == [("read_note", {"title": "groceries"})]
+            events = await approvals.audit_events(slack.bot.roundtable.db, ["rex"])
+            assert [(e.action, e.event) for e in events] == [("notes.read_note", "executed")]
+            assert not any("read_note" in post.get("text", "") for post in slack.posts())
 
 
 async def test_a_copy_of_the_personas_own_example_is_written_again(
