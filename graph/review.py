@@ -1,12 +1,13 @@
 """Review of a persona's draft before it is posted: pure text checks.
 
 `review_reply` checks a draft on its own (too short, a refusal, an error message); `review_draft`
-checks it against the persona's window (an echo of the line it answers, or of a sentence of it; a
-copy of any other line, its own earlier ones included), its own examples, the review's own note,
-its instructions (a leak) and its identity (speaking as someone else, or to itself by name), and
-never lets chat-template or tool syntax through (graph/template_text.py). A reply cut by its token
-limit is cut back to its last full sentence first, and every reply to `first_sentences`. The same
-`repeats` guards task steps (graph/tasks.py) and is what bench/quality.py counts.
+checks it against the persona's window (an echo of the line it answers, or an opening that takes
+it as the draft's own; a copy of any other line, its own earlier ones included), its own examples
+(or a long sentence of one), the review's own note to the model, its instructions (a leak) and its
+identity (speaking as someone else, or to itself by name), and never lets chat-template or tool
+syntax through (graph/template_text.py). A reply cut by its token limit is cut back to its last full
+sentence first, and every reply to `first_sentences` ([review] max_sentences). The
+same `repeats` guards task steps (graph/tasks.py) and is what bench/quality.py counts.
 """
 
 from __future__ import annotations
