@@ -35,7 +35,8 @@ from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
 from graph.judge import JUDGE_SCHEMA, judge_draft  # noqa: E402
 from graph.prompt import INSTRUCTION_PHRASES  # noqa: E402
-from graph.review import leaked_phrase, looks_cut_off, repeats, speaks_as_other  # noqa: E402
+from graph.review import copied_example, leaked_phrase, looks_cut_off, repeats, speaks_as_other  # noqa: E402
+from graph.template_text import template_syntax  # noqa: E402
 from personas import load_personas  # noqa: E402
 
 LINES = ROOT / "tests" / "data" / "quality_lines.jsonl"
@@ -91,8 +92,8 @@ def load_lines(path: Path = LINES) -> dict[str, list[dict[str, Any]]]:
     return channels
 
 
-def problems_of(reply: Reply, names: dict[str, str]) -> list[str]:
-    """Every check a reply fails, by the definitions of graph/review.py."""
+def problems_of(reply: Reply, names: dict[str, str], examples: dict[str, tuple[str, ...]] | None = None) -> list[str]:
+    """Every check a reply fails, by the definitions of graph/review.py (and graph/template_text.py)."""
     found = []
     others = [name for pid, name in names.items() if pid != reply.persona] + [HUMAN]
     text = reply.text
@@ -100,6 +101,10 @@ def problems_of(reply: Reply, names: dict[str, str]) -> list[str]:
         found.append("echo")
     if any(repeats(text, line) for line in reply.window):
         found.append("copy")
+    if copied_example(text, (examples or {}).get(reply.persona, ())):
+        found.append("example copy")
+    if template_syntax(text):
+        found.append("template junk")
     if leaked_phrase(text, INSTRUCTION_PHRASES):
         found.append("leak")
     if speaks_as_other(text, names[reply.persona], others) or text.lstrip().startswith(tuple(f"{o}:" for o in others)):
@@ -119,6 +124,7 @@ async def play(
     personas = load_personas(personas_dir)
     by_name = {p.display_name: p.id for p in personas.values()}
     names = {p.id: p.display_name for p in personas.values()}
+    examples = {p.id: p.examples for p in personas.values()}
     out: list[str] = []
     transcripts: dict[str, list[str]] = {}
     results: dict[str, list[Played]] = {}
@@ -150,7 +156,7 @@ async def play(
                         seen.append(f"{name}: {text}")
                 for reply in replies:
                     reply.seconds = seconds / len(replies)
-                    reply.problems = problems_of(reply, names)
+                    reply.problems = problems_of(reply, names, examples)
                 print(f"  {channel} {number + 1}/{len(lines)} {seconds:.0f} s:", *said, sep="\n    ", flush=True)
                 results[channel].append(
                     Played(
@@ -221,7 +227,7 @@ def without_examples(into: Path) -> Path:
     return into
 
 
-CHECKS = ("echo", "copy", "leak", "wrong speaker", "empty, cut-off or system-looking")
+CHECKS = ("echo", "copy", "example copy", "template junk", "leak", "wrong speaker", "empty, cut-off or system-looking")
 
 
 def quality_table(results: dict[str, list[Played]], seconds: float, load: float) -> tuple[str, dict[str, float]]:

@@ -80,6 +80,7 @@ def engine_settings(config: Config) -> EngineSettings:
         max_turns=s.moderation.max_turns,
         token_budget=s.history.token_budget,
         min_chars=s.review.min_chars,
+        max_sentences=s.review.max_sentences,
         judge=s.review.judge == "on",
         model_attempts=s.llm.max_attempts,
         backoff_seconds=s.llm.backoff_seconds,

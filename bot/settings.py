@@ -91,6 +91,7 @@ class HistorySection(_Section):
 
 class ReviewSection(_Section):
     min_chars: Annotated[int, Field(ge=0, le=2000)] = 20
+    max_sentences: Annotated[int, Field(ge=1, le=50)] = 3
     judge: Literal["off", "on"] = "off"
     judge_model: str = ""
 

@@ -20,7 +20,8 @@ from graph.actions import ActionCall, stored_calls, tool_calls_of
 from graph.deps import EngineDeps
 from graph.models.retry import ainvoke_with_retry
 from graph.models.signatures import text_signature
-from graph.review import cut_impersonation
+from graph.prompt import INSTRUCTION_PHRASES
+from graph.review import cut_impersonation, first_sentences, review_draft
 from personas import Persona
 from storage import approvals, history
 from storage.database import one_transaction
@@ -158,7 +159,18 @@ class ApprovalFlow:
         except Exception:
             return {"new_batches": []}
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
-        text = cut_impersonation(reply.text, persona.display_name, others)
+        text = first_sentences(cut_impersonation(reply.text, persona.display_name, others), settings.max_sentences)
+        never_posted = text and review_draft(
+            text,
+            window=(),
+            answered=None,
+            own_name=persona.display_name,
+            other_names=others,
+            leak_phrases=INSTRUCTION_PHRASES,
+            examples=persona.examples,
+        )
+        if never_posted:
+            text = ""  # a follow-up is not asked again (its calls would be): its unfit words are dropped
         calls = stored_calls(tool_calls_of(reply))
         if calls or text:
             await history.append_persona_turn(

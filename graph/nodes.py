@@ -25,7 +25,14 @@ from graph.models.signatures import text_signature
 from graph.observe import TURNS
 from graph.prompt import INSTRUCTION_PHRASES
 from graph.prompt_pages import PromptPages
-from graph.review import RETRY_NOTE, cut_impersonation, last_full_sentence, review_draft, review_reply
+from graph.review import (
+    RETRY_NOTE,
+    cut_impersonation,
+    first_sentences,
+    last_full_sentence,
+    review_draft,
+    review_reply,
+)
 from graph.state import Floor, RoundInput, RoundState, TurnResult
 from personas import Persona
 from storage import channels, history, rounds
@@ -153,6 +160,7 @@ class RoundNodes:
         persona = self.deps.personas[speaker]
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
         text = cut_impersonation(draft.text, persona.display_name, [*others, round_input.author_name])
+        text = first_sentences(text, self.deps.settings.max_sentences)  # a chat line's length
         acting_silently = not text and bool(draft.tool_calls)
         # Echoes, copies, leaks and another's voice are never posted; a draft that is only short or
         # stiff is, once the retries are spent.
@@ -165,14 +173,16 @@ class RoundNodes:
                 own_name=persona.display_name,
                 other_names=[*others, round_input.author_name],
                 leak_phrases=INSTRUCTION_PHRASES,
+                examples=persona.examples,
+                note=draft.review_note,
             )
         if text and not unfit and self.deps.settings.judge and not review_reply(text, self.deps.settings.min_chars):
             unfit = await self._judge(persona, draft.window, text)
-        if unfit and draft.tool_calls:
+        if draft.tool_calls and (unfit or review_reply(text, self.deps.settings.min_chars)):
             # A turn that acts is not written again (that would ask for its calls again): its calls go
-            # their way (check, policy, approval) and only the unfit words are dropped.
+            # their way (check, policy, approval) and only the words unfit to post ("Sure.") are dropped.
             return replace(draft, text="", review_note="", failed=False, failure="")
-        reason = None if acting_silently else review_reply(text, self.deps.settings.min_chars) or unfit
+        reason = None if acting_silently else unfit or review_reply(text, self.deps.settings.min_chars)
         if reason and draft.review_attempts < self.deps.settings.max_review_retries:
             return replace(draft, text="", review_note=reason, review_attempts=draft.review_attempts + 1)
         if unfit:

@@ -1,10 +1,13 @@
 """Review of a persona's draft before it is posted: pure text checks.
 
 `review_reply` checks a draft on its own (too short, a refusal, an error message); `review_draft`
-checks it against the persona's window (an echo of the line it answers, a copy of any other
-line, its own earlier ones included), its instructions (a leak) and its identity (speaking as
-someone else). A reply cut by its token limit is cut back to its last full sentence first. The same `repeats` guards task steps
-(graph/tasks.py) and is what bench/quality.py counts.
+checks it against the persona's window (an echo of the line it answers, or an opening that takes
+it as the draft's own; a copy of any other line, its own earlier ones included), its own examples
+(or a long sentence of one), the review's own note to the model, its instructions (a leak) and its
+identity (speaking as someone else, or to itself by name), and never lets chat-template or tool
+syntax through (graph/template_text.py). A reply cut by its token limit is cut back to its last full
+sentence first, and every reply to `first_sentences` ([review] max_sentences). The
+same `repeats` guards task steps (graph/tasks.py) and is what bench/quality.py counts.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from difflib import SequenceMatcher
+
+from graph.template_text import template_syntax
 
 _REFUSAL = re.compile(
     r"\b(as an ai\b|as a language model|i(?:'m| am) (?:sorry|afraid),? but i (?:can(?:not|'t)|won't)|"
@@ -32,6 +37,11 @@ _MOSTLY = 0.6  # ... and makes at least this share of the text
 _TAG = re.compile(r"^\s*(?:\[[^\]\n]{1,60}\]|[\w][\w.'-]{0,39}:|[A-Z][\w.'-]{0,19} [A-Z][\w.'-]{0,19}:)\s*")
 _NON_WORD = re.compile(r"[^\w]+")
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"'”’)\]*»]*)(?=\s|$)")
+# A full stop that ends no sentence: an abbreviation, an initial, a list number ("1.").
+_NOT_AN_END = re.compile(r"(?i)(?:[a-z]\.)+|(?:etc|vs|approx|dr|mr|mrs|ms|st)\.")
+_LIST_NUMBER = re.compile(r"(?:^|\n)[ \t]*\d{1,2}\.$")
+_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|«[^»\n]*»')
+_GREETING = r"(?:hey|hi|hello|ok|okay|so|well|yes|no|right|thanks|thank you)"
 _FINAL_CHARS = set(".!?…\"'”’)]*»~")
 # Words a sentence does not end with: articles, prepositions, conjunctions, possessives.
 _DANGLING = frozenset(
@@ -53,6 +63,20 @@ def review_reply(text: str, min_chars: int) -> str | None:
     return None
 
 
+TEMPLATE_SYNTAX = (
+    "the reply held chat-template or tool syntax as text; write a plain chat line, or call the tool itself"
+)
+ECHO = "the reply repeated the message it answers; answer it in your own words instead"
+COPY = "the reply repeated a line already said in the conversation; say something new"
+EXAMPLE_COPY = "the reply copied one of your example lines; they show your voice, say something new in it"
+NOTE_COPY = "the reply repeated this note instead of answering; write only your own chat line"
+LEAK = "the reply talked about the chat's own instructions ({phrase!r}); talk about the topic"
+OTHER_VOICE = "the reply spoke as someone else; speak only as {name}"
+SELF_ADDRESS = "the reply addressed you by your own name, {name}; talk to the others"
+CUT_OFF = "the reply stopped mid-sentence; finish what you say"
+COPIED_SENTENCE_CHARS = 25  # a sentence at least this long, found word for word in a draft, is copied
+
+
 def review_draft(
     text: str,
     *,
@@ -61,20 +85,31 @@ def review_draft(
     own_name: str,
     other_names: Sequence[str],
     leak_phrases: Iterable[str],
+    examples: Sequence[str] = (),
+    note: str = "",
 ) -> str | None:
-    """Why a draft must never be posted as it is: the checks against the window, the instructions
-    and the speaker. `window` is the lines the persona saw (tags such as "Ana:" or "[Nova]" are
-    ignored), and `answered` the human line the turn answers, when there is one."""
-    if answered is not None and repeats(text, answered):
-        return "the reply repeated the message it answers; answer it in your own words instead"
+    """Why a draft must never be posted as it is: the checks against the window, the examples, the
+    instructions and the speaker. `window` is the lines the persona saw (tags such as "Ana:" or
+    "[Nova]" are ignored), `answered` the human line the turn answers, when there is one, and `note`
+    the review's note the draft was written after, if any."""
+    if template_syntax(text) is not None:
+        return TEMPLATE_SYNTAX
+    if answered is not None and (repeats(text, answered) or opens_with_line(text, answered)):
+        return ECHO
     if any(repeats(text, line) for line in window):
-        return "the reply repeated a line already said in the conversation; say something new"
+        return COPY
+    if copied_example(text, examples):
+        return EXAMPLE_COPY
+    if repeats_review_note(text, note):
+        return NOTE_COPY
     if (phrase := leaked_phrase(text, leak_phrases)) is not None:
-        return f"the reply talked about the chat's own instructions ({phrase!r}); talk about the topic"
+        return LEAK.format(phrase=phrase)
     if speaks_as_other(text, own_name, other_names):
-        return f"the reply spoke as someone else; speak only as {own_name}"
+        return OTHER_VOICE.format(name=own_name)
+    if addresses_itself(text, own_name):
+        return SELF_ADDRESS.format(name=own_name)
     if looks_cut_off(text):
-        return "the reply stopped mid-sentence; finish what you say"
+        return CUT_OFF
     return None
 
 
@@ -141,11 +176,89 @@ def looks_cut_off(text: str) -> bool:
     return bool(words) and words[-1] in _DANGLING
 
 
+def sentence_ends(text: str) -> list[int]:
+    """Where the text's sentences end: after a full stop, a "!", a "?" or an ellipsis (and any closing
+    quote or bracket), followed by a space or the end; not after "e.g.", an initial or a list number,
+    nor inside a quotation."""
+    ends = []
+    quoted = [(q.start(), q.end()) for q in _QUOTED.finditer(text)]
+    for found in _SENTENCE_END.finditer(text):
+        if any(start < found.start() < end - 1 for start, end in quoted):
+            continue  # a quoted line's own sentences are one piece of the sentence that quotes it
+        upto = text[: found.start() + 1]
+        if upto.endswith(".") and (_NOT_AN_END.fullmatch(upto.rsplit(None, 1)[-1]) or _LIST_NUMBER.search(upto)):
+            continue
+        ends.append(found.end())
+    return ends
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences (what follows the last end is one too)."""
+    pieces, start = [], 0
+    for end in [*sentence_ends(text), len(text)]:
+        if text[start:end].strip():
+            pieces.append(text[start:end].strip())
+        start = end
+    return pieces
+
+
+def first_sentences(text: str, count: int) -> str:
+    """The text up to the end of its `count`th sentence: a chat line's length, never cut mid-sentence."""
+    ends = sentence_ends(text)
+    return text[: ends[count - 1]].rstrip() if count > 0 and len(ends) > count else text
+
+
 def last_full_sentence(text: str) -> str:
     """The text up to its last complete sentence (a reply that reached the token limit); "" when no
     sentence ends in it, which the review then asks for again."""
-    ends = list(_SENTENCE_END.finditer(text))
-    return text[: ends[-1].end()].rstrip() if ends else ""
+    ends = sentence_ends(text)
+    return text[: ends[-1]].rstrip() if ends else ""
+
+
+def copies_a_sentence(text: str, lines: Iterable[str]) -> bool:
+    """Whether the text holds, word for word, a sentence of one of the lines that is at least
+    COPIED_SENTENCE_CHARS long."""
+    words = f" {normalised(text)} "
+    return any(
+        len(sentence) >= COPIED_SENTENCE_CHARS and normalised(sentence) and f" {normalised(sentence)} " in words
+        for line in lines
+        for sentence in sentences(_TAG.sub("", line, count=1))
+    )
+
+
+def opens_with_line(text: str, line: str) -> bool:
+    """Whether the draft opens with the line, or a long sentence of it, as its own words (unquoted): a
+    reply that quotes a line to answer it does not take it."""
+    first = next(iter(sentences(_QUOTED.sub(" ", text))), "")
+    if len(normalised(first).split()) < _MIN_CONTAINED_WORDS:
+        return False  # "Good morning!" back to "Sage, good morning!" is a greeting, not an echo
+    return repeats(first, line) or copies_a_sentence(first, [line])
+
+
+def copied_example(text: str, examples: Sequence[str]) -> bool:
+    """Whether the draft copies one of the persona's own example lines, or a long sentence of one."""
+    return any(repeats(text, example) for example in examples) or copies_a_sentence(text, examples)
+
+
+def _note_phrases() -> tuple[str, ...]:
+    """The fixed words of every note the review writes: what no draft ever repeats."""
+    reasons = (TEMPLATE_SYNTAX, ECHO, COPY, EXAMPLE_COPY, NOTE_COPY, LEAK, OTHER_VOICE, SELF_ADDRESS, CUT_OFF)
+    clauses = [reason.split(";")[0].split("(")[0].split("{")[0] for reason in reasons]
+    return tuple(p for p in (*clauses, *RETRY_NOTE.split("{reason}")) if len(normalised(p).split()) >= 4)
+
+
+def repeats_review_note(text: str, note: str = "") -> bool:
+    """Whether the draft repeats the review's note to the model: the note it was given, or the fixed
+    words of any note ("Your last draft was not posted", "the reply repeated a line ...")."""
+    if note and (repeats(text, note) or any(repeats(sentence, note) for sentence in sentences(text))):
+        return True
+    return leaked_phrase(text, _NOTE_PHRASES) is not None
+
+
+def addresses_itself(text: str, own_name: str) -> bool:
+    """Whether the draft opens by calling its own speaker by name ("Rex, do you ..." from Rex)."""
+    opening = re.compile(rf"^\W*(?:{_GREETING}[\s,!]+)?@?{re.escape(own_name)}\b\s*[,!?:;—–-]", re.IGNORECASE)
+    return bool(opening.search(text))
 
 
 def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> str:
@@ -158,3 +271,6 @@ def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> s
     foreign = re.compile(rf"{speaking}\[(?:{'|'.join([*others, 'system'])})\]", re.IGNORECASE)
     match = foreign.search(text)
     return (text[: match.start()] if match else text).strip()
+
+
+_NOTE_PHRASES = _note_phrases()

@@ -11,6 +11,7 @@ class EngineSettings:
     token_budget: int = 3000
     min_chars: int = 20
     max_review_retries: int = 2
+    max_sentences: int = 3  # a reply is cut after this many sentences (at a sentence end)
     judge: bool = False  # a second model grades drafts that passed the text checks (graph/judge.py)
     moderator_window: int = 30
     model_attempts: int = 4

@@ -417,7 +417,8 @@ def _models_replying(text: str) -> Models:
 async def test_a_2500_character_reply_arrives_as_two_messages(fake: FakeDiscord, open_bot) -> None:
     long_reply = "\n".join(f"{n:02d} here is one more thought about our plan".ljust(60, ".") for n in range(41))
     assert len(long_reply) == 2500
-    async with open_bot(models=_models_replying(long_reply)) as bot:
+    # 41 sentences: more than a chat line's default 3 ([review] max_sentences), all of them wanted here.
+    async with open_bot(models=_models_replying(long_reply), sections={"review": {"max_sentences": 50}}) as bot:
         await fake.send_message("Sage, tell us everything")
         executes = await fake.wait_for_webhook_executes(2)
         await settle(bot)

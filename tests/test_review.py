@@ -89,3 +89,131 @@ def test_a_reply_cut_by_its_token_limit_ends_at_its_last_full_sentence():
     cut = "Call it Bean There. It is warm and easy to say! Then we paint the door in"
     assert last_full_sentence(cut) == "Call it Bean There. It is warm and easy to say!"
     assert last_full_sentence("no sentence ends here, because the limit came") == ""
+
+
+# -- what the review never posts: template syntax, example copies, self-address, its own note -------
+
+from graph.review import (  # noqa: E402
+    COPY,
+    addresses_itself,
+    copied_example,
+    first_sentences,
+    opens_with_line,
+    repeats_review_note,
+    sentences,
+)
+from graph.template_text import read_written_calls, template_syntax  # noqa: E402
+from personas import load_personas  # noqa: E402
+
+NOVA = load_personas()["nova"]
+
+
+def review_as_nova(text: str, note: str = "") -> str | None:
+    return review_draft(
+        text,
+        window=WINDOW,
+        answered="Nova, when should we launch the app?",
+        own_name="Nova",
+        other_names=["Sage", "Rex", "Ana"],
+        leak_phrases=INSTRUCTION_PHRASES,
+        examples=NOVA.examples,
+        note=note,
+    )
+
+
+def test_template_or_tool_syntax_written_as_text_is_sent_back():
+    for junk in [
+        "<tools>",
+        "Sure! <|im_end|>",
+        "<start_of_turn>model\nLaunch on Monday.",
+        '```json\n{"launch": "Monday"}\n```',
+        '{"name": "publish_post", "arguments": {"channel": "news"',  # a call cut off: no call, only syntax
+        "[TOOL_CALLS] nothing",
+    ]:
+        assert template_syntax(junk), junk
+        assert "template or tool syntax" in review_as_nova(junk)
+    # Words about tools, braces and angle brackets in plain prose are a chat line.
+    assert template_syntax("Use the <b> tag sparingly, and {braces} for sets; the tool call is yours.") is None
+
+
+def test_tool_calls_written_as_text_are_read_in_every_written_form():
+    launch = {"name": "publish_post", "args": {"channel": "news", "text": "We launched!"}}
+    body = '{"name": "publish_post", "arguments": {"channel": "news", "text": "We launched!"}}'
+    written = {
+        f"<tool_call>\n{body}\n</tool_call>": "",  # Qwen 2.5 / Hermes, as llama.cpp returns it unparsed
+        f"On it.\n```json\n{body}\n```": "On it.",
+        body: "",
+        '{"name": "publish_post", "parameters": {"channel": "news", "text": "We launched!"}}': "",  # Llama 3.x
+        f"[TOOL_CALLS][{body}]": "",  # Mistral Nemo
+        '<function=publish_post>{"channel": "news", "text": "We launched!"}</function> Posting.': "Posting.",
+        '{"tool_call": {"name": "publish_post", "arguments": "{\\"channel\\": \\"news\\", \\"text\\": \\"We launched!\\"}"}}': "",
+    }
+    for text, words in written.items():
+        read = read_written_calls(text)
+        assert read.calls == (launch,), text
+        assert read.text == words and template_syntax(read.text) is None, text
+    plain = "Launch on Monday {maybe}, then [Sage] can weigh in."
+    assert read_written_calls(plain).text == plain and not read_written_calls(plain).calls
+
+
+def test_a_copy_of_the_personas_own_example_or_a_long_sentence_of_one_is_sent_back():
+    example = NOVA.examples[1]  # "Big bet: launch it on a Tuesday morning, when everyone is reading. Next step: ..."
+    assert copied_example(example, NOVA.examples)
+    assert "example lines" in review_as_nova(example)
+    # The case: a sentence of 25 characters or more, word for word, inside another reply.
+    copied = "launch it on a Tuesday morning, when everyone is reading. Next step: I draft the headline."
+    assert "example lines" in review_as_nova(f"Sounds good. {copied}")
+    assert "example lines" in review_as_nova(
+        "Honestly: Think smaller first: one city, one week, one happy customer we can quote."
+    )
+    # Its voice without its words passes; a short phrase of an example ("Love it!") is no copy.
+    assert review_as_nova("Love it! Launch on Monday, and I draft the post tonight.") is None
+
+
+def test_a_draft_that_calls_itself_by_name_or_takes_the_human_line_as_its_own_is_sent_back():
+    assert addresses_itself("Nova, do you think Monday works?", "Nova")
+    assert addresses_itself("Hey Nova! Monday it is.", "Nova")
+    assert not addresses_itself("Nova's plan: Monday.", "Nova") and not addresses_itself("Sage, Monday?", "Nova")
+    assert "your own name" in review_as_nova("Nova, do you think Monday works for the launch?")
+    assert review_as_nova("Sage, do you think Monday works for the launch?") is None
+    assert "repeated the message it answers" in review_as_nova(
+        "Nova, when should we launch the app? Monday, before the newsletter goes out."
+    )
+    # A greeting returned, or quoting the line to answer it, is no echo.
+    assert not opens_with_line("Good morning! Where were we?", "Sage, good morning!")
+    assert review_as_nova('"When should we launch the app?" On Monday, before the newsletter.') is None
+    assert review_as_nova('Picture the bigger version: "Nova, when should we launch the app?" is a big one.') is None
+
+
+def test_a_draft_that_repeats_the_reviews_own_note_is_sent_back():
+    # What the 0.5B model once posted: the fixed words of a note, with a suggestion after them.
+    posted = "The reply repeated a line already said in the conversation. You could write something new like Monday."
+    assert repeats_review_note(posted)
+    assert "this note" in review_as_nova(posted)
+    assert "this note" in review_as_nova("Your last draft was not posted, so here is Monday.")
+    judged = "the judge found it off topic: it never says when to launch"  # a note with words of its own
+    assert "this note" in review_as_nova("The judge found it off topic: it never says when to launch.", note=judged)
+    assert not repeats_review_note("Launch on Monday; I'd write it again from scratch if we slip.", judged)
+    assert COPY.startswith("the reply repeated a line already said")
+
+
+def test_a_long_reply_is_cut_after_its_third_sentence_never_mid_sentence():
+    long = "Launch Monday. Announce it at 9 a.m. sharp, e.g. in the newsletter! Who writes it? Me. Then we rest."
+    assert sentences(long)[:3] == [
+        "Launch Monday.",
+        "Announce it at 9 a.m. sharp, e.g. in the newsletter!",
+        "Who writes it?",
+    ]
+    assert (
+        first_sentences(long, 3) == "Launch Monday. Announce it at 9 a.m. sharp, e.g. in the newsletter! Who writes it?"
+    )
+    assert first_sentences("One. Two.", 3) == "One. Two."
+    quoting = 'Rex here: "Hi. Ship it? No. Wait." is worth a second thought. Then more. And more.'
+    assert (
+        first_sentences(quoting, 3)
+        == 'Rex here: "Hi. Ship it? No. Wait." is worth a second thought. Then more. And more.'
+    )
+    assert first_sentences(quoting, 2) == 'Rex here: "Hi. Ship it? No. Wait." is worth a second thought. Then more.'
+    assert first_sentences("A line without a full stop, however long it runs on and on", 1).endswith("on and on")
+    listed = "Three risks:\n1. Cost.\n2. Time.\n3. Scope.\nThat is all."
+    assert first_sentences(listed, 3) == "Three risks:\n1. Cost.\n2. Time.\n3. Scope."

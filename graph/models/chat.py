@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import BaseMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from graph.actions import CONFIDENCE, confidence_schema, tool_definitions
 from graph.mcp import ToolCatalog
@@ -14,6 +16,7 @@ from graph.models.base import ChatRunnable
 from graph.moderator import decision_schema
 from graph.observe import ModelCallWatcher, RecordCall
 from graph.planner import plan_schema
+from graph.template_text import with_written_calls
 from personas import Persona
 
 MakeChatModel = Callable[[str, InMemoryRateLimiter | None], BaseChatModel]
@@ -52,6 +55,24 @@ def bind_actions_as_tools(
     if not definitions:
         return model
     return model.bind_tools(definitions)
+
+
+class ReadsWrittenCalls(Runnable[LanguageModelInput, BaseMessage]):
+    """A persona's model whose tool calls written as text (a small model behind llama.cpp or Ollama,
+    graph/template_text.py) come back as the real tool calls they are: checked, and run or held for
+    approval, like the calls the provider returned itself. The one place this is done, for every
+    provider; the reply's other words are reviewed as usual."""
+
+    def __init__(self, model: ChatRunnable) -> None:
+        self.model = model
+
+    def invoke(self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any) -> BaseMessage:
+        return with_written_calls(self.model.invoke(input, config, **kwargs))
+
+    async def ainvoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> BaseMessage:
+        return with_written_calls(await self.model.ainvoke(input, config, **kwargs))
 
 
 class ChatModels:
@@ -113,7 +134,7 @@ class ChatModels:
     def persona_model(self, persona: Persona, other_names: Sequence[str], *, addressed: bool = False) -> ChatRunnable:
         name = persona.model or self._persona_model_name
         model = self._bind_persona(self._model(name), persona, other_names, addressed, self.tools)
-        return self._watched(model, name, "persona", persona.id)
+        return self._watched(ReadsWrittenCalls(model), name, "persona", persona.id)
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         name = self._moderator_model_name
