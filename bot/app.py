@@ -21,6 +21,7 @@ from bot.permissions import Permissions
 from bot.persistence import open_persistence
 from bot.recovery import recover
 from bot.service import ChannelDefaults, ChannelService
+from bot.slack.keys import channel_id_of
 from bot.timers import DurableTimers
 from bot.usage import TokenBook
 from graph.actions import ACTIONS
@@ -160,6 +161,7 @@ async def open_app(
         engine = RoundEngine(deps, stored.checkpointer)
         limits = config.settings.limits
         tokens = TokenBook(stored.db, limits.channel_tokens_per_day, clock)
+        deps.budget_spent = tokens.spent  # the task runner checks it before each step
         if isinstance(models, ChatModels):
             models.watch(tokens.record)  # every model call timed, counted and its usage stored
         service = ChannelService(
@@ -184,6 +186,7 @@ async def open_app(
             ),
             tokens=tokens,
             mcp=servers,
+            approvals_channel=partial(is_approvals_channel, config.settings.slack.approvals_channel),
         )
         readiness = Readiness()
         readiness.add("storage", storage_check(stored.db))
@@ -225,3 +228,8 @@ async def open_app(
                     await servers.stop()
                 await tokens.close()
                 await stored.timers.shutdown()
+
+
+def is_approvals_channel(approvals_channel: str, key: str) -> bool:
+    """Whether a channel key is the configured [slack] approvals_channel (an id, or a name with #)."""
+    return bool(approvals_channel) and channel_id_of(key) == approvals_channel.lstrip("#")

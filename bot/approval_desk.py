@@ -21,6 +21,7 @@ from bot.approvals import (
     PENDING_HEADING,
     already_decided,
     deciding_channel,
+    elsewhere,
     refusal,
     wanted,
 )
@@ -30,7 +31,8 @@ from graph.engine import RoundEngine
 from graph.mcp import is_mcp_action
 from graph.trust import trust_record
 from personas import Persona
-from storage import approvals, tool_grants
+from storage import approvals, channels, tool_grants
+from storage.approvals import Person
 from storage.database import Database
 from storage.records import Approval, ApprovalStatus
 
@@ -47,6 +49,11 @@ class Actor:
     name: str
     team: str | None = None
     manager: bool = False
+
+    @property
+    def person(self) -> Person | None:
+        """Who decided, as the audit stores it: the platform's user id and team, never the name."""
+        return (self.id, self.team) if self.id else None
 
 
 @dataclass(frozen=True)
@@ -94,8 +101,11 @@ class ApprovalDesk:
         surface: str,
         enqueue: Callable[[ResumeApprovals | RunApproved], None],
         wait_idle: Callable[[], Awaitable[None]],
+        approvals_channel: Callable[[str], bool] = lambda key: False,
     ) -> None:
         self.db = db
+        self.approvals_channel = approvals_channel  # whether a key is the configured approvals channel
+        self._roots: dict[str, str] = {}  # thread key -> its channel's key, as looked up (never changes)
         self.engine = engine
         self.personas = personas
         self.is_approver = is_approver
@@ -105,10 +115,29 @@ class ApprovalDesk:
         self._timer_callbacks = 0  # expiries in flight, so waiters cannot slip between their steps
 
     def may_decide(self, channel_key: str, actor: Actor) -> bool:
-        return self.is_approver(channel_key, actor.id, actor.team)
+        """Whether `actor` approves in this channel; a thread has its channel's approvers (once
+        `root` or `note_parent` has seen the thread)."""
+        return self.is_approver(self._roots.get(channel_key, channel_key), actor.id, actor.team)
+
+    def note_parent(self, key: str, parent_key: str | None) -> None:
+        if parent_key is not None and parent_key != key:
+            self._roots[key] = parent_key
+
+    async def root(self, key: str) -> str:
+        """The channel a thread is in (storage records it); any other key unchanged."""
+        if key not in self._roots:
+            self.note_parent(key, await channels.root_key(self.db, key))
+        return self._roots.get(key, key)
 
     def decided_where(self, approval: Approval, decided_in: str | None) -> str:
         return deciding_channel(approval, decided_in, self.surface)
+
+    async def typed_elsewhere(self, approval: Approval, typed_in: str | None) -> bool:
+        """A typed command acts only on a request of its own channel (or a thread of it), or in the
+        configured approvals channel: a channel's approver never reaches another channel."""
+        if typed_in is None or self.approvals_channel(typed_in):
+            return False
+        return await self.root(approval.channel_key) != await self.root(typed_in)
 
     async def decide(
         self,
@@ -120,18 +149,20 @@ class ApprovalDesk:
         *,
         decided_in: str | None = None,
         always: bool = False,
+        typed_in: str | None = None,
     ) -> CommandReply:
         """An approver's decision. The first decision wins; anyone else is refused and nothing changes.
         `always` (an MCP tool's "Approve always") also lets that tool run without asking in this
         channel from now on, until `/approvals forget SERVER.TOOL`."""
-        if (refused := await self.why_not(approval_id, actor, decided_in=decided_in)) is not None:
+        refused = await self.why_not(approval_id, actor, decided_in=decided_in, typed_in=typed_in)
+        if refused is not None:
             return CommandReply(refused, ok=False)
         approval = await approvals.get(self.db, approval_id)
         if always and not (approve and approval is not None and is_mcp_action(approval.action)):
             return CommandReply("Only a tool from an MCP server can be approved always.", ok=False)
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
         decided = await approvals.decide(
-            self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident
+            self.db, approval_id, status, actor=actor.name, comment=comment, incident=incident, person=actor.person
         )
         if decided is None:  # someone else decided between the check and the update: the first wins
             return await self._decided_first(approval_id)
@@ -143,15 +174,25 @@ class ApprovalDesk:
         return CommandReply(f"{'Approved' if approve else 'Rejected'} #{approval_id}.")
 
     async def why_not(
-        self, approval_id: int, actor: Actor, *, decided_in: str | None = None, shown_in: str | None = None
+        self,
+        approval_id: int,
+        actor: Actor,
+        *,
+        decided_in: str | None = None,
+        shown_in: str | None = None,
+        typed_in: str | None = None,
     ) -> str | None:
         """Why this person cannot decide this approval now, in one line; None when they can. Told at
         once when a button is pressed or a form opened; deciding checks again. `shown_in`: the channel
-        of the message whose button was pressed, when a request is only decided where it was posted."""
+        of the message whose button was pressed, when a request is only decided where it was posted.
+        `typed_in`: the channel of a typed command, which decides there (see typed_elsewhere)."""
         approval = await approvals.get(self.db, approval_id)
         if approval is not None and shown_in is not None and approval.channel_key != shown_in:
-            return f"Approval #{approval_id} belongs to another channel."
-        may = approval is not None and self.may_decide(self.decided_where(approval, decided_in), actor)
+            return elsewhere(approval_id)
+        if approval is not None and await self.typed_elsewhere(approval, typed_in):
+            return elsewhere(approval_id)
+        where = self.decided_where(approval, typed_in or decided_in) if approval is not None else ""
+        may = approval is not None and self.is_approver(await self.root(where), actor.id, actor.team)
         return refusal(approval, approval_id, may_decide=may)
 
     async def withdraw(self, approval_ids: list[int], actor: Actor, reason: str) -> list[int]:
@@ -178,12 +219,19 @@ class ApprovalDesk:
         return CommandReply(already_decided(current) if current else f"There is no approval #{approval_id}.", ok=False)
 
     async def revise(
-        self, approval_id: int, actor: Actor, args: dict[str, Any], *, decided_in: str | None = None
+        self,
+        approval_id: int,
+        actor: Actor,
+        args: dict[str, Any],
+        *,
+        decided_in: str | None = None,
+        typed_in: str | None = None,
     ) -> CommandReply:
         """An approver's edited arguments, approved with them in one transaction (so the edit and the
         work it releases are stored together). Arguments the action's spec refuses change nothing."""
         approval = await approvals.get(self.db, approval_id)
-        if (refused := await self.why_not(approval_id, actor, decided_in=decided_in)) is not None or approval is None:
+        refused = await self.why_not(approval_id, actor, decided_in=decided_in, typed_in=typed_in)
+        if refused is not None or approval is None:
             return CommandReply(refused or "", ok=False)
         persona = self.personas.get(approval.persona_id)
         tools = self.engine.runner.tools
@@ -191,31 +239,44 @@ class ApprovalDesk:
         if isinstance(checked, str):
             return CommandReply(f"Approval #{approval_id} is unchanged: {checked}.", ok=False)
         if checked == approval.args:  # nothing edited: a plain approval
-            decided = await approvals.decide(self.db, approval_id, ApprovalStatus.APPROVED, actor=actor.name)
+            decided = await approvals.decide(
+                self.db, approval_id, ApprovalStatus.APPROVED, actor=actor.name, person=actor.person
+            )
         else:
-            decided = await approvals.approve_edited(self.db, approval_id, checked, actor=actor.name)
+            decided = await approvals.approve_edited(
+                self.db, approval_id, checked, actor=actor.name, person=actor.person
+            )
         if decided is None:
             return await self._decided_first(approval_id)
         await self._resume_if_complete(decided)
         edited = "with the edited arguments" if decided.original_args is not None else "(the arguments were unchanged)"
         return CommandReply(f"Approved #{approval_id} {edited}.")
 
-    async def show_arguments(self, approval_id: int, actor: Actor, *, decided_in: str | None = None) -> CommandReply:
+    async def show_arguments(
+        self, approval_id: int, actor: Actor, *, decided_in: str | None = None, typed_in: str | None = None
+    ) -> CommandReply:
         """A request's full arguments, for an approver of it, whatever its state. Only approvers: a
         request can carry what a persona means to send one person (send_message)."""
         approval = await approvals.get(self.db, approval_id)
         if approval is None:
             return CommandReply(f"There is no approval #{approval_id}.", ok=False)
-        if not self.may_decide(self.decided_where(approval, decided_in), actor):
+        if await self.typed_elsewhere(approval, typed_in):
+            return CommandReply(elsewhere(approval_id), ok=False)
+        where = await self.root(self.decided_where(approval, typed_in or decided_in))
+        if not self.is_approver(where, actor.id, actor.team):
             return CommandReply(f"Only approvers can see the full arguments of #{approval_id}.", ok=False)
         return CommandReply(full_arguments(approval, self._persona_name(approval.persona_id)))
 
-    async def settle_unknown(self, approval_id: int, actor: Actor, retry: bool) -> CommandReply:
+    async def settle_unknown(
+        self, approval_id: int, actor: Actor, retry: bool, *, typed_in: str | None = None
+    ) -> CommandReply:
         """An approver runs an action whose outcome is unknown once more, or closes it."""
         approval = await approvals.get(self.db, approval_id)
         if approval is None:
             return CommandReply(f"There is no approval #{approval_id}.", ok=False)
-        if not self.may_decide(approval.channel_key, actor):
+        if await self.typed_elsewhere(approval, typed_in):
+            return CommandReply(elsewhere(approval_id), ok=False)
+        if not self.is_approver(await self.root(approval.channel_key), actor.id, actor.team):
             return CommandReply(f"Only approvers can retry or close #{approval_id}.", ok=False)
         settled = await approvals.settle_unknown(self.db, approval_id, retry=retry, actor=actor.name)
         if settled is None:
@@ -282,17 +343,19 @@ class ApprovalDesk:
             listed += f"\n{GRANTS_HEADING}\n" + "\n".join(clean(f"{g.tool}, by {g.granted_by}") for g in granted)
         return listed
 
-    async def trust_table(self) -> str:
-        events = await approvals.audit_events(self.db)
+    async def trust_table(self, channel_key: str | None) -> str:
+        """Each persona's trust in the channel's workspace or guild (None: every one, summed)."""
+        counts = await approvals.trust_counts(self.db, channel_key)
         now = time.time()
         rows = []
         for persona in self.personas.values():
-            record = trust_record([e for e in events if e.persona_id == persona.id], now)
+            record = trust_record(counts.get(persona.id), now)
             rows.append(
-                f"{persona.display_name}: {record.level} ({record.tasks} tasks, "
+                f"{persona.display_name}: {record.level} ({record.tasks} decided by people, "
                 f"{record.approval_rate:.0%} approved, {record.days:.0f} days)"
             )
-        return "Trust levels:\n" + "\n".join(rows)
+        where = "" if channel_key is not None else " in every workspace and guild"
+        return f"Trust levels{where}:\n" + "\n".join(rows)
 
     def _persona_name(self, persona_id: str) -> str:
         persona = self.personas.get(persona_id)

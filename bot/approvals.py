@@ -26,6 +26,12 @@ def deciding_channel(approval: Approval, decided_in: str | None, surface: str) -
     return approval.channel_key
 
 
+def elsewhere(approval_id: int) -> str:
+    """The one line that refuses a decision, a view or a revision of a request from another channel
+    (typed there, or a button pressed on a message shown there)."""
+    return f"Approval #{approval_id} belongs to another channel."
+
+
 def refusal(approval: Approval | None, approval_id: int, *, may_decide: bool) -> str | None:
     """Why a decision cannot be taken now, in one line; None when it can."""
     if approval is None:

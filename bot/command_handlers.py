@@ -55,6 +55,7 @@ from storage.records import ApprovalMode
 
 NOBODY = Actor("", "unknown")
 FAILURES_PAUSE = "Replies were paused after model failures in a row: only an approver can resume them."
+ONLY_EVERYWHERE = "Only approvers of every channel can use {command}; without `all` it shows this channel."
 NO_SERVERS = "No MCP servers are configured ([mcp.servers.NAME] in config.toml)."
 
 
@@ -87,6 +88,7 @@ class CommandService(Protocol):
     async def notice(self, key: str, text: str, thread: str | None) -> None: ...
     async def mark(self, key: str, marker: str, thread: str | None, *, announce: str) -> None: ...
     def help_text(self, key: str) -> str: ...
+    async def approves_everywhere(self, actor: Actor | None) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -257,26 +259,38 @@ async def set_approval_mode(call: Call, command: SetApprovalMode) -> CommandRepl
 
 
 async def settle(call: Call, command: SettleUnknown) -> CommandReply:
-    return await call.service.approval_desk.settle_unknown(command.approval_id, call.who, command.retry)
+    return await call.service.approval_desk.settle_unknown(
+        command.approval_id, call.who, command.retry, typed_in=call.key
+    )
 
 
 async def decide(call: Call, command: Decide) -> CommandReply:
     desk = call.service.approval_desk
     return await desk.decide(
-        command.approval_id, call.who, command.approve, command.comment, command.incident, always=command.always
+        command.approval_id,
+        call.who,
+        command.approve,
+        command.comment,
+        command.incident,
+        always=command.always,
+        typed_in=call.key,
     )
 
 
 async def view(call: Call, command: ViewArguments) -> CommandReply:
-    return await call.service.approval_desk.show_arguments(command.approval_id, call.who, decided_in=call.key)
+    return await call.service.approval_desk.show_arguments(command.approval_id, call.who, typed_in=call.key)
 
 
 async def revise(call: Call, command: Revise) -> CommandReply:
-    return await call.service.approval_desk.revise(command.approval_id, call.who, command.args, decided_in=call.key)
+    return await call.service.approval_desk.revise(command.approval_id, call.who, command.args, typed_in=call.key)
 
 
 async def trust(call: Call, command: ShowTrust) -> CommandReply:
-    return CommandReply(await call.service.approval_desk.trust_table())
+    """Trust in this channel's workspace or guild; with "all", everywhere, for approvers of every channel."""
+    if command.everywhere and not await call.service.approves_everywhere(call.actor):
+        return CommandReply(ONLY_EVERYWHERE.format(command="/trust all"), ok=False)
+    desk = call.service.approval_desk
+    return CommandReply(await desk.trust_table(None if command.everywhere else call.key))
 
 
 async def mailbox(call: Call, command: ShowMailbox) -> CommandReply:
@@ -284,7 +298,10 @@ async def mailbox(call: Call, command: ShowMailbox) -> CommandReply:
 
 
 async def outbox(call: Call, command: ShowOutbox) -> CommandReply:
-    return CommandReply(await outbox_report(call.service.db))
+    """This channel's waiting and failed posts; with "all", every channel's, for approvers of every channel."""
+    if command.everywhere and not await call.service.approves_everywhere(call.actor):
+        return CommandReply(ONLY_EVERYWHERE.format(command="/outbox all"), ok=False)
+    return CommandReply(await outbox_report(call.service.db, None if command.everywhere else call.key))
 
 
 async def usage(call: Call, command: ShowUsage) -> CommandReply:

@@ -72,6 +72,11 @@ class PauseReplies:
     def permission(self) -> str:
         return "moderate_pause" if self.pause else "moderate_resume"
 
+    @property
+    def starts_model_work(self) -> bool:
+        """Resuming answers what came in meanwhile."""
+        return not self.pause
+
 
 @dataclass(frozen=True)
 class ShowReasons:
@@ -169,6 +174,7 @@ class ShowUsage:
 @dataclass(frozen=True)
 class ShowTrust:
     permission: ClassVar[str] = "trust"
+    everywhere: bool = False  # /trust all: every workspace and guild (approvers of every channel only)
 
 
 APPROVAL_MODES = ("in-command", "in-the-loop", "on-the-loop")
@@ -285,6 +291,12 @@ class TaskCommand:
     def permission(self) -> str:
         return "task" if self.verb == "start" else f"task_{self.verb}"
 
+    @property
+    def starts_model_work(self) -> bool:
+        """A new task or a new plan: the planner's and the personas' model calls (the task runner checks
+        the budget again before each step)."""
+        return self.verb in ("start", "replan")
+
 
 TASK_TEXT_LIMIT = 2000  # characters
 
@@ -323,6 +335,7 @@ class ShowTools:
 @dataclass(frozen=True)
 class ShowOutbox:
     permission: ClassVar[str] = "outbox"
+    everywhere: bool = False  # /outbox all: every channel's posts (approvers of every channel only)
 
 
 @dataclass(frozen=True)
@@ -364,6 +377,18 @@ def no_words(command: Command) -> Parser:
         if rest.split():
             raise UsageError()
         return command
+
+    return parse
+
+
+def here_or_all(make: Callable[[bool], Command]) -> Parser:
+    """A view of this channel, or with the one word "all", of every channel."""
+
+    def parse(rest: str) -> Command:
+        words = rest.lower().split()
+        if words not in ([], ["all"]):
+            raise UsageError()
+        return make(bool(words))
 
     return parse
 

@@ -73,16 +73,27 @@ class FloodGate:
         if self.notices.full(person, now):
             return Admission(channel_key, user_id, now, starts_round=False)
         self.notices.add(person, now)
-        if over_user:
-            n = self.users.limit
-            why = f"you have sent {n} message{'s' if n != 1 else ''} here in the last minute"
-        else:
-            why = f"this channel has had {self.channels.limit} rounds in the last minute"
         notice = (
-            f"Slow down a little: {why}. Your messages are kept and the personas will see them, "
+            f"Slow down a little: {self._why(over_user)}. Your messages are kept and the personas will see them, "
             "but they start no reply until the minute is up."
         )
         return Admission(channel_key, user_id, now, starts_round=False, notice=notice)
+
+    def admit_command(self, channel_key: str, user_id: str, now: float, *, exempt: bool = False) -> str | None:
+        """A command that starts model work (/task, /task replan, /moderate resume) counts like a
+        message that starts a round; past a limit it is refused, in one line (None: it may run)."""
+        over_user = not exempt and self.users.full((channel_key, user_id), now)
+        if not over_user and (exempt or not self.channels.full(channel_key, now)):
+            self.users.add((channel_key, user_id), now)
+            self.channels.add(channel_key, now)
+            return None
+        return f"Slow down a little: {self._why(over_user)}. Try the command again when the minute is up."
+
+    def _why(self, over_user: bool) -> str:
+        if over_user:
+            n = self.users.limit
+            return f"you have sent {n} message{'s' if n != 1 else ''} here in the last minute"
+        return f"this channel has had {self.channels.limit} rounds in the last minute"
 
     def withdraw(self, admission: Admission) -> None:
         """Take back what admit counted, for a message that was not stored after all (a duplicate)."""

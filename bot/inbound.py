@@ -16,3 +16,5 @@ class Inbound:
     thread: str | None = None
     author_team: str | None = None  # on Slack, the author's workspace: approvers are matched on team and user
     author_manages: bool = False  # the platform says the author may change the channel (bot/permissions.py)
+    tenant: str = ""  # its workspace or guild: "slack:T01", "discord:<guild id>", "console"
+    parent_key: str | None = None  # for a thread, the key of the channel it is in (whose rules it keeps)

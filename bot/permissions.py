@@ -48,7 +48,7 @@ class Permissions:
 
     def managers_only(self, command: str) -> str:
         """One line on every surface, naming what makes a channel manager on each."""
-        role = f" or the {self.manager_role} role" if self.manager_role else ""
+        role = " or the manager role" if self.manager_role else ""
         listed = " or a listed manager" if self.slack_managers else ""
         return (
             f"Only channel managers can use {command}: it needs Manage Channels{role} on Discord, "

@@ -36,12 +36,13 @@ from bot.mcp_servers import McpServers
 from bot.pacing import RoundStarts
 from bot.permissions import Permissions
 from bot.tasks import RunTask, TaskDesk
-from bot.usage import TokenBook, budget_notice
+from bot.usage import TokenBook, budget_notice, budget_refusal
 from graph.engine import RoundEngine
 from graph.observe import MESSAGES, working_in
 from graph.port import OutboundPort
 from personas import Persona
 from storage import channels, history, inbox, rounds
+from storage.channels import Place
 from storage.database import Database
 from storage.locks import channel_lock
 from storage.records import LineKind
@@ -85,6 +86,7 @@ class ChannelService:
         tokens: TokenBook | None = None,
         mcp: McpServers | None = None,
         settled: Callable[[], Awaitable[None]] | None = None,
+        approvals_channel: Callable[[str], bool] = lambda key: False,
     ) -> None:
         self.db = db
         self.tokens = tokens
@@ -109,6 +111,7 @@ class ChannelService:
             surface=approvals_surface,
             enqueue=self.enqueue,
             wait_idle=self.wait_idle,
+            approvals_channel=approvals_channel,
         )
         self.tasks = TaskDesk(
             db,
@@ -123,23 +126,27 @@ class ChannelService:
     async def handle(self, inbound: Inbound) -> CommandReply | None:
         """Take one inbound message: run it as a command, or record it and queue its round. The reply, if
         any, goes to the message's author alone: a command's answer, or a flood limit's notice."""
+        place = Place(inbound.tenant, inbound.parent_key) if inbound.tenant else None
+        self.approval_desk.note_parent(inbound.channel_key, inbound.parent_key)
+        # A thread's flood windows and budget are its channel's (storage/threads.py).
+        root = inbound.parent_key or inbound.channel_key
         try:
             command = parse_command(inbound.text)
         except CommandError as exc:
-            await self._ensure_channel(inbound.channel_key)
+            await self._ensure_channel(inbound.channel_key, place)
             return CommandReply(str(exc), ok=False)
         actor = Actor(inbound.author_id, inbound.author_name, inbound.author_team, inbound.author_manages)
         if command is not None:
-            return await self.run_command(inbound.channel_key, command, thread=inbound.thread, actor=actor)
+            return await self.run_command(inbound.channel_key, command, thread=inbound.thread, actor=actor, place=place)
         # Past a flood limit the line is still stored and delivered, but queues no round.
         admission = self.flood.admit(
-            inbound.channel_key,
+            root,
             inbound.author_id,
             time.monotonic(),
             exempt=self.approval_desk.may_decide(inbound.channel_key, actor),
         )
         # Past the channel's daily token budget, likewise: stored, no round until the next UTC day.
-        spent = admission.starts_round and self.tokens is not None and await self.tokens.spent(inbound.channel_key)
+        spent = admission.starts_round and self.tokens is not None and await self.tokens.spent(root)
         line = await inbox.accept(
             self.db,
             inbound.event_id,
@@ -150,7 +157,7 @@ class ChannelService:
             mentions=inbound.mentions,
             thread=inbound.thread,
             queue=admission.starts_round and not spent,
-            new_channel=self._new_channel(inbound.channel_key),  # one commit on the way to the ack
+            new_channel=self._new_channel(inbound.channel_key, place),  # one commit on the way to the ack
             session_gap_seconds=self.defaults.session_gap_hours * 3600,
         )
         if line is None:
@@ -159,7 +166,7 @@ class ChannelService:
             return None
         MESSAGES.labels(self.surface_of(inbound.channel_key)).inc()
         self._known_channels.add(inbound.channel_key)
-        if spent and self.tokens is not None and self.tokens.first_refusal_today(inbound.channel_key):
+        if spent and self.tokens is not None and self.tokens.first_refusal_today(root):
             notice = budget_notice(self.tokens.tokens_per_day)
             await self.notice(inbound.channel_key, notice, inbound.thread)
             await self.tell_approvers(inbound.channel_key, notice)
@@ -184,17 +191,21 @@ class ChannelService:
             if not users[0]:
                 del self._arrivals[channel_key]
 
-    async def _ensure_channel(self, key: str) -> None:
+    async def _ensure_channel(self, key: str, place: Place | None = None) -> None:
         if key in self._known_channels:  # channels are never deleted: no read on a message's way to its ack
             return
         await channels.ensure_channel(
-            self.db, key, participants=self.defaults.participants, moderated=self.defaults.moderated
+            self.db, key, participants=self.defaults.participants, moderated=self.defaults.moderated, place=place
         )
-        self._known_channels.add(key)
+        if place is not None:  # else its place is recorded with its next message
+            self._known_channels.add(key)
 
-    def _new_channel(self, key: str) -> inbox.NewChannel | None:
-        """How a channel this process has not seen yet starts, should it not be stored either."""
-        return None if key in self._known_channels else (self.defaults.participants, self.defaults.moderated)
+    def _new_channel(self, key: str, place: Place | None = None) -> inbox.NewChannel | None:
+        """How a channel this process has not seen yet starts, should it not be stored either, and
+        where it sits (recorded on a stored channel that has no place yet)."""
+        if key in self._known_channels:
+            return None
+        return (self.defaults.participants, self.defaults.moderated, place)
 
     def enqueue(self, item: WorkItem) -> None:
         key = item.channel_key
@@ -325,13 +336,36 @@ class ChannelService:
     # -- commands ------------------------------------------------------------------------------
 
     async def run_command(
-        self, key: str, command: Command, *, thread: str | None = None, actor: Actor | None = None
+        self,
+        key: str,
+        command: Command,
+        *,
+        thread: str | None = None,
+        actor: Actor | None = None,
+        place: Place | None = None,
     ) -> CommandReply:
         """Carry out a parsed command in a channel, for `actor` (None: the operator, never refused)."""
-        await self._ensure_channel(key)
+        await self._ensure_channel(key, place)
+        root = await self.approval_desk.root(key)  # a thread's approvers are its channel's
         if actor is not None and (refused := self.refusal(key, command, actor)) is not None:
             return CommandReply(refused, ok=False)
+        if actor is not None and getattr(command, "starts_model_work", False):
+            if (refused := await self._model_work_refusal(root, actor)) is not None:
+                return CommandReply(refused, ok=False)
         return await HANDLERS[type(command)](Call(self, key, thread, actor), command)
+
+    async def _model_work_refusal(self, root: str, actor: Actor) -> str | None:
+        """A command that calls a model passes the channel's flood limits and daily budget, like a message."""
+        if self.tokens is not None and await self.tokens.spent(root):
+            return budget_refusal(self.tokens.tokens_per_day)
+        exempt = self.approval_desk.may_decide(root, actor)
+        return self.flood.admit_command(root, actor.id, time.monotonic(), exempt=exempt)
+
+    async def approves_everywhere(self, actor: Actor | None) -> bool:
+        """Whether `actor` (None: the operator) is an approver of every channel this bot has seen."""
+        if actor is None:
+            return True
+        return all(self.approval_desk.may_decide(key, actor) for key in await channels.channel_keys(self.db))
 
     def refusal(self, key: str, command: Command, actor: Actor) -> str | None:
         """The private line that refuses `actor` this command here, None when they may use it."""

@@ -128,10 +128,20 @@ class SlackSection(_Section):
 class DiscordSection(_Section):
     api_base_url: str = "https://discord.com/api/v10"
     gateway_url: str = ""
-    manager_role: str = ""
+    manager_role: str = ""  # a role id: names are not unique
     twemoji_base_url: str = TWEMOJI_BASE_URL
     shard_count: Annotated[int, Field(ge=0, le=65_536)] = 0  # 0: as many as GET /gateway/bot recommends
     shard_ids: list[int] = Field(default_factory=list)  # empty: every shard, in this process
+
+    @field_validator("manager_role")
+    @classmethod
+    def _role_id(cls, role: str) -> str:
+        if role and not (role.isdigit() and role.isascii() and len(role) <= 20):
+            raise ValueError(
+                "a role id (digits: Copy Role ID in Discord's developer mode), not a name, which anyone "
+                "who may create roles could take"
+            )
+        return role
 
     @field_validator("shard_ids")
     @classmethod

@@ -31,6 +31,11 @@ def budget_notice(limit: int) -> str:
     )
 
 
+def budget_refusal(limit: int) -> str:
+    """The answer to a command that would call a model after the budget is spent."""
+    return f"This channel has used its {limit:,} model tokens for today: that waits until tomorrow (UTC)."
+
+
 class TokenBook:
     """Model calls' tokens, counted in memory and written in one transaction per FLUSH_SECONDS (and
     when the app closes), so that a model call costs the engine a dictionary update, not a commit."""
@@ -75,13 +80,13 @@ class TokenBook:
         await self.flush()
 
     async def spent(self, channel_key: str) -> bool:
-        """Whether the channel has reached today's budget (never, with no budget)."""
+        """Whether the channel (a thread's parent, with all its threads) has reached today's budget
+        (never, with no budget)."""
         if not self.tokens_per_day:
             return False
-        day = utc_day(self.clock())
-        stored = await usage.channel_tokens(self.db, channel_key, day)
-        counted = sum(sum(v[1:]) for k, v in self._pending.items() if k[0] == day and k[1] == channel_key)
-        return stored + counted >= self.tokens_per_day
+        if self._pending:  # counted in memory, perhaps in one of its threads: the query sees them all
+            await self.flush()
+        return await usage.channel_tokens(self.db, channel_key, utc_day(self.clock())) >= self.tokens_per_day
 
     def first_refusal_today(self, channel_key: str) -> bool:
         """True once per channel and UTC day: the refusal that tells the channel and its approvers."""

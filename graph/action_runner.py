@@ -93,7 +93,7 @@ class ActionRunner:
             return None
         channel = await channels.get_channel(self.db, channel_key)
         mode = channel.approval_mode if channel else ApprovalMode.IN_THE_LOOP
-        trust = await self._trust(persona) if self.policy.auto_relax else Trust.NOVICE
+        trust = await self._trust(persona, channel_key) if self.policy.auto_relax else Trust.NOVICE
         waiting: list[tuple[ActionCall, str]] = []  # with why it waits
         for action in checked:
             decision = verdict(
@@ -226,9 +226,10 @@ class ActionRunner:
         text = f"executed: {outcome.text}" if outcome.ok else outcome.text
         return Ran(text, outcome.summary, tool_answer=outcome.text)
 
-    async def _trust(self, persona: Persona) -> Trust:
-        events = await approvals.audit_events(self.db, [persona.id])
-        return trust_record(events, self.clock()).level
+    async def _trust(self, persona: Persona, channel_key: str) -> Trust:
+        """The persona's trust in the channel's workspace or guild."""
+        counts = await approvals.trust_counts(self.db, channel_key)
+        return trust_record(counts.get(persona.id), self.clock()).level
 
 
 def _timestamp(value: str) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from graph.mcp import McpClient, ToolCatalog
@@ -27,3 +27,4 @@ class EngineDeps:
     timers: Timers | None = None
     tools: ToolCatalog | None = None  # what the MCP servers offer (bot/mcp_servers.py fills it)
     mcp: McpClient | None = None  # runs MCP tool calls
+    budget_spent: Callable[[str], Awaitable[bool]] | None = None  # a channel's daily model tokens are used up

@@ -92,7 +92,8 @@ def verdict(
     channel's mode makes it wait, why (requests waiting for the mode's own reason say nothing more).
 
     An MCP tool (`tool` given) is sensitive unless config lists it read-only, whatever its server's
-    annotations say; one an approver chose to "Approve always" in this channel runs like a read-only one."""
+    annotations say; one an approver chose to "Approve always" in this channel runs like a read-only one.
+    Trust (auto_relax) relaxes only the built-in sensitive actions, never an MCP tool."""
     reasons = always_wait_reasons(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
     if reasons:
         return Decision(Verdict.WAIT, tuple(reasons))
@@ -103,7 +104,7 @@ def verdict(
     sensitive = is_sensitive(action, settings.sensitive) if tool is None else not tool.read_only
     if not sensitive or tool is not None and tool.approved_always:
         return Decision(Verdict.RUN)
-    if settings.auto_relax and trust is Trust.EXPERT:
+    if settings.auto_relax and trust is Trust.EXPERT and tool is None:  # trust never relaxes an MCP tool
         return Decision(Verdict.ANNOUNCE)
     return Decision(Verdict.WAIT)
 

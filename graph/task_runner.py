@@ -25,6 +25,7 @@ from storage import channels, tasks
 from storage.tasks import TaskRecord
 
 StartApprovals = Callable[[list[Batch]], Awaitable[None]]
+MODEL_MOVES = ("plan", "replan", "step")  # moves that call a model: each waits while the day's budget is spent
 
 
 class TaskRunner:
@@ -58,6 +59,10 @@ class TaskRunner:
             if move == "wait":
                 await self.flow.show_now(given)  # type: ignore[arg-type]
                 return
+            if move in MODEL_MOVES and await self._budget_spent(record.channel_key):
+                text = f"Task #{task_id} waits: this channel has used today's model tokens. It goes on tomorrow (UTC)."
+                await self.deps.port.notice(record.channel_key, text, record.thread)
+                return
             channel = await channels.get_channel(self.deps.db, record.channel_key)
             if channel is not None and channel.paused and move == "step":
                 # Steps are persona replies: a paused channel gets none. /moderate resume runs it on.
@@ -66,6 +71,10 @@ class TaskRunner:
                 return
             result = await self.graph.ainvoke(given, config, durability="sync")
             await self.start_approvals(list(result.get("new_batches", [])))
+
+    async def _budget_spent(self, channel_key: str) -> bool:
+        spent = self.deps.budget_spent
+        return spent is not None and await spent(channel_key)
 
     async def _undecided(self, state: dict[str, Any]) -> bool:
         """Whether the step waiting for approval still has an approval that has not ended."""

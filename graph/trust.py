@@ -1,18 +1,18 @@
-"""Trust levels from the audit log: novice, proficient (50 tasks, 90 % approved, 7 days),
-expert (200 tasks, 98 %, 30 days). A rejection marked as an incident starts the count again."""
+"""Trust levels from people's decisions: novice, proficient (50 decided requests, 90 % approved and
+run well, 7 days), expert (200, 98 %, 30 days). Only what a person decided counts (approvals,
+rejections, and failures of what they approved), per persona and per workspace or guild; actions
+that needed nobody never do, so trust cannot be farmed with read-only calls. A rejection marked as
+an incident starts the count again. storage/approvals.py counts; this says what the counts mean."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from graph.policy import Trust
-from storage.records import AuditEvent
+from storage.records import TrustCounts
 
 DAY = 86_400.0
 LEVELS = ((Trust.EXPERT, 200, 0.98, 30), (Trust.PROFICIENT, 50, 0.90, 7))
-_DECIDED = {"approved", "rejected", "expired"}
-_GOOD = {"approved"}
 
 
 @dataclass(frozen=True)
@@ -27,22 +27,13 @@ class TrustRecord:
         return self.approved / self.tasks if self.tasks else 0.0
 
 
-def trust_record(events: Iterable[AuditEvent], now: float) -> TrustRecord:
-    """One persona's record. Tasks are decided requests plus actions that ran without one."""
-    tasks = approved = 0
-    first: float | None = None
-    for event in events:
-        if event.event == "rejected" and event.detail.startswith("incident"):
-            tasks = approved = 0
-            first = None
-            continue
-        counted = event.event in _DECIDED or (event.event == "executed" and event.approval_id is None)
-        if not counted:
-            continue
-        tasks += 1
-        approved += event.event in _GOOD or event.approval_id is None
-        first = event.at if first is None else first
-    days = (now - first) / DAY if first is not None else 0.0
+def trust_record(counts: TrustCounts | None, now: float) -> TrustRecord:
+    """One persona's record: decided requests, those approved that did not fail, days since the first."""
+    if counts is None:
+        return TrustRecord(Trust.NOVICE, 0, 0, 0.0)
+    tasks = counts.approved + counts.rejected
+    approved = max(counts.approved - counts.failed, 0)
+    days = (now - counts.first_at) / DAY if counts.first_at is not None else 0.0
     for level, min_tasks, min_rate, min_days in LEVELS:
         if tasks >= min_tasks and approved / tasks >= min_rate and days >= min_days:
             return TrustRecord(level, tasks, approved, days)

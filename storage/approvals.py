@@ -8,7 +8,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from storage.database import Database, Row, Tx
-from storage.records import Approval, ApprovalStatus, AuditEvent, RequestPlace
+from storage.records import Approval, ApprovalStatus, AuditEvent, RequestPlace, TrustCounts
+
+Person = tuple[str, str | None]
+"""(platform user id, Slack team or None): who decided, as the platform knows them; names can change."""
 
 
 def _approval(row: Row) -> Approval:
@@ -34,6 +37,8 @@ def _approval(row: Row) -> Approval:
         reason=row["reason"],
         confidence=row["confidence"],
         original_args=json.loads(row["original_args"]) if row["original_args"] is not None else None,
+        decided_by_id=row["decided_by_id"],
+        decided_by_team=row["decided_by_team"],
     )
 
 
@@ -47,11 +52,24 @@ async def _audit(
     event: str,
     actor: str | None,
     detail: str = "",
+    person: Person | None = None,
 ) -> None:
+    actor_id, actor_team = person or (None, None)
     await tx.execute(
-        "INSERT INTO audit_log (at, channel_key, persona_id, approval_id, action, event, actor, detail) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (time.time(), channel_key, persona_id, approval.id if approval else None, action, event, actor, detail),
+        "INSERT INTO audit_log (at, channel_key, persona_id, approval_id, action, event, actor, detail, actor_id, "
+        "actor_team) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            time.time(),
+            channel_key,
+            persona_id,
+            approval.id if approval else None,
+            action,
+            event,
+            actor,
+            detail,
+            actor_id,
+            actor_team,
+        ),
     )
 
 
@@ -164,30 +182,38 @@ async def decide(
     actor: str,
     comment: str = "",
     incident: bool = False,
+    person: Person | None = None,
 ) -> Approval | None:
-    """Move a pending approval to approved, rejected or expired. None when it was no longer pending."""
+    """Move a pending approval to approved, rejected or expired. None when it was no longer pending.
+    `person`: the approver who decided (none for an expiry or a withdrawal)."""
     assert status in (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED)
+    user_id, team = person or (None, None)
     return await _transition(
         db,
-        "status = ?, decided_by = ?, decided_at = ?, comment = ?, incident = ? WHERE id = ? AND status = 'pending'",
-        (status.value, actor, time.time(), comment, int(incident), approval_id),
+        "status = ?, decided_by = ?, decided_at = ?, comment = ?, incident = ?, decided_by_id = ?, "
+        "decided_by_team = ? WHERE id = ? AND status = 'pending'",
+        (status.value, actor, time.time(), comment, int(incident), user_id, team, approval_id),
         event=status.value,
         actor=actor,
         detail=("incident: " if incident else "") + comment,
+        person=person,
     )
 
 
-async def approve_edited(db: Database, approval_id: int, args: dict[str, Any], *, actor: str) -> Approval | None:
+async def approve_edited(
+    db: Database, approval_id: int, args: dict[str, Any], *, actor: str, person: Person | None = None
+) -> Approval | None:
     """Approve a pending approval with arguments an approver edited: the edited arguments are the
     ones that run, the requested ones are kept (original_args), and the audit entry names both.
     One transaction, like any decision; None when it was no longer pending."""
     return await _transition(
         db,
-        "status = 'approved', decided_by = ?, decided_at = ?, comment = '', original_args = args, args = ? "
-        "WHERE id = ? AND status = 'pending'",
-        (actor, time.time(), json.dumps(args), approval_id),
+        "status = 'approved', decided_by = ?, decided_at = ?, comment = '', original_args = args, args = ?, "
+        "decided_by_id = ?, decided_by_team = ? WHERE id = ? AND status = 'pending'",
+        (actor, time.time(), json.dumps(args), *(person or (None, None)), approval_id),
         event="approved",
         actor=actor,
+        person=person,
         detail=lambda approved: f"arguments edited from {json.dumps(approved.original_args)} to {json.dumps(args)}",
     )
 
@@ -260,6 +286,7 @@ async def _transition(
     event: str,
     actor: str | None,
     detail: str | Callable[[Approval], str],
+    person: Person | None = None,
 ) -> Approval | None:
     """One guarded status change and its audit entry, in one transaction: `update` is the SET and
     WHERE of an UPDATE that matches only while the approval is in the state it moves from. A
@@ -278,6 +305,7 @@ async def _transition(
             event=event,
             actor=actor,
             detail=detail if isinstance(detail, str) else detail(approval),
+            person=person,
         )
     return approval
 
@@ -303,3 +331,45 @@ async def audit_events(db: Database, persona_ids: Sequence[str] | None = None) -
     rows = await db.fetch_all("SELECT * FROM audit_log ORDER BY id")
     events = [AuditEvent(**{k: row[k] for k in row.keys()}) for row in rows]
     return [e for e in events if persona_ids is None or e.persona_id in persona_ids]
+
+
+# A person's decision: an approval or rejection with the decider's user id, or the failure of an
+# action a person approved. Runs that needed nobody (read-only tools, on-the-loop) never count.
+_PEOPLES_DECISIONS = """
+WITH scoped AS (
+    SELECT l.id, l.at, l.persona_id, l.event, l.detail, l.actor_id, a.decided_by_id AS approver
+    FROM audit_log l
+    JOIN channels c ON c.key = l.channel_key
+    LEFT JOIN approvals a ON a.id = l.approval_id
+    WHERE {tenant}
+),
+decided AS (
+    SELECT * FROM scoped
+    WHERE (event IN ('approved', 'rejected') AND actor_id IS NOT NULL)
+       OR (event = 'failed' AND approver IS NOT NULL)
+),
+incidents AS (
+    SELECT persona_id, MAX(id) AS last_id, COUNT(*) AS n
+    FROM decided WHERE event = 'rejected' AND detail LIKE 'incident%' GROUP BY persona_id
+)
+SELECT d.persona_id,
+    SUM(CASE WHEN d.event = 'approved' AND d.id > COALESCE(i.last_id, 0) THEN 1 ELSE 0 END) AS approved,
+    SUM(CASE WHEN d.event = 'rejected' AND d.id > COALESCE(i.last_id, 0) THEN 1 ELSE 0 END) AS rejected,
+    SUM(CASE WHEN d.event = 'failed' AND d.id > COALESCE(i.last_id, 0) THEN 1 ELSE 0 END) AS failed,
+    MAX(COALESCE(i.n, 0)) AS incidents,
+    MIN(CASE WHEN d.id > COALESCE(i.last_id, 0) THEN d.at END) AS first_at
+FROM decided d LEFT JOIN incidents i ON i.persona_id = d.persona_id
+GROUP BY d.persona_id
+"""
+_TENANT = "COALESCE(NULLIF(c.tenant, ''), c.key)"  # a channel whose tenant is not known yet stands alone
+
+
+async def trust_counts(db: Database, channel_key: str | None) -> dict[str, TrustCounts]:
+    """People's decisions per persona in the workspace or guild of `channel_key` (None: everywhere,
+    all tenants summed), counted by the database."""
+    if channel_key is None:
+        rows = await db.fetch_all(_PEOPLES_DECISIONS.format(tenant="1 = 1"))
+    else:
+        where = f"{_TENANT} = (SELECT {_TENANT} FROM channels c WHERE c.key = ?)"
+        rows = await db.fetch_all(_PEOPLES_DECISIONS.format(tenant=where), (channel_key,))
+    return {str(r[0]): TrustCounts(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), r[5]) for r in rows}

@@ -1,19 +1,36 @@
-"""Channels and their settings: moderation, participants (in join order), scene."""
+"""Channels and their settings: moderation, participants (in join order), scene.
+
+A thread (Slack or Discord) is a channel with a history of its own whose rules are its parent
+channel's: approval mode, pause, moderation, scene and participants are read through the parent
+(`RULES_OF`) until a manager changes one of them in the thread, which then keeps its own
+(storage/threads.py). A round's own state (a stop request, the next speaker, its failures) is the
+thread's. Each channel also records its tenant: the workspace or guild trust is counted in."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from storage.database import Database, Row, Tx
 from storage.history import insert_line
 from storage.records import ApprovalMode, Channel, LineKind
+from storage.threads import RULES, RULES_OF, own_rules_in
 
 PAUSED_AFTER_FAILURES = 2  # `paused`: 0 no, 1 by /moderate pause, 2 after model failures in a row
 
 FirstLine = tuple[LineKind, str, str, str]
 """kind, author id, author name, text"""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a channel sits: its tenant ("slack:T1", "discord:<guild>", "console") and, for a
+    thread, the key of the channel it is in."""
+
+    tenant: str
+    parent_key: str | None = None
 
 
 def _channel(row: Row) -> Channel:
@@ -36,35 +53,84 @@ def _channel(row: Row) -> Channel:
 
 
 async def get_channel(db: Database, key: str) -> Channel | None:
-    row = await db.fetch_one("SELECT * FROM channels WHERE key = ?", (key,))
+    """The channel as it applies: a thread's own round state with its parent's rules (a pause after
+    model failures in the thread itself counts too)."""
+    rules = ", ".join(f"r.{column}" for column in RULES if column != "paused")
+    row = await db.fetch_one(
+        f"SELECT c.key, c.stop_requested, c.next_speaker, c.last_decisions, c.failures_in_a_row, {rules}, "
+        f"CASE WHEN c.paused = {PAUSED_AFTER_FAILURES} THEN c.paused ELSE r.paused END AS paused "
+        "FROM channels c JOIN channels r ON r.key = "
+        "CASE WHEN c.parent_key IS NOT NULL AND c.own_rules = 0 THEN c.parent_key ELSE c.key END WHERE c.key = ?",
+        (key,),
+    )
     return _channel(row) if row else None
 
 
+async def channel_keys(db: Database) -> list[str]:
+    """Every channel's key (threads are in theirs)."""
+    return [str(row[0]) for row in await db.fetch_all("SELECT key FROM channels WHERE parent_key IS NULL")]
+
+
+async def root_key(db: Database, key: str) -> str:
+    """The channel a thread is in; any other key unchanged."""
+    row = await db.fetch_one("SELECT parent_key FROM channels WHERE key = ?", (key,))
+    return str(row[0]) if row is not None and row[0] is not None else key
+
+
+async def tenant_of(db: Database, key: str) -> str:
+    """The channel's workspace or guild ("" when not recorded yet)."""
+    row = await db.fetch_one("SELECT tenant FROM channels WHERE key = ?", (key,))
+    return str(row[0]) if row is not None else ""
+
+
 async def ensure_channel(
-    db: Database, key: str, *, participants: Sequence[str], moderated: bool, first_line: FirstLine | None = None
+    db: Database,
+    key: str,
+    *,
+    participants: Sequence[str],
+    moderated: bool,
+    first_line: FirstLine | None = None,
+    place: Place | None = None,
 ) -> Channel:
     """The channel, created with the default participants the first time it is seen. `first_line`
-    opens the history of a channel this call creates (a thread's parent message, say), exactly once."""
+    opens the history of a channel this call creates (a thread's parent message, say), exactly once.
+    `place` is recorded when the channel has none yet."""
     existing = await get_channel(db, key)
-    if existing:
+    if existing and place is None:
         return existing
     async with db.transaction(urgent=True) as tx:  # on the way to acknowledging a message
-        await create_in(tx, key, participants=participants, moderated=moderated, first_line=first_line)
+        await create_in(tx, key, participants=participants, moderated=moderated, first_line=first_line, place=place)
     channel = await get_channel(db, key)
     assert channel is not None
     return channel
 
 
 async def create_in(
-    tx: Tx, key: str, *, participants: Sequence[str], moderated: bool, first_line: FirstLine | None = None
+    tx: Tx,
+    key: str,
+    *,
+    participants: Sequence[str],
+    moderated: bool,
+    first_line: FirstLine | None = None,
+    place: Place | None = None,
 ) -> bool:
-    """Within tx: the channel with its participants (and first line) unless it exists; True when created."""
+    """Within tx: the channel with its participants (and first line) unless it exists; True when created.
+    A thread's parent channel is created too, and `place` recorded on a channel that has none yet."""
     now = time.time()
+    if place is not None and place.parent_key is not None:
+        await create_in(tx, place.parent_key, participants=participants, moderated=moderated, place=Place(place.tenant))
+    tenant, parent = (place.tenant, place.parent_key) if place else ("", None)
     created = await tx.execute(
-        "INSERT INTO channels (key, moderated, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
-        (key, int(moderated), now),
+        "INSERT INTO channels (key, moderated, created_at, tenant, parent_key) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (key) DO NOTHING",
+        (key, int(moderated), now, tenant, parent),
     )
     if not created:
+        if place is not None:  # a channel stored before its place was known
+            await tx.execute(
+                "UPDATE channels SET tenant = ?, parent_key = COALESCE(parent_key, ?) WHERE key = ? AND tenant = ''",
+                (tenant, parent, key),
+            )
         return False
     await tx.execute_many(
         "INSERT INTO participants (channel_key, persona_id, position, joined_at) VALUES (?, ?, ?, ?)",
@@ -78,7 +144,7 @@ async def create_in(
 async def participants(db: Database, key: str) -> list[str]:
     """Active persona ids in the order they joined."""
     rows = await db.fetch_all(
-        "SELECT persona_id FROM participants WHERE channel_key = ? AND active = 1 ORDER BY position",
+        f"SELECT persona_id FROM participants WHERE channel_key = {RULES_OF} AND active = 1 ORDER BY position",
         (key,),
     )
     return [row["persona_id"] for row in rows]
@@ -86,6 +152,7 @@ async def participants(db: Database, key: str) -> list[str]:
 
 async def set_moderated(db: Database, key: str, moderated: bool, max_turns: int | None = None) -> None:
     async with db.transaction() as tx:
+        await own_rules_in(tx, key)
         await tx.execute(
             "UPDATE channels SET moderated = ?, max_turns = COALESCE(?, max_turns) WHERE key = ?",
             (int(moderated), max_turns, key),
@@ -94,11 +161,13 @@ async def set_moderated(db: Database, key: str, moderated: bool, max_turns: int 
 
 async def set_scene(db: Database, key: str, scene: str) -> None:
     async with db.transaction() as tx:
+        await own_rules_in(tx, key)
         await tx.execute("UPDATE channels SET scene = ? WHERE key = ?", (scene, key))
 
 
 async def set_approval_mode(db: Database, key: str, mode: ApprovalMode) -> None:
     async with db.transaction() as tx:
+        await own_rules_in(tx, key)
         await tx.execute("UPDATE channels SET approval_mode = ? WHERE key = ?", (mode.value, key))
 
 
@@ -110,6 +179,8 @@ async def set_setting(db: Database, key: str, column: str, value: bool | str | N
     assert column in _SETTINGS, column
     stored = int(value) if isinstance(value, bool) else value
     async with db.transaction() as tx:
+        if column in RULES:
+            await own_rules_in(tx, key)
         await tx.execute(f"UPDATE channels SET {column} = ? WHERE key = ?", (stored, key))
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from storage.database import Database, Row, Tx
 from storage.records import Line, LineKind, ToolCall
+from storage.threads import RULES_OF, own_rules_in
 
 _KINDS = {kind.value: kind for kind in LineKind}  # a dict lookup: LineKind(value) costs several times more
 
@@ -39,8 +40,8 @@ async def insert_line(tx: Tx, channel_key: str, kind: LineKind, author_id: str, 
 async def _deliver_to_participants(tx: Tx, line: Line) -> None:
     await tx.execute(
         "INSERT INTO deliveries (channel_key, persona_id, line_id) "
-        "SELECT channel_key, persona_id, ? FROM participants WHERE channel_key = ? AND active = 1",
-        (line.id, line.channel_key),
+        f"SELECT ?, persona_id, ? FROM participants WHERE channel_key = {RULES_OF} AND active = 1",
+        (line.channel_key, line.id, line.channel_key),
     )
 
 
@@ -115,10 +116,12 @@ async def set_membership(db: Database, channel_key: str, persona_id: str, *, act
     now = time.time()
     async with db.transaction() as tx:
         row = await tx.fetch_one(
-            "SELECT active FROM participants WHERE channel_key = ? AND persona_id = ?", (channel_key, persona_id)
+            f"SELECT active FROM participants WHERE channel_key = {RULES_OF} AND persona_id = ?",
+            (channel_key, persona_id),
         )
         if (row is not None and bool(row["active"]) == active) or (row is None and not active):
             return False
+        await own_rules_in(tx, channel_key)  # a manager's change in a thread: the thread keeps its own
         if active:
             await tx.execute(
                 "INSERT INTO participants (channel_key, persona_id, position, active, joined_at) "

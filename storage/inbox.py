@@ -12,15 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from storage.channels import create_in
+from storage.channels import Place, create_in
 from storage.database import Database, Row
 from storage.events import claim_in
 from storage.history import insert_line
 from storage.locks import inbox_lock
 from storage.records import Line, LineKind
 
-NewChannel = tuple[Sequence[str], bool]
-"""participants, moderated: how a channel starts"""
+NewChannel = tuple[Sequence[str], bool, Place | None]
+"""participants, moderated: how a channel starts; where it sits, when known"""
 
 
 def session_marker(last_at: float | None, now: float, gap_seconds: float) -> str | None:
@@ -66,8 +66,8 @@ async def accept(
         if event_id is not None and not await claim_in(tx, event_id):
             return None
         if new_channel is not None:
-            participants, moderated = new_channel
-            await create_in(tx, channel_key, participants=participants, moderated=moderated)
+            participants, moderated, place = new_channel
+            await create_in(tx, channel_key, participants=participants, moderated=moderated, place=place)
         # Line ids must commit in order within a channel, or a reader could see a later line first.
         await tx.serialize(inbox_lock(channel_key))
         if session_gap_seconds:

@@ -105,6 +105,8 @@ class Approval:
     reason: str = ""  # why it waits for a person, as the approval policy said
     confidence: float | None = None  # how sure the model said it was, when it said
     original_args: dict[str, Any] | None = None  # as the persona asked, when an approver edited `args`
+    decided_by_id: str | None = None  # the decider's platform user id (decided_by is only a display name)
+    decided_by_team: str | None = None  # and, on Slack, their workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +120,17 @@ class AuditEvent:
     event: str
     actor: str | None
     detail: str
+    actor_id: str | None = None  # a person's platform user id, when a person acted
+    actor_team: str | None = None  # their Slack workspace
+
+
+@dataclass(frozen=True, slots=True)
+class TrustCounts:
+    """People's decisions on one persona's requests in one workspace or guild, since its last incident."""
+
+    persona_id: str
+    approved: int = 0
+    rejected: int = 0
+    failed: int = 0  # approved by a person, then the action failed
+    incidents: int = 0  # rejections marked as incidents, ever: each starts the count again
+    first_at: float | None = None  # the first counted decision

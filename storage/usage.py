@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storage.database import Database
+from storage.threads import ROOT_OF
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +46,13 @@ async def add_usage(db: Database, counts: Mapping[UsageKey, UsageCounts]) -> Non
 
 
 async def channel_tokens(db: Database, channel_key: str, day: str) -> int:
-    """Every token the channel's model calls used on `day`."""
+    """Every token the model calls of the channel a key is in (itself, or a thread's parent) and of
+    all its threads used on `day`: a thread spends its channel's budget."""
     row = await db.fetch_one(
         "SELECT COALESCE(SUM(input_tokens + output_tokens + thinking_tokens), 0) FROM token_usage "
-        "WHERE channel_key = ? AND day = ?",
-        (channel_key, day),
+        f"WHERE day = ? AND (channel_key = COALESCE({ROOT_OF}, ?) "
+        f"OR channel_key IN (SELECT key FROM channels WHERE parent_key = COALESCE({ROOT_OF}, ?)))",
+        (day, channel_key, channel_key, channel_key, channel_key),
     )
     return int(row[0]) if row else 0
 

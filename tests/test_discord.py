@@ -142,7 +142,7 @@ async def test_moderate_slash_command_changes_the_channel_and_answers_ephemerall
     key = f"discord:{TEXT}"
     # /moderate on and off are open to everyone by default; [permissions] closes off to channel managers.
     closed = {"permissions": {"moderate_off": ["manager"]}}
-    async with open_bot({"manager_role": p.MANAGER_ROLE_NAME}, sections=closed) as bot:
+    async with open_bot({"manager_role": str(p.MANAGER_ROLE_ID)}, sections=closed) as bot:
         on = await fake.send_slash_command("moderate", {"mode": "on", "max_turns": 3})
         [followup] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{on}")
         [callback] = fake.find_calls("POST", rf"/interactions/{on}/[^/]+/callback")
@@ -161,7 +161,7 @@ async def test_moderate_slash_command_changes_the_channel_and_answers_ephemerall
         refused = await fake.send_slash_command("moderate", {"mode": "off"}, permissions=p.MEMBER_PERMISSIONS)
         [callback] = await fake.wait_for_calls("POST", rf"/interactions/{refused}/[^/]+/callback")
         assert callback.json["type"] == 4 and callback.json["data"]["flags"] == 64
-        assert "needs Manage Channels or the Table Manager role" in callback.json["data"]["content"]
+        assert "needs Manage Channels or the manager role" in callback.json["data"]["content"]
         assert (await channels.get_channel(bot.app.db, key)).moderated  # type: ignore[union-attr]
 
         off = await fake.send_slash_command(

@@ -476,7 +476,7 @@ async def test_approvals_and_trust_commands(slack: SlackHarness) -> None:
         "text": "usage: /approvals [mode in-command|in-the-loop|on-the-loop | retry N | close N | forget SERVER.TOOL]",
     }
     _, body = await slack.command("/trust", "everyone")
-    assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /trust"}
+    assert json.loads(body) == {"response_type": "ephemeral", "text": "usage: /trust [all]"}
 
 
 async def test_repeated_model_failures_mention_only_the_approvers(slack: SlackHarness) -> None:

@@ -38,7 +38,15 @@ def to_inbound(message: discord.Message, bot_user_id: int) -> Inbound | None:
         author_name=message.author.display_name,
         text=text,
         event_id=f"discord:{message.id}",
+        tenant=f"discord:{message.guild.id}",
+        parent_key=parent_key(message.channel),
     )
+
+
+def parent_key(channel: object) -> str | None:
+    """A thread's channel, whose rules the thread keeps; None for a channel."""
+    parent_id = channel.parent_id if isinstance(channel, discord.Thread) else None
+    return key_for_channel(parent_id) if parent_id is not None else None
 
 
 def readable_text(message: discord.Message, bot_user_id: int) -> str:

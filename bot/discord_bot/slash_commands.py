@@ -22,9 +22,10 @@ from bot.command_help import slash_description
 from bot.command_values import Command, CommandError
 from bot.commands import COMMANDS, Option, Spec, parse
 from bot.discord_bot.delivery import split_message
-from bot.discord_bot.inbound import key_for_channel
+from bot.discord_bot.inbound import key_for_channel, parent_key
 from bot.service import ChannelService
 from personas import Persona
+from storage.channels import Place
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +36,11 @@ Render = Callable[[discord.Interaction], Awaitable[str]]
 
 
 def may_manage(interaction: discord.Interaction, manager_role: str) -> bool:
-    """Manage Channels in this channel, or the configured manager role (by name or id)."""
+    """Manage Channels in this channel, or the configured manager role (by id)."""
     if interaction.permissions.manage_channels:
         return True
     roles = getattr(interaction.user, "roles", [])
-    return bool(manager_role) and any(manager_role in (role.name, str(role.id)) for role in roles)
+    return bool(manager_role) and any(str(role.id) == manager_role for role in roles)  # by id: names repeat
 
 
 # An autocomplete answer holds at most 25 choices, each named in 1 to 100 characters; one name too long and
@@ -151,7 +152,11 @@ async def run(
         return
     await interaction.response.defer(ephemeral=True)
     try:
-        text = await render(interaction) if render else (await service.run_command(key, command, actor=actor)).reply
+        if render is not None:
+            text = await render(interaction)
+        else:
+            place = Place(f"discord:{interaction.guild_id}", parent_key(interaction.channel))
+            text = (await service.run_command(key, command, actor=actor, place=place)).reply
     except Exception:
         log.exception("slash command %r failed", command)
         text = "Something went wrong; nothing was changed."

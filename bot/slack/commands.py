@@ -23,6 +23,7 @@ from bot.slack.keys import channel_key
 from bot.slack.slack_bot import SlackBot
 from bot.slack.text import escape_for_slack
 from storage import events
+from storage.channels import Place
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +86,13 @@ async def carry_out(bot: SlackBot, invoked: SlashCommand, command: Command, resp
         return
     names = bot.names
     actor = Actor(
-        invoked.user_id, await names.name_of(invoked.user_id), invoked.team_id, await names.manages(invoked.user_id)
+        invoked.user_id,
+        await names.name_of(invoked.user_id),
+        invoked.team_id,
+        await names.manages(invoked.user_id, invoked.team_id),
     )
     key = channel_key(invoked.team_id, invoked.channel_id)
-    reply = await bot.roundtable.service.run_command(key, command, actor=actor)
+    place = Place(f"slack:{invoked.team_id}")
+    reply = await bot.roundtable.service.run_command(key, command, actor=actor, place=place)
     if not reply.announced:
         await respond(text=escape_for_slack(reply.reply), response_type="ephemeral")

@@ -39,7 +39,8 @@ def register(bot: SlackBot) -> None:
                     inbound,
                     author_name=await bot.names.name_of(inbound.author_id),
                     # Only a command asks who manages the channel (users.info, looked up once per user).
-                    author_manages=inbound.text.startswith("/") and await bot.names.manages(inbound.author_id),
+                    author_manages=inbound.text.startswith("/")
+                    and await bot.names.manages(inbound.author_id, inbound.tenant.removeprefix("slack:")),
                 )
                 reply = await bot.roundtable.service.handle(named)
         except Exception:

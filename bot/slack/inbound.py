@@ -68,6 +68,8 @@ def inbound_from_event(body: Mapping[str, Any], bot_user_id: str | None) -> Inbo
         thread=thread or None,
         # A user from another organisation (Slack Connect) is marked with their own workspace.
         author_team=_text(event.get("user_team")) or _text(event.get("team")) or team_id,
+        tenant=f"slack:{team_id}",
+        parent_key=channel_key(team_id, channel) if thread else None,  # a thread keeps its channel's rules
     )
 
 

@@ -279,12 +279,14 @@ class SlackPort:
         return target.done
 
     async def _decider(self, approval: Approval) -> str:
-        """A mention of the approver who decided, found by name among the channel's approvers; else the name."""
+        """A mention of the Slack user who decided, by the id stored with the decision (a display
+        name is neither unique nor fixed); else the name, as text."""
         if approval.status in _NO_DECIDER or not approval.decided_by:
             return "nobody"
-        approvers = self._approver_ids(approval.channel_key)
-        matches = [user for user in approvers if await self.names.name_of(user) == approval.decided_by]
-        return f"<@{matches[0]}>" if len(matches) == 1 else escape_clipped(approval.decided_by, 80)
+        user = approval.decided_by_id
+        if user and approval.decided_by_team and is_user_id(user):  # decided on Slack
+            return f"<@{user}>"
+        return escape_clipped(approval.decided_by, 80)
 
     def _approver_ids(self, channel_key: str) -> list[str]:
         """The Slack user ids among the channel's approvers ("U456" or "T999:U456"), to mention."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
-from collections.abc import Collection, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,24 +85,41 @@ class RecentlySeen:
 
 # -- users ----------------------------------------------------------------------------------------
 # Slack user ids to the names personas see, and whether each is a channel manager (a workspace admin
-# or owner, or listed in [slack] managers), looked up once through users.info.
+# or owner of the channel's own workspace, or listed in [slack] managers), through users.info. An
+# admin flag is trusted for ADMIN_SECONDS: a person whose admin rights are withdrawn loses them here
+# within minutes.
+
+ADMIN_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
 class SlackUser:
     name: str
     admin: bool  # users.info: is_admin, is_owner or is_primary_owner
+    team: str = ""  # the workspace the user (and their admin flag) belongs to
+    looked_up: float = 0.0  # when users.info said so (the clock's time)
 
 
 class UserNames:
-    def __init__(self, client: AsyncWebClient, managers: Collection[str] = (), capacity: int = 2000) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        managers: Collection[str] = (),
+        capacity: int = 2000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.client = client
         self.managers = frozenset(managers)
         self.capacity = capacity
+        self.clock = clock
         self._users: OrderedDict[str, SlackUser] = OrderedDict()
 
-    async def user(self, user_id: str) -> SlackUser | None:
-        """What users.info says of the user; None when the lookup failed (and is not cached)."""
+    async def user(self, user_id: str, *, max_age: float | None = None) -> SlackUser | None:
+        """What users.info says of the user (asked again when the cached answer is older than
+        `max_age` seconds); None when the lookup failed (and is not cached)."""
+        cached = self._users.get(user_id)
+        if cached is not None and max_age is not None and self.clock() - cached.looked_up > max_age:
+            del self._users[user_id]
         if user_id in self._users:
             self._users.move_to_end(user_id)
             return self._users[user_id]
@@ -115,7 +133,8 @@ class UserNames:
         profile = user.get("profile") or {}
         name = profile.get("display_name") or profile.get("real_name") or user.get("real_name") or user.get("name")
         admin = any(user.get(flag) is True for flag in ("is_admin", "is_owner", "is_primary_owner"))
-        self._users[user_id] = SlackUser(str(name or user_id), admin)
+        team = str(user.get("team_id") or "")
+        self._users[user_id] = SlackUser(str(name or user_id), admin, team, self.clock())
         if len(self._users) > self.capacity:
             self._users.popitem(last=False)
         return self._users[user_id]
@@ -125,12 +144,13 @@ class UserNames:
         user = await self.user(user_id)
         return user.name if user is not None else user_id
 
-    async def manages(self, user_id: str) -> bool:
-        """A channel manager: listed in [slack] managers, or a workspace admin or owner."""
+    async def manages(self, user_id: str, team: str) -> bool:
+        """A manager of a channel of workspace `team`: listed in [slack] managers, or an admin or owner
+        of that workspace (an admin of another one, say in a shared channel, is not)."""
         if user_id in self.managers:
             return True
-        user = await self.user(user_id)
-        return user is not None and user.admin
+        user = await self.user(user_id, max_age=ADMIN_SECONDS)
+        return user is not None and user.admin and user.team == team
 
 
 # -- private answers ---------------------------------------------------------------------------------

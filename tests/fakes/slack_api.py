@@ -58,6 +58,9 @@ class FakeSlackApi(LoopbackServer):
     # Workspace admins (users.info is_admin): the two users most tests act as may manage channels.
     admins: set[str] = field(default_factory=lambda: {"UHUMAN", "UAPPROVER"})
     owners: set[str] = field(default_factory=set)  # workspace owners (is_owner; the first one is_primary_owner)
+    # Users of another workspace (a Slack Connect guest): users.info's user object names the user's own
+    # team_id (https://api.slack.com/methods/users.info, https://api.slack.com/types/user).
+    user_teams: dict[str, str] = field(default_factory=dict)
     calls: list[SlackCall] = field(default_factory=list)
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (channel, ts): a message Slack has
     socket_connections: int = 0
@@ -292,7 +295,7 @@ class FakeSlackApi(LoopbackServer):
             owner = user in self.owners
             user_record = {
                 "id": user,
-                "team_id": TEAM_ID,
+                "team_id": self.user_teams.get(user, TEAM_ID),
                 "name": name.lower(),
                 "real_name": name,
                 "deleted": False,
