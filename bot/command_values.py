@@ -72,11 +72,6 @@ class PauseReplies:
     def permission(self) -> str:
         return "moderate_pause" if self.pause else "moderate_resume"
 
-    @property
-    def starts_model_work(self) -> bool:
-        """Resuming answers what came in meanwhile."""
-        return not self.pause
-
 
 @dataclass(frozen=True)
 class ShowReasons:
@@ -291,12 +286,6 @@ class TaskCommand:
     def permission(self) -> str:
         return "task" if self.verb == "start" else f"task_{self.verb}"
 
-    @property
-    def starts_model_work(self) -> bool:
-        """A new task or a new plan: the planner's and the personas' model calls (the task runner checks
-        the budget again before each step)."""
-        return self.verb in ("start", "replan")
-
 
 TASK_TEXT_LIMIT = 2000  # characters
 
@@ -377,18 +366,6 @@ def no_words(command: Command) -> Parser:
         if rest.split():
             raise UsageError()
         return command
-
-    return parse
-
-
-def here_or_all(make: Callable[[bool], Command]) -> Parser:
-    """A view of this channel, or with the one word "all", of every channel."""
-
-    def parse(rest: str) -> Command:
-        words = rest.lower().split()
-        if words not in ([], ["all"]):
-            raise UsageError()
-        return make(bool(words))
 
     return parse
 

@@ -50,7 +50,6 @@ from bot.command_values import (
     TaskCommand,
     UsageError,
     ViewArguments,
-    here_or_all,
     no_words,
     one_word,
     parse_approvals,
@@ -106,6 +105,18 @@ MAX_COMMAND_CHARS = 12_000  # past the name; /revise may carry a whole post (8,0
 TOO_LONG = f"That command is longer than {MAX_COMMAND_CHARS:,} characters; nothing was done."
 
 log = logging.getLogger(__name__)
+
+
+def here_or_all(make: Callable[[bool], Command]) -> Parser:
+    """A view of this channel, or with the one word "all", of every channel."""
+
+    def parse(rest: str) -> Command:
+        words = rest.lower().split()
+        if words not in ([], ["all"]):
+            raise UsageError()
+        return make(bool(words))
+
+    return parse
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from bot.command_values import Command, PauseReplies, TaskCommand
+
 WINDOW_SECONDS = 60.0
 
 
@@ -103,3 +105,12 @@ class FloodGate:
             self.channels.remove(admission.channel_key, admission.at)
         elif admission.notice is not None:
             self.notices.remove(person, admission.at)
+
+
+def starts_model_work(command: Command) -> bool:
+    """Whether a command starts model work, and so passes the flood limits and the budget like a
+    message: a new task or plan (/task TEXT, /task replan; the task runner checks the budget again
+    before each step), and /moderate resume, which answers what came in meanwhile."""
+    if isinstance(command, TaskCommand):
+        return command.verb in ("start", "replan")
+    return isinstance(command, PauseReplies) and not command.pause

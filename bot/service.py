@@ -30,7 +30,7 @@ from bot.command_handlers import Call
 from bot.command_help import help_text
 from bot.command_values import Command, CommandError
 from bot.commands import HANDLERS, Surface, parse_command
-from bot.flood import FloodGate
+from bot.flood import FloodGate, starts_model_work
 from bot.inbound import Inbound
 from bot.mcp_servers import McpServers
 from bot.pacing import RoundStarts
@@ -349,7 +349,7 @@ class ChannelService:
         root = await self.approval_desk.root(key)  # a thread's approvers are its channel's
         if actor is not None and (refused := self.refusal(key, command, actor)) is not None:
             return CommandReply(refused, ok=False)
-        if actor is not None and getattr(command, "starts_model_work", False):
+        if actor is not None and starts_model_work(command):
             if (refused := await self._model_work_refusal(root, actor)) is not None:
                 return CommandReply(refused, ok=False)
         return await HANDLERS[type(command)](Call(self, key, thread, actor), command)
