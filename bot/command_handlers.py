@@ -134,7 +134,8 @@ async def pause_replies(call: Call, command: PauseReplies) -> CommandReply:
     else:
         announce = "Replies resumed: what came in meanwhile is answered now, in one round."
         await service.tasks.resume_all(key)  # a task that waited for the pause goes first
-        service.answer_waiting(key, together=True)
+        for waiting in [key, *await channels.threads_waiting(service.db, key)]:  # its threads were paused too
+            service.answer_waiting(waiting, together=True)
     await service.mark(key, "replies paused" if command.pause else "replies resumed", call.thread, announce=announce)
     return CommandReply(announce, announced=True)
 

@@ -71,6 +71,16 @@ async def channel_keys(db: Database) -> list[str]:
     return [str(row[0]) for row in await db.fetch_all("SELECT key FROM channels WHERE parent_key IS NULL")]
 
 
+async def threads_waiting(db: Database, key: str) -> list[str]:
+    """The channel's threads that follow its rules and have messages waiting for a round."""
+    rows = await db.fetch_all(
+        "SELECT DISTINCT c.key FROM channels c JOIN inbox i ON i.channel_key = c.key "
+        "WHERE c.parent_key = ? AND c.own_rules = 0 ORDER BY c.key",
+        (key,),
+    )
+    return [str(row[0]) for row in rows]
+
+
 async def root_key(db: Database, key: str) -> str:
     """The channel a thread is in; any other key unchanged."""
     row = await db.fetch_one("SELECT parent_key FROM channels WHERE key = ?", (key,))

@@ -109,6 +109,8 @@ async def test_a_paused_channels_thread_gets_no_reply_and_a_dismissed_persona_st
         before = len(thread_posts(slack))
         await slack.say("Sage, anything?", "1700000500.000500", thread_ts=PARENT)
         assert len(thread_posts(slack)) == before  # paused: no persona answers in the thread either
+        await slack.say(f"<@{BOT_USER_ID}> /moderate resume", "1700000500.000600")
+        assert [p.get("username") for p in thread_posts(slack)[before:]] == ["Sage"]  # answered on resume
 
         present = await channels.participants(slack.bot.roundtable.db, f"{KEY}:{PARENT}")
         assert "rex" not in present and "sage" in present
