@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +17,12 @@ from bot.approval_desk import Actor
 from bot.command_values import TaskCommand
 from bot.config import ConfigError
 from bot.inbound import Inbound
+from bot.persistence import DATABASE_FILE
 from bot.usage import utc_day
 from storage import approvals, channels, tasks, usage
+from storage.database import open_database
 from storage.records import ApprovalStatus
+from tests.conftest import run_console, write_config
 from tests.discord_harness import settle
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
@@ -294,3 +298,19 @@ async def test_trust_all_is_for_approvers_of_every_channel(open_test_app: Any) -
 
     assert d1 is not None and d1.reply.startswith("Only approvers of every channel can use /trust all")
     assert d2 is not None and d2.reply.startswith("Trust levels in every workspace and guild:")
+
+
+async def test_console_task_after_the_budget_is_spent_is_refused(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"limits": {"channel_tokens_per_day": 30}})
+    (tmp_path / "data").mkdir()
+    db = await open_database(tmp_path / "data" / DATABASE_FILE)
+    try:
+        await spend_the_budget(db, "console:general")
+    finally:
+        await db.close()
+    transcript = run_console(config, "/task plan the launch\n/task status\n")
+
+    assert "[system] This channel has used its 30 model tokens for today: that waits until tomorrow (UTC)." in (
+        transcript.splitlines()
+    )
+    assert "[system] No task here yet: /task TEXT starts one." in transcript.splitlines()
