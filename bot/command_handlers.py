@@ -45,6 +45,7 @@ from bot.command_values import (
 )
 from bot.mailbox import mailbox_report
 from bot.outbox_report import outbox_report
+from bot.scoped_views import ONLY_EVERYWHERE
 from bot.tasks import TaskDesk
 from bot.usage import TokenBook
 from graph.engine import RoundEngine
@@ -55,7 +56,6 @@ from storage.records import ApprovalMode
 
 NOBODY = Actor("", "unknown")
 FAILURES_PAUSE = "Replies were paused after model failures in a row: only an approver can resume them."
-ONLY_EVERYWHERE = "Only approvers of every channel can use {command}; without `all` it shows this channel."
 NO_SERVERS = "No MCP servers are configured ([mcp.servers.NAME] in config.toml)."
 
 

@@ -62,6 +62,7 @@ from bot.command_values import (
     parse_task,
     parse_view,
 )
+from bot.scoped_views import here_or_all
 
 __all__ = [  # the parsed values are imported from here, with the registry that reads them
     "AllowRecruiting",
@@ -105,18 +106,6 @@ MAX_COMMAND_CHARS = 12_000  # past the name; /revise may carry a whole post (8,0
 TOO_LONG = f"That command is longer than {MAX_COMMAND_CHARS:,} characters; nothing was done."
 
 log = logging.getLogger(__name__)
-
-
-def here_or_all(make: Callable[[bool], Command]) -> Parser:
-    """A view of this channel, or with the one word "all", of every channel."""
-
-    def parse(rest: str) -> Command:
-        words = rest.lower().split()
-        if words not in ([], ["all"]):
-            raise UsageError()
-        return make(bool(words))
-
-    return parse
 
 
 @dataclass(frozen=True)
