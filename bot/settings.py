@@ -203,6 +203,14 @@ class MailboxSection(_Section):
     max_pending: Annotated[int, Field(ge=1, le=1000)] = 5
 
 
+class MemorySection(_Section):
+    max_notes: Annotated[int, Field(ge=1, le=200)] = 20
+    share_notes: Literal["channel", "persona"] = "channel"
+    summaries: bool = True
+    summary_model: str = ""
+    summary_tokens: Annotated[int, Field(ge=50, le=4000)] = 400
+
+
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
@@ -256,6 +264,7 @@ class Settings(_Section):
     discord: DiscordSection = DiscordSection()
     approvals: ApprovalsSection = ApprovalsSection()
     mailbox: MailboxSection = MailboxSection()
+    memory: MemorySection = MemorySection()
     tasks: TasksSection = TasksSection()
     mcp: McpSection = McpSection()
     ops: OpsSection = OpsSection()

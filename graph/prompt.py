@@ -51,6 +51,8 @@ INSTRUCTION_PHRASES = (
     "under your own name and avatar",
     "iso 8601",
     "what you remember",
+    "what you noted",
+    "what you recall of this conversation",
     "the scene",
 )
 
@@ -100,16 +102,30 @@ def examples_text(persona: Persona) -> str:
     return "\n".join([heading, *(f"{persona.display_name}: {line}" for line in persona.examples)])
 
 
-def system_text(persona: Persona, others: Sequence[str], scene: str, needs_approval: Collection[str] = ()) -> str:
+def system_text(
+    persona: Persona,
+    others: Sequence[str],
+    scene: str,
+    needs_approval: Collection[str] = (),
+    *,
+    notes: str = "",
+    summary: str = "",
+) -> str:
+    """Lock, system prompt (and the voice's examples), core memory, the persona's own notes, its
+    actions, the scene, then its summary of what came before the window (graph/memory.py)."""
     parts = [persona_lock(persona, others), persona.system_prompt.strip()]
     if persona.examples:
         parts.append(examples_text(persona))
     if persona.core_memory.strip():
         parts.append("What you remember:\n" + persona.core_memory.strip())
+    if notes:
+        parts.append(notes)
     if persona.actions:
         parts.append(actions_text(persona, needs_approval))
     if scene.strip():
         parts.append("The scene:\n" + scene.strip())
+    if summary:
+        parts.append(summary)
     return "\n\n".join(parts)
 
 

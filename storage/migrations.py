@@ -321,6 +321,26 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at  {real} NOT NULL
     );
     """,
+    # 23: what a persona keeps: notes it wrote with `remember` (per channel, or per persona within one
+    # workspace: the scope), and its running summary of the lines that left its window, with the last line it covers
+    """
+    CREATE TABLE persona_notes (
+        id         {id},
+        scope      TEXT NOT NULL,  -- a channel key, or "persona:<tenant>" when notes follow the persona
+        persona_id TEXT NOT NULL,
+        text       TEXT NOT NULL,
+        created_at {real} NOT NULL
+    );
+    CREATE INDEX persona_notes_by_persona ON persona_notes (scope, persona_id, id);
+    CREATE TABLE persona_summaries (
+        channel_key            TEXT NOT NULL,
+        persona_id             TEXT NOT NULL,
+        summary                TEXT NOT NULL,
+        covers_through_line_id {bigint} NOT NULL,
+        updated_at             {real} NOT NULL,
+        PRIMARY KEY (channel_key, persona_id)
+    );
+    """,
 )
 
 _APPROVAL_STATUSES = "'pending', 'approved', 'rejected', 'expired', 'executed', 'failed', 'running', 'unknown'"

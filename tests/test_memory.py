@@ -1,0 +1,123 @@
+"""Memory beyond the window (graph/memory.py): notes a persona keeps with `remember`, and the
+running summary of what left its window, written from only the lines it witnessed. The console runs
+for real (scripted model: `!!act remember {...}` makes the addressed persona call the tool), and
+prompts are read with `python -m bot prompt`, exactly what the persona receives next."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from graph.memory import bounded, note_scope
+from graph.prompt import estimate_tokens
+from tests.conftest import run_bot, run_console, write_config
+
+
+def remember(text: str) -> str:
+    return f'!!act remember {{"text": "{text}"}}'
+
+
+def prompt_of(config: Path, persona: str) -> str:
+    result = run_bot("prompt", "--config", str(config), "--channel", "general", "--persona", persona)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def system_part(prompt: str) -> str:
+    return prompt.split("--- system ---\n", 1)[1].split("\n--- ", 1)[0]
+
+
+def summary_in(prompt: str) -> str:
+    system = system_part(prompt)
+    marker = "What you recall of this conversation before the lines below (your own summary):\n"
+    return system.split(marker, 1)[1] if marker in system else ""
+
+
+def prompt_tokens_of(prompt: str) -> int:
+    """The prompt's estimated tokens, message by message, as graph/prompt.py counts them."""
+    parts = re.split(r"^--- \w+ ---$", prompt, flags=re.MULTILINE)[1:]
+    return sum(estimate_tokens(part.strip("\n")) for part in parts)
+
+
+# -- the pure rules -------------------------------------------------------------------------------
+
+
+def test_notes_are_per_channel_unless_shared_and_a_shared_note_stays_on_its_platform_and_workspace() -> None:
+    assert note_scope("slack:T1:C1", "channel") == "slack:T1:C1"
+    assert note_scope("slack:T1:C1", "persona") == note_scope("slack:T1:C2:1700.1", "persona") == "persona:slack:T1"
+    assert note_scope("slack:T2:C1", "persona") != note_scope("slack:T1:C1", "persona")
+    assert note_scope("discord:42", "persona") == "persona:discord" != note_scope("console:general", "persona")
+
+
+def test_a_summary_is_bounded_at_its_last_full_sentence() -> None:
+    text = " ".join(f"Fact number {n} is true." for n in range(100))
+    cut = bounded(text, 20)
+    assert len(cut) <= 80 and cut.endswith("is true.") and cut.startswith("Fact number 0")
+
+
+# -- notes ----------------------------------------------------------------------------------------
+
+
+def test_remember_from_a_tool_call_keeps_a_note_in_the_next_prompt_without_approval(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    transcript = run_console(
+        config,
+        "/approvals mode in-command\n"  # every action waits for a person: a note to oneself is no action
+        f"Sage, remember that the launch is on Friday. {remember('The launch is on Friday')}\n",
+    )
+    assert "[approval" not in transcript
+    sage = prompt_of(config, "sage")
+    assert "What you noted (your own notes, numbered):\n1. The launch is on Friday\n" in system_part(sage)
+    assert "--- tool ---\nnoted: 'The launch is on Friday'" in sage
+    assert "The launch is on Friday" not in system_part(prompt_of(config, "rex"))  # Rex's notes are its own
+
+
+def test_the_21st_note_drops_the_oldest_with_a_notice_and_forget_drops_one_by_number(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    script = "".join(f"Sage, note {n}. {remember(f'Fact {n}')}\n" for n in range(1, 22))
+    transcript = run_console(config, script)
+    assert "Sage keeps at most 20 notes: its oldest ('Fact 1') was dropped." in transcript
+    noted = system_part(prompt_of(config, "sage")).split("What you noted (your own notes, numbered):\n", 1)[1]
+    assert noted.startswith("1. Fact 2\n") and "20. Fact 21\n" in noted and "Fact 1\n" not in noted
+
+    run_console(config, 'Sage, forget note 1. !!act remember {"forget": 1}\n')
+    noted = system_part(prompt_of(config, "sage")).split("What you noted (your own notes, numbered):\n", 1)[1]
+    assert noted.startswith("1. Fact 3\n") and "19. Fact 21\n" in noted
+
+
+# -- summaries ------------------------------------------------------------------------------------
+
+
+def test_after_300_lines_a_summary_keeps_a_fact_from_the_first_lines_and_the_prompt_fits_the_budget(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path)
+    lines = [
+        "Hello all, a quick question first.",
+        "The boat is called Marigold and it sails from pier 9.",
+        *(f"Line {n}: the weather stays mild and nothing else is new." for n in range(3, 301)),
+    ]
+    run_console(config, "\n".join(lines) + "\n", timeout=600)
+    for persona in ("nova", "sage", "rex"):
+        prompt = prompt_of(config, persona)
+        assert "Marigold" in summary_in(prompt) and "pier 9" in summary_in(prompt)
+        assert "Marigold" not in prompt.split("--- human ---", 1)[1]  # it left the window long ago
+        assert prompt_tokens_of(prompt) <= 3000
+
+
+def test_a_late_joiner_has_no_summary_of_before_and_a_private_note_stays_with_its_recipient(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, {"history": {"token_budget": 1200}})
+    note = '!!act note_to {"persona": "\\u0052ex", "text": "The password is tangerine"}'
+    early = [
+        "The boat is called Marigold.",
+        f"Sage, pass a note on. {note}",
+        *(f"Line {n}: mild weather again." for n in range(3, 60)),
+    ]
+    later = [f"Later line {n}: still mild." for n in range(60, 140)]
+    run_console(config, "\n".join([*early, "/invite pixel", *later]) + "\n", timeout=600)
+    pixel, rex, sage = (summary_in(prompt_of(config, p)) for p in ("pixel", "rex", "sage"))
+    assert "Marigold" in sage and "Marigold" in rex
+    assert pixel and "Marigold" not in pixel and "Line 3:" not in pixel  # it joined later
+    assert "tangerine" in rex and "tangerine" not in sage and "tangerine" not in pixel
