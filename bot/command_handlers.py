@@ -24,6 +24,7 @@ from bot.command_values import (
     Invite,
     ListApprovals,
     ListPersonas,
+    MemoryCommand,
     Moderate,
     NameNextSpeaker,
     PauseReplies,
@@ -44,6 +45,7 @@ from bot.command_values import (
     ViewArguments,
 )
 from bot.mailbox import mailbox_report
+from bot.memory import memory_command
 from bot.outbox_report import outbox_report
 from bot.tasks import TaskDesk
 from bot.usage import TokenBook
@@ -277,6 +279,24 @@ async def revise(call: Call, command: Revise) -> CommandReply:
 
 async def trust(call: Call, command: ShowTrust) -> CommandReply:
     return CommandReply(await call.service.approval_desk.trust_table())
+
+
+async def memory(call: Call, command: MemoryCommand) -> CommandReply:
+    service = call.service
+    answer = await memory_command(
+        service.db,
+        call.key,
+        service.personas,
+        await channels.participants(service.db, call.key),
+        service.engine.deps.settings.memory.share_notes,
+        persona_id=command.persona_id,
+        verb=command.verb,
+        number=command.number,
+        actor=call.who.name or "the operator",
+    )
+    if answer.announce:
+        await service.notice(call.key, answer.announce, call.thread)
+    return CommandReply(answer.text, ok=answer.ok, announced=bool(answer.announce))
 
 
 async def mailbox(call: Call, command: ShowMailbox) -> CommandReply:

@@ -311,6 +311,30 @@ def parse_task(rest: str) -> TaskCommand:
 
 
 @dataclass(frozen=True)
+class MemoryCommand:
+    """/memory PERSONA (show), /memory PERSONA forget N, /memory PERSONA clear."""
+
+    persona_id: str
+    verb: Literal["show", "forget", "clear"] = "show"
+    number: int = 0
+
+    @property
+    def permission(self) -> str:
+        return "memory" if self.verb == "show" else f"memory_{self.verb}"
+
+
+def parse_memory(rest: str) -> MemoryCommand:
+    words = rest.split()
+    if len(words) == 1:
+        return MemoryCommand(words[0].lower())
+    if len(words) == 2 and words[1].lower() == "clear":
+        return MemoryCommand(words[0].lower(), "clear")
+    if len(words) == 3 and words[1].lower() == "forget" and (number := record_id(words[2])) is not None:
+        return MemoryCommand(words[0].lower(), "forget", number)
+    raise UsageError()
+
+
+@dataclass(frozen=True)
 class ShowMailbox:
     permission: ClassVar[str] = "mailbox"
 
@@ -345,6 +369,7 @@ Command = (
     | Revise
     | ShowTrust
     | ShowMailbox
+    | MemoryCommand
     | ShowUsage
     | ShowTools
     | ShowOutbox

@@ -234,7 +234,8 @@ class MemoryKeeper:
             )
             if not lines or (len(lines) < FOLD_AT_LEAST and not whole):
                 return stored
-            tokens = self.settings.summary_tokens
+            # Never more than a quarter of the prompt's budget: the window must keep room to speak from.
+            tokens = min(self.settings.summary_tokens, self.deps.settings.token_budget // 4)
             model = self.deps.models.summary_model(SUMMARY_SCHEMA, tokens)
             reply = await ainvoke_with_retry(
                 model,

@@ -13,6 +13,9 @@ DAY = 86_400.0
 LEVELS = ((Trust.EXPERT, 200, 0.98, 30), (Trust.PROFICIENT, 50, 0.90, 7))
 _DECIDED = {"approved", "rejected", "expired"}
 _GOOD = {"approved"}
+# A persona's notes to itself and people's corrections of its memory act on nothing outside: no evidence
+# that its actions can be trusted (graph/memory.py, bot/memory.py).
+NO_EVIDENCE = {"remember", "memory"}
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ def trust_record(events: Iterable[AuditEvent], now: float) -> TrustRecord:
             first = None
             continue
         counted = event.event in _DECIDED or (event.event == "executed" and event.approval_id is None)
-        if not counted:
+        if not counted or event.action in NO_EVIDENCE:
             continue
         tasks += 1
         approved += event.event in _GOOD or event.approval_id is None

@@ -5,12 +5,25 @@ prompts are read with `python -m bot prompt`, exactly what the persona receives 
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 from graph.memory import bounded, note_scope
 from graph.prompt import estimate_tokens
+from storage import approvals
 from tests.conftest import run_bot, run_console, write_config
+from tests.discord_harness import settle
+from tests.fakes import discord_payloads as dp
+from tests.fakes.discord_server import FakeDiscord
+from tests.slack_harness import SlackHarness
+
+MEMBER = "UMEMBER"  # a Slack user who is neither a workspace admin nor an owner
+REFUSAL = (
+    "Only channel managers can use {command}: it needs Manage Channels on Discord, "
+    "or a workspace admin or owner on Slack."
+)
 
 
 def remember(text: str) -> str:
@@ -121,3 +134,79 @@ def test_a_late_joiner_has_no_summary_of_before_and_a_private_note_stays_with_it
     assert "Marigold" in sage and "Marigold" in rex
     assert pixel and "Marigold" not in pixel and "Line 3:" not in pixel  # it joined later
     assert "tangerine" in rex and "tangerine" not in sage and "tangerine" not in pixel
+
+
+# -- /memory --------------------------------------------------------------------------------------
+
+
+def test_memory_shows_summary_and_notes_and_a_manager_forgets_and_clears_announced_in_the_channel(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, {"history": {"token_budget": 1200}})
+    script = [
+        "The boat is called Marigold.",
+        *(f"Line {n}: mild weather again." for n in range(2, 70)),
+        f"Sage, note this. {remember('Ana prefers tea')}",
+        f"Sage, and this. {remember('Bo is away in May')}",
+    ]
+    run_console(config, "\n".join(script) + "\n", timeout=300)
+    transcript = run_console(config, "/memory sage\n/memory sage forget 1\n/memory sage forget 7\n/memory sage\n")
+    shown, _, after = transcript.partition("[you] /memory sage forget 1")
+    assert "Sage's memory here:" in shown and "Summary: you said: The boat is called Marigold." in shown
+    assert "1. Ana prefers tea" in shown and "2. Bo is away in May" in shown
+    assert "you removed Sage's note 1 ('Ana prefers tea')." in after
+    assert "Sage has no note 7." in after
+    assert "1. Bo is away in May" in after.rsplit("[you] /memory sage", 1)[1]
+
+    transcript = run_console(config, "/memory sage clear\n/memory sage\n/memory nobody\n")
+    assert "you cleared Sage's memory here: 1 note and its summary." in transcript
+    assert "Summary: (none yet)" in transcript and "Notes: (none)" in transcript
+    assert "'nobody' keeps nothing in this channel; personas here: Nova, Sage, Rex." in transcript
+    assert "Marigold" not in system_part(prompt_of(config, "sage"))
+
+
+async def test_slack_memory_is_shown_to_anyone_and_corrected_by_managers_only(slack: SlackHarness) -> None:
+    await slack.say(f"Sage, note this. {remember('Ana prefers tea')}", "1700000400.000100")
+    await slack.command("/memory", "sage", user_id=MEMBER)
+    await slack.command("/memory", "sage forget 1", user_id=MEMBER)
+    await slack.command("/memory", "sage clear", user_id=MEMBER)
+    shown, refused_forget, refused_clear = slack.replies_to_command()
+    assert shown["response_type"] == "ephemeral" and "1. Ana prefers tea" in shown["text"]
+    assert (refused_forget["response_type"], refused_forget["text"]) == (
+        "ephemeral",
+        REFUSAL.format(command="/memory forget"),
+    )
+    assert refused_clear["text"] == REFUSAL.format(command="/memory clear")
+    assert not any("removed" in post["text"] for post in slack.posts())
+
+    await slack.command("/memory", "sage forget 1")  # Ana is a workspace admin
+    assert any(post["text"] == "Ana removed Sage's note 1 ('Ana prefers tea')." for post in slack.posts())
+    events = await approvals.audit_events(slack.bot.roundtable.db, ["sage"])
+    assert [(e.action, e.actor) for e in events if e.action == "memory"] == [("memory", "Ana")]
+    assert [e.action for e in events if e.action == "remember"] == ["remember"]
+
+
+async def test_discord_memory_is_shown_to_anyone_and_corrected_by_managers_only(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    async with open_bot() as bot:
+        await fake.send_message(f"Sage, note this. {remember('Ana prefers tea')}")
+        async with asyncio.timeout(30):  # the message comes through the gateway: until the note is stored
+            while not await bot.app.db.fetch_one("SELECT 1 FROM persona_notes"):
+                await asyncio.sleep(0.05)
+        await settle(bot)
+        asked = await fake.send_slash_command("memory", {"persona": "sage"}, permissions=dp.MEMBER_PERMISSIONS)
+        [shown] = await fake.wait_for_calls("POST", rf"/webhooks/{dp.APPLICATION_ID}/interaction-token-{asked}")
+        asked = await fake.send_slash_command(
+            "memory", {"persona": "sage", "action": "forget", "number": 1}, permissions=dp.MEMBER_PERMISSIONS
+        )
+        [refused] = await fake.wait_for_calls("POST", rf"/interactions/{asked}/[^/]+/callback")
+        asked = await fake.send_slash_command("memory", {"persona": "sage", "action": "clear"})  # Manage Channels
+        [cleared] = await fake.wait_for_calls("POST", rf"/webhooks/{dp.APPLICATION_ID}/interaction-token-{asked}")
+        left = await bot.app.db.fetch_all("SELECT text FROM persona_notes")
+
+    assert shown.json["flags"] == 64 and "1. Ana prefers tea" in shown.json["content"]
+    assert refused.json["data"]["flags"] == 64
+    assert refused.json["data"]["content"] == REFUSAL.format(command="/memory forget")
+    assert "cleared Sage's memory here: 1 note." in cleared.json["content"]
+    assert left == []
