@@ -31,6 +31,7 @@ from bot.command_values import (
     Revise,
     SetApprovalMode,
     SetModeratorPrompt,
+    SetQuiet,
     SetScene,
     SettleUnknown,
     ShowHelp,
@@ -208,6 +209,16 @@ async def membership(call: Call, command: Invite | Dismiss) -> CommandReply:
         return CommandReply(f"{persona.display_name} is {state}.", ok=False)
     await service.notice(call.key, f"{text}.", call.thread)
     return CommandReply(f"{text}.", announced=True)
+
+
+async def quiet(call: Call, command: SetQuiet) -> CommandReply:
+    service = call.service
+    persona = service.personas.get(command.persona_id)
+    if persona is None or not await channels.set_quiet(service.db, call.key, persona.id, command.quiet):
+        return CommandReply(f"No change: {command.persona_id[:40]!r} is not here, or is so already.", ok=False)
+    news = f"{persona.display_name} {'listens only here, and speaks when named' if command.quiet else 'talks again'}."
+    await service.notice(call.key, news, call.thread)
+    return CommandReply(news, announced=True)
 
 
 async def list_personas(call: Call, command: ListPersonas) -> CommandReply:

@@ -52,6 +52,18 @@ class Dismiss:
 
 
 @dataclass(frozen=True)
+class SetQuiet:
+    """/persona quiet PERSONA_ID: it listens only (speaks when named); /persona talk undoes it."""
+
+    persona_id: str
+    quiet: bool
+
+    @property
+    def permission(self) -> str:
+        return "persona_quiet" if self.quiet else "persona_talk"
+
+
+@dataclass(frozen=True)
 class ListPersonas:
     permission: ClassVar[str] = "persona_list"
 
@@ -370,6 +382,7 @@ Command = (
     | ShowTrust
     | ShowMailbox
     | MemoryCommand
+    | SetQuiet
     | ShowUsage
     | ShowTools
     | ShowOutbox
@@ -411,6 +424,16 @@ def parse_persona(rest: str) -> Command:
         return Invite(words[1])
     if len(words) == 2 and words[0] == "dismiss":
         return Dismiss(words[1])
+    if len(words) == 2 and words[0] in ("quiet", "talk"):
+        return SetQuiet(words[1], words[0] == "quiet")
+    raise UsageError()
+
+
+def parse_quiet(rest: str) -> SetQuiet:
+    """/quiet PERSONA_ID [off]: the console's and Slack's typed /persona quiet (or talk)."""
+    words = rest.lower().split()
+    if len(words) == 1 or (len(words) == 2 and words[1] == "off"):
+        return SetQuiet(words[0], len(words) == 1)
     raise UsageError()
 
 

@@ -322,7 +322,8 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 23: what a persona keeps: notes it wrote with `remember` (per channel, or per persona within one
-    # workspace: the scope), and its running summary of the lines that left its window, with the last line it covers
+    # workspace: the scope), and its running summary of the lines that left its window, with the last line it
+    # covers; and a persona made to listen only in one channel
     """
     CREATE TABLE persona_notes (
         id         {id},
@@ -340,6 +341,7 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at             {real} NOT NULL,
         PRIMARY KEY (channel_key, persona_id)
     );
+    ALTER TABLE participants ADD COLUMN quiet INTEGER NOT NULL DEFAULT 0;  -- /persona quiet: listens only
     """,
 )
 

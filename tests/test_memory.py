@@ -210,3 +210,23 @@ async def test_discord_memory_is_shown_to_anyone_and_corrected_by_managers_only(
     assert refused.json["data"]["content"] == REFUSAL.format(command="/memory forget")
     assert "cleared Sage's memory here: 1 note." in cleared.json["content"]
     assert left == []
+
+
+# -- listen-only personas -------------------------------------------------------------------------
+
+
+def test_a_persona_that_listens_only_answers_only_when_named_and_its_summary_still_grows(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"history": {"token_budget": 1200}})
+    first = run_console(
+        config, "/quiet rex\nThe boat is called Marigold.\n" + "".join(f"Line {n}: mild.\n" for n in range(2, 60))
+    )
+    assert "[system] Rex listens only here, and speaks when named." in first
+    assert not any(line.startswith("[Rex]") for line in first.splitlines())
+    early = summary_in(prompt_of(config, "rex"))
+    assert "Marigold" in early
+
+    second = run_console(config, "".join(f"Later line {n}: still mild.\n" for n in range(40)) + "Rex, your view?\n")
+    spoke = [line for line in second.splitlines() if line.startswith("[Rex]")]
+    assert len(spoke) == 1 and "Rex, your view?" in spoke[0]  # only when named
+    later = summary_in(prompt_of(config, "rex"))
+    assert later.startswith(early) and len(later) > len(early)  # it kept reading while it kept quiet
