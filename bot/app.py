@@ -93,6 +93,7 @@ def engine_settings(config: Config) -> EngineSettings:
         mailbox_max_pending=s.mailbox.max_pending,
         max_task_steps=s.tasks.max_steps,
         failures_before_pause=s.approvals.failures_before_pause,
+        timezone=s.bot.timezone,
         memory=MemorySettings(
             max_notes=s.memory.max_notes,
             share_notes=s.memory.share_notes,

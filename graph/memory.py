@@ -29,6 +29,7 @@ from graph.settings import SHARE_PER_PERSONA, MemorySettings
 from personas import Persona
 from storage import approvals, channels, memory
 from storage.database import Database
+from storage.inbox import SESSION_ENDED
 from storage.memory import numbered
 from storage.records import Line, LineKind
 
@@ -229,10 +230,13 @@ class MemoryKeeper:
             oldest = min((_line_id(m) for m in window if _line_id(m)), default=None)
             if oldest is None:
                 return stored
+            # A session that ended (the channel went quiet) is folded in whole, even what the window still shows.
+            ended = await memory.newest_marker(db, channel_key, persona.id, SESSION_ENDED, after_id=through)
+            before = max(oldest, ended or 0)
             lines = await memory.witnessed_between(
-                db, channel_key, persona.id, after_id=through, before_id=oldest, limit=FOLD_AT_MOST
+                db, channel_key, persona.id, after_id=through, before_id=before, limit=FOLD_AT_MOST
             )
-            if not lines or (len(lines) < FOLD_AT_LEAST and not whole):
+            if not lines or (len(lines) < FOLD_AT_LEAST and not whole and not ended):
                 return stored
             # Never more than a quarter of the prompt's budget: the window must keep room to speak from.
             tokens = min(self.settings.summary_tokens, self.deps.settings.token_budget // 4)

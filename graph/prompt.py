@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import datetime
 from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -127,6 +128,12 @@ def system_text(
     if summary:
         parts.append(summary)
     return "\n\n".join(parts)
+
+
+def scene_now(scene: str, now: datetime) -> str:
+    """The people's /scene text, then the date and time where the channel is (`now` in its time zone)."""
+    clock = f"It is {now:%A %d %B %Y, %H:%M} ({now.tzname()})."
+    return f"{scene.strip()}\n{clock}" if scene.strip() else clock
 
 
 MAX_SPEAKER_CHARS = 80

@@ -4,13 +4,24 @@ how many rows the last prompt needed is the first guess for the next one."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
 from langchain_core.messages import BaseMessage
 
 from graph.deps import EngineDeps
 from graph.floor import present_speakers
 from graph.memory import note_scope, notes_text, summary_text
 from graph.policy import is_sensitive
-from graph.prompt import MessageCache, Rendered, max_lines_within, messages_within, prompt_from, system_text
+from graph.prompt import (
+    MessageCache,
+    Rendered,
+    max_lines_within,
+    messages_within,
+    prompt_from,
+    scene_now,
+    system_text,
+)
 from graph.routing import Speaker
 from personas import Persona
 from storage import channels, history, memory
@@ -42,7 +53,7 @@ class PromptPages:
         system = system_text(
             persona,
             others,
-            channel.scene if channel else "",
+            scene_now(channel.scene if channel else "", datetime.now(ZoneInfo(self.deps.settings.timezone))),
             needs_approval,
             notes=notes_text(await memory.notes(self.deps.db, scope, persona.id)),
             summary=summary_text(await memory.summary(self.deps.db, channel_key, persona.id)),

@@ -38,3 +38,4 @@ class EngineSettings:
     mailbox_max_pending: int = 5  # undelivered notes one persona may have waiting; more are dropped
     max_task_steps: int = 8  # the most steps in a task's plan
     memory: MemorySettings = field(default_factory=MemorySettings)
+    timezone: str = "UTC"  # the channel's: the scene tells the date and time there, each turn

@@ -141,6 +141,16 @@ async def witnessed_between(
     return [line_of(row) for row in rows]
 
 
+async def newest_marker(db: Database, channel_key: str, persona_id: str, opening: str, *, after_id: int) -> int | None:
+    """The newest marker line delivered to the persona after `after_id` whose text starts with `opening`."""
+    row = await db.fetch_one(
+        "SELECT MAX(l.id) FROM deliveries d JOIN lines l ON l.id = d.line_id "
+        "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id > ? AND l.kind = 'marker' AND l.text LIKE ?",
+        (channel_key, persona_id, after_id, opening.replace("%", "") + "%"),
+    )
+    return int(row[0]) if row and row[0] is not None else None
+
+
 async def channels_with_participants(db: Database) -> list[tuple[str, str]]:
     """(channel, persona) for every persona present in a channel: what a start-up catch-up checks."""
     rows = await db.fetch_all("SELECT channel_key, persona_id FROM participants WHERE active = 1")

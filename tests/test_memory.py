@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,26 @@ def test_a_persona_that_listens_only_answers_only_when_named_and_its_summary_sti
     assert len(spoke) == 1 and "Rex, your view?" in spoke[0]  # only when named
     later = summary_in(prompt_of(config, "rex"))
     assert later.startswith(early) and len(later) > len(early)  # it kept reading while it kept quiet
+
+
+# -- the scene and the session --------------------------------------------------------------------
+
+
+def test_the_scene_tells_the_date_and_time_in_the_channels_time_zone(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"bot": {"timezone": "Asia/Tokyo"}})
+    run_console(config, "/scene A harbour office.\nHello Sage\n")
+    scene = system_part(prompt_of(config, "sage")).split("The scene:\n", 1)[1]
+    assert scene.startswith("A harbour office.\nIt is ") and scene.split("\n")[1].endswith("(JST).")
+
+
+def test_a_quiet_gap_ends_the_session_and_its_summary_folds_the_whole_session_in(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    run_console(config, "The boat is called Marigold.\nSage, and the pier?\n")
+    assert summary_in(prompt_of(config, "sage")) == ""  # all of it is still in the window
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        db.execute("UPDATE lines SET created_at = created_at - 7 * 3600")
+    run_console(config, "Back again, Sage.\n")
+    sage = prompt_of(config, "sage")
+    assert "you said: The boat is called Marigold." in summary_in(sage)
+    ended = sage.index("--- human ---\n[system] Session ended (")
+    assert sage.index("you: The boat is called Marigold.") < ended < sage.index("--- human ---\n[system] New session (")
