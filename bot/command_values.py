@@ -12,21 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from bot.command_errors import CommandError, UsageError
+from bot.memory_values import MemoryCommand, SetQuiet
 from bot.numbers import record_id, whole_number
 from bot.revisions import read_arguments
 from bot.settings import MODERATOR_PROMPT_LIMIT
-
-
-class CommandError(ValueError):
-    """A malformed command; the message is the one line to show the user."""
-
-
-class UsageError(CommandError):
-    """The text does not fit the command: the registry shows the command's usage, then `hint`."""
-
-    def __init__(self, hint: str = "") -> None:
-        super().__init__(hint)
-        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -49,18 +39,6 @@ class Invite:
 class Dismiss:
     persona_id: str
     permission: ClassVar[str] = "persona_dismiss"
-
-
-@dataclass(frozen=True)
-class SetQuiet:
-    """/persona quiet PERSONA_ID: it listens only (speaks when named); /persona talk undoes it."""
-
-    persona_id: str
-    quiet: bool
-
-    @property
-    def permission(self) -> str:
-        return "persona_quiet" if self.quiet else "persona_talk"
 
 
 @dataclass(frozen=True)
@@ -323,30 +301,6 @@ def parse_task(rest: str) -> TaskCommand:
 
 
 @dataclass(frozen=True)
-class MemoryCommand:
-    """/memory PERSONA (show), /memory PERSONA forget N, /memory PERSONA clear."""
-
-    persona_id: str
-    verb: Literal["show", "forget", "clear"] = "show"
-    number: int = 0
-
-    @property
-    def permission(self) -> str:
-        return "memory" if self.verb == "show" else f"memory_{self.verb}"
-
-
-def parse_memory(rest: str) -> MemoryCommand:
-    words = rest.split()
-    if len(words) == 1:
-        return MemoryCommand(words[0].lower())
-    if len(words) == 2 and words[1].lower() == "clear":
-        return MemoryCommand(words[0].lower(), "clear")
-    if len(words) == 3 and words[1].lower() == "forget" and (number := record_id(words[2])) is not None:
-        return MemoryCommand(words[0].lower(), "forget", number)
-    raise UsageError()
-
-
-@dataclass(frozen=True)
 class ShowMailbox:
     permission: ClassVar[str] = "mailbox"
 
@@ -426,14 +380,6 @@ def parse_persona(rest: str) -> Command:
         return Dismiss(words[1])
     if len(words) == 2 and words[0] in ("quiet", "talk"):
         return SetQuiet(words[1], words[0] == "quiet")
-    raise UsageError()
-
-
-def parse_quiet(rest: str) -> SetQuiet:
-    """/quiet PERSONA_ID [off]: the console's and Slack's typed /persona quiet (or talk)."""
-    words = rest.lower().split()
-    if len(words) == 1 or (len(words) == 2 and words[1] == "off"):
-        return SetQuiet(words[0], len(words) == 1)
     raise UsageError()
 
 

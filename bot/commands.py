@@ -30,7 +30,6 @@ from bot.command_values import (
     Invite,
     ListApprovals,
     ListPersonas,
-    MemoryCommand,
     Moderate,
     NameNextSpeaker,
     Parser,
@@ -38,7 +37,6 @@ from bot.command_values import (
     Revise,
     SetApprovalMode,
     SetModeratorPrompt,
-    SetQuiet,
     SetScene,
     SettleUnknown,
     ShowHelp,
@@ -56,16 +54,15 @@ from bot.command_values import (
     one_word,
     parse_approvals,
     parse_approve,
-    parse_memory,
     parse_moderate,
     parse_persona,
-    parse_quiet,
     parse_reject,
     parse_revise,
     parse_roundtable,
     parse_task,
     parse_view,
 )
+from bot.memory_values import MemoryCommand, SetQuiet, parse_memory
 
 __all__ = [  # the parsed values are imported from here, with the registry that reads them
     "AllowRecruiting",
@@ -76,14 +73,12 @@ __all__ = [  # the parsed values are imported from here, with the registry that 
     "Invite",
     "ListApprovals",
     "ListPersonas",
-    "MemoryCommand",
     "Moderate",
     "NameNextSpeaker",
     "PauseReplies",
     "Revise",
     "SetApprovalMode",
     "SetModeratorPrompt",
-    "SetQuiet",
     "SetScene",
     "SettleUnknown",
     "ShowHelp",
@@ -152,6 +147,7 @@ class Spec:
 
 APPROVE_HELP = "approve action request N; /approve N always: an MCP tool then runs without asking here"
 TOOLS_HELP = "list the MCP servers and the tools this channel's personas may use on each"
+PERSONA_VERBS = ("list", "invite", "dismiss", "quiet", "talk")
 MODERATE_VERBS = ("on", "off", "status", "pause", "resume", "reasons", "prompt", "recruit")
 
 COMMANDS: tuple[Spec, ...] = (
@@ -193,30 +189,14 @@ COMMANDS: tuple[Spec, ...] = (
         "list, invite or dismiss personas here; quiet: one listens and speaks only when named",
         parse_persona,
         {ListPersonas: run.list_personas, Invite: run.membership, Dismiss: run.membership, SetQuiet: run.quiet},
-        places=frozenset({"slack", "discord"}),
+        places=EVERYWHERE,
         options=(
-            Option(
-                "action", "list, invite, dismiss, quiet or talk", ("list", "invite", "dismiss", "quiet", "talk"), True
-            ),
+            Option("action", "list, invite, dismiss, quiet or talk", PERSONA_VERBS, True),
             Option("persona_id", "the persona to invite, dismiss, quiet or let talk", personas=True),
         ),
-        verbs=("list", "invite", "dismiss", "quiet", "talk"),
+        verbs=PERSONA_VERBS,
         bare=False,
-        needs={
-            "persona_invite": MANAGER,
-            "persona_dismiss": MANAGER,
-            "persona_quiet": MANAGER,
-            "persona_talk": MANAGER,
-        },
-    ),
-    Spec(
-        "quiet",
-        "/quiet PERSONA_ID [off]",
-        "let a persona only listen here (it speaks when named); off lets it talk again",
-        parse_quiet,
-        {SetQuiet: run.quiet},
-        places=TYPED,
-        spelling_of="persona",
+        needs={f"persona_{verb}": MANAGER for verb in PERSONA_VERBS[1:]},
     ),
     Spec(
         "invite",

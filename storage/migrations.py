@@ -321,13 +321,12 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at  {real} NOT NULL
     );
     """,
-    # 23: what a persona keeps: notes it wrote with `remember` (per channel, or per persona within one
-    # workspace: the scope), and its running summary of the lines that left its window, with the last line it
-    # covers; and a persona made to listen only in one channel
+    # 23: a persona's notes (`remember`; scope: a channel, or "persona:<tenant>" when shared), its summaries
+    # of what left its window (with the last line covered), and listen-only personas (graph/memory.py)
     """
     CREATE TABLE persona_notes (
         id         {id},
-        scope      TEXT NOT NULL,  -- a channel key, or "persona:<tenant>" when notes follow the persona
+        scope      TEXT NOT NULL,
         persona_id TEXT NOT NULL,
         text       TEXT NOT NULL,
         created_at {real} NOT NULL
@@ -341,7 +340,7 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at             {real} NOT NULL,
         PRIMARY KEY (channel_key, persona_id)
     );
-    ALTER TABLE participants ADD COLUMN quiet INTEGER NOT NULL DEFAULT 0;  -- /persona quiet: listens only
+    ALTER TABLE participants ADD COLUMN quiet INTEGER NOT NULL DEFAULT 0;
     """,
 )
 

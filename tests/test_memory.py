@@ -219,7 +219,8 @@ async def test_discord_memory_is_shown_to_anyone_and_corrected_by_managers_only(
 def test_a_persona_that_listens_only_answers_only_when_named_and_its_summary_still_grows(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"history": {"token_budget": 1200}})
     first = run_console(
-        config, "/quiet rex\nThe boat is called Marigold.\n" + "".join(f"Line {n}: mild.\n" for n in range(2, 60))
+        config,
+        "/persona quiet rex\nThe boat is called Marigold.\n" + "".join(f"Line {n}: mild.\n" for n in range(2, 60)),
     )
     assert "[system] Rex listens only here, and speaks when named." in first
     assert not any(line.startswith("[Rex]") for line in first.splitlines())
