@@ -62,7 +62,7 @@ from bot.command_values import (
     parse_task,
     parse_view,
 )
-from bot.memory_values import MemoryCommand, SetQuiet, parse_memory
+from bot.memory_values import PERSONA_VERBS, MemoryCommand, SetQuiet, parse_memory
 
 __all__ = [  # the parsed values are imported from here, with the registry that reads them
     "AllowRecruiting",
@@ -147,7 +147,6 @@ class Spec:
 
 APPROVE_HELP = "approve action request N; /approve N always: an MCP tool then runs without asking here"
 TOOLS_HELP = "list the MCP servers and the tools this channel's personas may use on each"
-PERSONA_VERBS = ("list", "invite", "dismiss", "quiet", "talk")
 MODERATE_VERBS = ("on", "off", "status", "pause", "resume", "reasons", "prompt", "recruit")
 
 COMMANDS: tuple[Spec, ...] = (
@@ -309,11 +308,7 @@ COMMANDS: tuple[Spec, ...] = (
         "show a persona's summary and notes here; forget one note or clear them (channel managers)",
         parse_memory,
         {MemoryCommand: run.memory},
-        options=(
-            Option("persona", "the persona whose memory to show", required=True, personas=True),
-            Option("action", "forget a note, or clear the summary and notes", ("forget", "clear")),
-            Option("number", "with forget: the note's number, as /memory shows it", whole=(1, 1000)),
-        ),
+        options=(Option("text", "a persona, then forget N or clear (channel managers)", required=True),),
         verbs=("forget", "clear"),
         needs={"memory_forget": MANAGER, "memory_clear": MANAGER},
     ),

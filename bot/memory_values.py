@@ -8,6 +8,8 @@ from typing import Literal
 from bot.command_errors import UsageError
 from bot.numbers import record_id
 
+PERSONA_VERBS = ("list", "invite", "dismiss", "quiet", "talk")  # /persona's
+
 
 @dataclass(frozen=True)
 class MemoryCommand:

@@ -25,6 +25,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from graph.actions import ActionCall
 from graph.models.retry import ainvoke_with_retry
 from graph.port import OutboundPort
+from graph.prompt import speaker_name
 from graph.settings import SHARE_PER_PERSONA, MemorySettings
 from personas import Persona
 from storage import approvals, channels, memory
@@ -145,7 +146,7 @@ def fold_prompt(persona: Persona, previous: str, lines: Sequence[Line], tokens: 
 
 def _as_seen(line: Line, persona_id: str) -> str:
     if line.kind is LineKind.HUMAN:
-        return f"{line.author_name}: {line.text}"
+        return f"{speaker_name(line.author_name)}: {line.text}"  # a name never reads as a note or a notice
     if line.kind is LineKind.PERSONA:
         return f"(me) {line.text}" if line.author_id == persona_id else f"[{line.author_name}] {line.text}"
     if line.author_id.startswith("note:"):

@@ -196,13 +196,11 @@ async def test_discord_memory_is_shown_to_anyone_and_corrected_by_managers_only(
             while not await bot.app.db.fetch_one("SELECT 1 FROM persona_notes"):
                 await asyncio.sleep(0.05)
         await settle(bot)
-        asked = await fake.send_slash_command("memory", {"persona": "sage"}, permissions=dp.MEMBER_PERMISSIONS)
+        asked = await fake.send_slash_command("memory", {"text": "sage"}, permissions=dp.MEMBER_PERMISSIONS)
         [shown] = await fake.wait_for_calls("POST", rf"/webhooks/{dp.APPLICATION_ID}/interaction-token-{asked}")
-        asked = await fake.send_slash_command(
-            "memory", {"persona": "sage", "action": "forget", "number": 1}, permissions=dp.MEMBER_PERMISSIONS
-        )
+        asked = await fake.send_slash_command("memory", {"text": "sage forget 1"}, permissions=dp.MEMBER_PERMISSIONS)
         [refused] = await fake.wait_for_calls("POST", rf"/interactions/{asked}/[^/]+/callback")
-        asked = await fake.send_slash_command("memory", {"persona": "sage", "action": "clear"})  # Manage Channels
+        asked = await fake.send_slash_command("memory", {"text": "sage clear"})  # Manage Channels
         [cleared] = await fake.wait_for_calls("POST", rf"/webhooks/{dp.APPLICATION_ID}/interaction-token-{asked}")
         left = await bot.app.db.fetch_all("SELECT text FROM persona_notes")
 
