@@ -65,6 +65,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/mcp_tools.py
 	$(BIN)/python bench/ops.py
+	$(BIN)/python bench/memory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache site

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -97,6 +98,9 @@ class CountingModels:
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         self.moderator_calls += 1
         return self.inner.moderator_model(choices)
+
+    def summary_model(self, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
+        return self.inner.summary_model(schema, max_tokens)
 
 
 async def run_rounds(rounds: int, data_dir: Path) -> tuple[list[Round], int]:

@@ -32,7 +32,7 @@ from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
 from graph.policy import PolicySettings
 from graph.port import OutboundPort
-from graph.settings import EngineSettings
+from graph.settings import EngineSettings, MemorySettings
 from personas import Persona, load_personas
 from storage.database import Database
 
@@ -61,6 +61,7 @@ def provider_config(config: Config) -> ProviderConfig:
         model=llm.model,
         moderator_model=llm.moderator_model,
         judge_model=config.settings.review.judge_model,
+        summary_model=config.settings.memory.summary_model,
         thinking=llm.thinking,
         moderator_thinking=llm.moderator_thinking,
         max_output_tokens=llm.max_output_tokens,
@@ -93,6 +94,13 @@ def engine_settings(config: Config) -> EngineSettings:
         mailbox_max_pending=s.mailbox.max_pending,
         max_task_steps=s.tasks.max_steps,
         failures_before_pause=s.approvals.failures_before_pause,
+        timezone=s.bot.timezone,
+        memory=MemorySettings(
+            max_notes=s.memory.max_notes,
+            share_notes=s.memory.share_notes,
+            summary_tokens=s.memory.summary_tokens,
+            summaries=s.memory.summaries,
+        ),
     )
 
 

@@ -12,7 +12,9 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from langchain_core.messages import BaseMessage
 
@@ -23,7 +25,7 @@ from graph.actions import ACTIONS, tool_calls_of
 from graph.models.factory import build_models
 from graph.models.retry import ainvoke_with_retry
 from graph.policy import is_sensitive
-from graph.prompt import assemble_prompt, system_text
+from graph.prompt import assemble_prompt, scene_now, system_text
 from graph.routing import Speaker, addressed
 from personas import (
     Persona,
@@ -84,7 +86,8 @@ def first_prompt(config: Config, persona: Persona, others: Sequence[Persona], te
     """What `persona` receives in a new channel with `others` whose first line is `text` from the console user."""
     user = config.settings.bot.console_user
     needs_approval = [a for a in persona.actions if is_sensitive(a, config.settings.approvals.sensitive)]
-    system = system_text(persona, [p.display_name for p in others], "", needs_approval)
+    now = datetime.now(ZoneInfo(config.settings.bot.timezone))
+    system = system_text(persona, [p.display_name for p in others], scene_now("", now), needs_approval)
     line = Line(0, console_key("try"), LineKind.HUMAN, user, user, text, time.time())
     return assemble_prompt(system, [line], persona.id, config.settings.history.token_budget)
 

@@ -24,12 +24,14 @@ from bot.command_values import (
     Invite,
     ListApprovals,
     ListPersonas,
+    MemoryCommand,
     Moderate,
     NameNextSpeaker,
     PauseReplies,
     Revise,
     SetApprovalMode,
     SetModeratorPrompt,
+    SetQuiet,
     SetScene,
     SettleUnknown,
     ShowHelp,
@@ -44,6 +46,7 @@ from bot.command_values import (
     ViewArguments,
 )
 from bot.mailbox import mailbox_report
+from bot.memory import memory_command
 from bot.outbox_report import outbox_report
 from bot.scoped_views import ONLY_EVERYWHERE
 from bot.tasks import TaskDesk
@@ -211,6 +214,16 @@ async def membership(call: Call, command: Invite | Dismiss) -> CommandReply:
     return CommandReply(f"{text}.", announced=True)
 
 
+async def quiet(call: Call, command: SetQuiet) -> CommandReply:
+    service = call.service
+    persona = service.personas.get(command.persona_id)
+    if persona is None or not await channels.set_quiet(service.db, call.key, persona.id, command.quiet):
+        return CommandReply(f"No change: {command.persona_id[:40]!r} is not here, or is so already.", ok=False)
+    news = f"{persona.display_name} {'listens only here, and speaks when named' if command.quiet else 'talks again'}."
+    await service.notice(call.key, news, call.thread)
+    return CommandReply(news, announced=True)
+
+
 async def list_personas(call: Call, command: ListPersonas) -> CommandReply:
     present = set(await channels.participants(call.service.db, call.key))
     rows = [
@@ -292,6 +305,24 @@ async def trust(call: Call, command: ShowTrust) -> CommandReply:
         return CommandReply(ONLY_EVERYWHERE.format(command="/trust all"), ok=False)
     desk = call.service.approval_desk
     return CommandReply(await desk.trust_table(None if command.everywhere else call.key))
+
+
+async def memory(call: Call, command: MemoryCommand) -> CommandReply:
+    service = call.service
+    answer = await memory_command(
+        service.db,
+        call.key,
+        service.personas,
+        await channels.participants(service.db, call.key),
+        service.engine.deps.settings.memory.share_notes,
+        persona_id=command.persona_id,
+        verb=command.verb,
+        number=command.number,
+        actor=call.who.name or "the operator",
+    )
+    if answer.announce:
+        await service.notice(call.key, answer.announce, call.thread)
+    return CommandReply(answer.text, ok=answer.ok, announced=bool(answer.announce))
 
 
 async def mailbox(call: Call, command: ShowMailbox) -> CommandReply:

@@ -12,21 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from bot.command_errors import CommandError, UsageError
+from bot.memory_values import MemoryCommand, SetQuiet
 from bot.numbers import record_id, whole_number
 from bot.revisions import read_arguments
 from bot.settings import MODERATOR_PROMPT_LIMIT
-
-
-class CommandError(ValueError):
-    """A malformed command; the message is the one line to show the user."""
-
-
-class UsageError(CommandError):
-    """The text does not fit the command: the registry shows the command's usage, then `hint`."""
-
-    def __init__(self, hint: str = "") -> None:
-        super().__init__(hint)
-        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -347,6 +337,8 @@ Command = (
     | Revise
     | ShowTrust
     | ShowMailbox
+    | MemoryCommand
+    | SetQuiet
     | ShowUsage
     | ShowTools
     | ShowOutbox
@@ -388,6 +380,8 @@ def parse_persona(rest: str) -> Command:
         return Invite(words[1])
     if len(words) == 2 and words[0] == "dismiss":
         return Dismiss(words[1])
+    if len(words) == 2 and words[0] in ("quiet", "talk"):
+        return SetQuiet(words[1], words[0] == "quiet")
     raise UsageError()
 
 

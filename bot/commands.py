@@ -62,35 +62,8 @@ from bot.command_values import (
     parse_task,
     parse_view,
 )
+from bot.memory_values import PERSONA_VERBS, MemoryCommand, SetQuiet, parse_memory
 from bot.scoped_views import here_or_all
-
-__all__ = [  # the parsed values are imported from here, with the registry that reads them
-    "AllowRecruiting",
-    "Command",
-    "CommandError",
-    "Decide",
-    "Dismiss",
-    "Invite",
-    "ListApprovals",
-    "ListPersonas",
-    "Moderate",
-    "NameNextSpeaker",
-    "PauseReplies",
-    "Revise",
-    "SetApprovalMode",
-    "SetModeratorPrompt",
-    "SetScene",
-    "SettleUnknown",
-    "ShowHelp",
-    "ShowMailbox",
-    "ShowOutbox",
-    "ShowReasons",
-    "ShowTrust",
-    "ShowUsage",
-    "StopRound",
-    "TaskCommand",
-    "ViewArguments",
-]
 
 Surface = Literal["console", "slack", "discord"]
 Place = Literal["typed", "slack", "discord"]  # typed: the console, and Slack messages to @Roundtable
@@ -184,18 +157,18 @@ COMMANDS: tuple[Spec, ...] = (
     ),
     Spec(
         "persona",
-        "/persona list | invite PERSONA_ID | dismiss PERSONA_ID",
-        "list, invite or dismiss personas here",
+        "/persona list | invite PERSONA_ID | dismiss PERSONA_ID | quiet PERSONA_ID | talk PERSONA_ID",
+        "list, invite or dismiss personas here; quiet: one listens and speaks only when named",
         parse_persona,
-        {ListPersonas: run.list_personas, Invite: run.membership, Dismiss: run.membership},
-        places=frozenset({"slack", "discord"}),
+        {ListPersonas: run.list_personas, Invite: run.membership, Dismiss: run.membership, SetQuiet: run.quiet},
+        places=EVERYWHERE,
         options=(
-            Option("action", "list, invite or dismiss", ("list", "invite", "dismiss"), True),
-            Option("persona_id", "the persona to invite or dismiss", personas=True),
+            Option("action", "list, invite, dismiss, quiet or talk", PERSONA_VERBS, True),
+            Option("persona_id", "the persona to invite, dismiss, quiet or let talk", personas=True),
         ),
-        verbs=("list", "invite", "dismiss"),
+        verbs=PERSONA_VERBS,
         bare=False,
-        needs={"persona_invite": MANAGER, "persona_dismiss": MANAGER},
+        needs={f"persona_{verb}": MANAGER for verb in PERSONA_VERBS[1:]},
     ),
     Spec(
         "invite",
@@ -308,6 +281,16 @@ COMMANDS: tuple[Spec, ...] = (
         {ShowMailbox: run.mailbox},
         needs={"mailbox": APPROVER},
         doing={"mailbox": "read the mailbox"},
+    ),
+    Spec(
+        "memory",
+        "/memory PERSONA [forget N | clear]",
+        "show a persona's summary and notes here; forget one note or clear them (channel managers)",
+        parse_memory,
+        {MemoryCommand: run.memory},
+        options=(Option("text", "a persona, then forget N or clear (channel managers)", required=True),),
+        verbs=("forget", "clear"),
+        needs={"memory_forget": MANAGER, "memory_clear": MANAGER},
     ),
     Spec(
         "outbox",

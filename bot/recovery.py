@@ -7,6 +7,8 @@
 - Tasks that were running continue, then every channel's round cut short by a crash goes on from
   its last committed turn, and the messages that were recorded but not answered are answered,
   oldest first, as they came.
+- Each channel's summaries catch up in the background: an update cut by a stop left the previous
+  summary, and runs again (graph/memory.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from bot.approval_desk import ResumeApprovals
 from bot.approvals import unknown_outcome_notice
 from bot.service import AnswerInbox, ChannelService
-from storage import approvals, inbox, rounds
+from storage import approvals, inbox, memory, rounds
 from storage.records import ApprovalStatus
 
 
@@ -39,3 +41,5 @@ async def recover(service: ChannelService) -> None:
     # the channel's next waiting message.
     for key in sorted({*await rounds.channels_running(db), *await inbox.channels_waiting(db)}):
         service.enqueue(AnswerInbox(key))
+    for key in sorted({key for key, _ in await memory.channels_with_participants(db)}):
+        service.engine.memory.after_round(key)

@@ -296,6 +296,7 @@ class ChannelService:
             )
         await rounds.finish(self.db, message.channel_key)
         await self.engine.start_approvals(waiting)
+        self.engine.memory.after_round(message.channel_key)  # in the background: never in a reply's way
 
     async def notice(self, key: str, text: str, thread: str | None) -> None:
         try:
@@ -314,12 +315,16 @@ class ChannelService:
         period, then cancel it. What was queued is durable and picked up at the next start."""
         self._draining = True
         running = list(self._workers.values())
+        if running:
+            _, late = await asyncio.wait(running, timeout=grace_seconds)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        await (
+            self.engine.memory.stop()
+        )  # a summary update cut short leaves the previous one, and runs at the next start
         if not running:
             return
-        _, late = await asyncio.wait(running, timeout=grace_seconds)
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
         if late:
             log.warning("stopped %d channel(s) after the %.0f s grace period", len(late), grace_seconds)
 
@@ -328,6 +333,7 @@ class ChannelService:
         while True:
             tasks = [t for k, t in self._workers.items() if channel_key in (None, k)]
             if not tasks:
+                await self.engine.memory.idle(channel_key)
                 if self._settled is not None:
                     await self._settled()
                 return

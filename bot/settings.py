@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -30,6 +31,16 @@ class BotSection(_Section):
     console_user: Annotated[str, Field(min_length=1, max_length=40)] = "you"
     shutdown_grace_seconds: Annotated[float, Field(ge=0, le=300)] = 20
     personas_dir: str = "personas"
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, zone: str) -> str:
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"an IANA time zone such as Europe/Paris or UTC, not {zone[:60]!r}") from None
+        return zone
 
 
 class ModerationSection(_Section):
@@ -213,6 +224,14 @@ class MailboxSection(_Section):
     max_pending: Annotated[int, Field(ge=1, le=1000)] = 5
 
 
+class MemorySection(_Section):
+    max_notes: Annotated[int, Field(ge=1, le=200)] = 20
+    share_notes: Literal["channel", "persona"] = "channel"
+    summaries: bool = True
+    summary_model: str = ""
+    summary_tokens: Annotated[int, Field(ge=50, le=4000)] = 400
+
+
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
@@ -266,6 +285,7 @@ class Settings(_Section):
     discord: DiscordSection = DiscordSection()
     approvals: ApprovalsSection = ApprovalsSection()
     mailbox: MailboxSection = MailboxSection()
+    memory: MemorySection = MemorySection()
     tasks: TasksSection = TasksSection()
     mcp: McpSection = McpSection()
     ops: OpsSection = OpsSection()

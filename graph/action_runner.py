@@ -13,6 +13,7 @@ from graph import tracing
 from graph.actions import ActionCall, check_call, cost_of
 from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
+from graph.memory import REMEMBER_ACTION, Notebook
 from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, revision_of, verdict
 from graph.port import OutboundPort, Timers
 from graph.trust import trust_record
@@ -48,6 +49,7 @@ class ActionRunner:
     # Claims approved runs; a claim by a process that is gone is reported as an unknown outcome.
     runner_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     mailbox: Mailbox | None = None  # delivers note_to calls
+    notebook: Notebook | None = None  # keeps remember calls
     tools: ToolCatalog | None = None  # what the MCP servers offer
     mcp: McpClient | None = None  # runs MCP tool calls
     # Channels told that a server is down, per (server, outage): told once per outage.
@@ -88,7 +90,16 @@ class ActionRunner:
             await history.append_tool_result(
                 self.db, channel_key, persona.id, ToolCall(note.call_id, note.name, note.args), sent
             )
-        checked = [c for c in checked if c.name != NOTE_ACTION]
+        for kept in [c for c in checked if c.name == REMEMBER_ACTION]:  # the persona's own notes: no approval
+            noted = (
+                await self.notebook.remember(channel_key, persona, kept, thread)
+                if self.notebook
+                else "error: no notebook"
+            )
+            await history.append_tool_result(
+                self.db, channel_key, persona.id, ToolCall(kept.call_id, kept.name, kept.args), noted
+            )
+        checked = [c for c in checked if c.name not in (NOTE_ACTION, REMEMBER_ACTION)]
         if not checked:
             return None
         channel = await channels.get_channel(self.db, channel_key)

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from graph.mcp import ToolCatalog, check_arguments
 from graph.models.signatures import call_signatures
@@ -81,11 +81,29 @@ class NoteTo(_Args):
         return value.strip().lstrip("@").strip().casefold() if isinstance(value, str) else value
 
 
+class Remember(_Args):
+    """Keep a note for yourself: it is shown to you in every later prompt, under "What you noted",
+    numbered. Use it when someone asks you to remember or note something, or not to forget it. To
+    drop a note that no longer holds, give its number as `forget` (with or without a new text)."""
+
+    text: str = Field(
+        default="", max_length=500, description="the note, in your own words, e.g. Ana's deadline is Friday"
+    )
+    forget: int = Field(default=0, ge=0, le=1000, description="the number of an earlier note to drop; 0 for none")
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> Remember:
+        if not self.text.strip() and not self.forget:
+            raise ValueError("give a text to remember, or the number of a note to forget")
+        return self
+
+
 ACTIONS: dict[str, type[_Args]] = {
     "publish_post": PublishPost,
     "send_message": SendMessage,
     "schedule_post": SchedulePost,
     "note_to": NoteTo,  # delivered by graph/mailbox.py, never through the approval policy
+    "remember": Remember,  # kept by graph/memory.py, never through the approval policy
 }
 
 

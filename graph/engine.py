@@ -16,6 +16,7 @@ from graph.approval_flow import ApprovalFlow, build_approval_graph, outcome, wit
 from graph.build import build_round_graph
 from graph.deps import EngineDeps
 from graph.mailbox import Mailbox
+from graph.memory import MemoryKeeper, Notebook
 from graph.nodes import RoundNodes
 from graph.observe import ROUNDS
 from graph.state import Floor, RoundInput, RoundState, initial_state
@@ -33,10 +34,19 @@ class RoundEngine:
     def __init__(self, deps: EngineDeps, checkpointer: Checkpointer = None) -> None:
         self.deps = deps
         mailbox = Mailbox(deps.db, deps.personas, deps.settings.mailbox_max_pending)
+        notebook = Notebook(deps.db, deps.port, deps.settings.memory)
         self.runner = ActionRunner(
-            deps.db, deps.port, deps.timers, deps.policy, mailbox=mailbox, tools=deps.tools, mcp=deps.mcp
+            deps.db,
+            deps.port,
+            deps.timers,
+            deps.policy,
+            mailbox=mailbox,
+            notebook=notebook,
+            tools=deps.tools,
+            mcp=deps.mcp,
         )
         self.nodes = RoundNodes(deps, self.runner)
+        self.memory = MemoryKeeper(deps, self.nodes.prompts)
         # No checkpointer for rounds: a round cut by a crash goes on from the state its last turn
         # committed together with its lines and posts (storage.rounds), which a checkpoint in
         # another transaction could not promise. initial_state sets every key.

@@ -26,7 +26,7 @@ from graph.models.base import ChatRunnable
 
 log = logging.getLogger(__name__)
 
-ROLES = ("persona", "moderator", "judge", "planner")
+ROLES = ("persona", "moderator", "judge", "planner", "summary")
 
 MESSAGES = Counter("roundtable_messages_received", "Human messages received and stored", ["platform"])
 ROUNDS = Counter("roundtable_rounds", "Rounds run")

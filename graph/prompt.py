@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import datetime
 from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -51,6 +52,8 @@ INSTRUCTION_PHRASES = (
     "under your own name and avatar",
     "iso 8601",
     "what you remember",
+    "what you noted",
+    "what you recall of this conversation",
     "the scene",
 )
 
@@ -100,17 +103,37 @@ def examples_text(persona: Persona) -> str:
     return "\n".join([heading, *(f"{persona.display_name}: {line}" for line in persona.examples)])
 
 
-def system_text(persona: Persona, others: Sequence[str], scene: str, needs_approval: Collection[str] = ()) -> str:
+def system_text(
+    persona: Persona,
+    others: Sequence[str],
+    scene: str,
+    needs_approval: Collection[str] = (),
+    *,
+    notes: str = "",
+    summary: str = "",
+) -> str:
+    """Lock, system prompt (and the voice's examples), core memory, the persona's own notes, its
+    actions, the scene, then its summary of what came before the window (graph/memory.py)."""
     parts = [persona_lock(persona, others), persona.system_prompt.strip()]
     if persona.examples:
         parts.append(examples_text(persona))
     if persona.core_memory.strip():
         parts.append("What you remember:\n" + persona.core_memory.strip())
+    if notes:
+        parts.append(notes)
     if persona.actions:
         parts.append(actions_text(persona, needs_approval))
     if scene.strip():
         parts.append("The scene:\n" + scene.strip())
+    if summary:
+        parts.append(summary)
     return "\n\n".join(parts)
+
+
+def scene_now(scene: str, now: datetime) -> str:
+    """The people's /scene text, then the date and time where the channel is (`now` in its time zone)."""
+    clock = f"It is {now:%A %d %B %Y, %H:%M} ({now.tzname()})."
+    return f"{scene.strip()}\n{clock}" if scene.strip() else clock
 
 
 MAX_SPEAKER_CHARS = 80

@@ -4,15 +4,27 @@ how many rows the last prompt needed is the first guess for the next one."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
 from langchain_core.messages import BaseMessage
 
 from graph.deps import EngineDeps
 from graph.floor import present_speakers
+from graph.memory import note_scope, notes_text, summary_text
 from graph.policy import is_sensitive
-from graph.prompt import MessageCache, Rendered, max_lines_within, messages_within, prompt_from, system_text
+from graph.prompt import (
+    MessageCache,
+    Rendered,
+    max_lines_within,
+    messages_within,
+    prompt_from,
+    scene_now,
+    system_text,
+)
 from graph.routing import Speaker
 from personas import Persona
-from storage import channels, history
+from storage import channels, history, memory
 
 FIRST_PAGE = 64  # rows read first for a prompt nothing is known about yet
 PAGE_MARGIN = 8  # rows read beyond last time's prompt, which is usually enough for the next one
@@ -37,7 +49,15 @@ class PromptPages:
         others = [s.name for s in speakers if s.id != persona.id]
         budget = self.deps.settings.token_budget
         needs_approval = [a for a in persona.actions if is_sensitive(a, self.deps.policy.sensitive)]
-        system = system_text(persona, others, channel.scene if channel else "", needs_approval)
+        scope = note_scope(channel_key, self.deps.settings.memory.share_notes)
+        system = system_text(
+            persona,
+            others,
+            scene_now(channel.scene if channel else "", datetime.now(ZoneInfo(self.deps.settings.timezone))),
+            needs_approval,
+            notes=notes_text(await memory.notes(self.deps.db, scope, persona.id)),
+            summary=summary_text(await memory.summary(self.deps.db, channel_key, persona.id)),
+        )
         newest_first = await self._messages_within_budget(channel_key, persona.id, system, budget)
         return prompt_from(system, newest_first), speakers
 

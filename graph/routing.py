@@ -42,13 +42,20 @@ def addressed(text: str, mentions: Sequence[str], participants: Sequence[Speaker
     return ordered
 
 
+def listens_only(speaker: Speaker) -> bool:
+    """Talkativeness 0 (its file's, or /persona quiet here): it reads and remembers, and speaks only when named."""
+    return speaker.talkativeness <= 0
+
+
 def natural_pick(participants: Sequence[Speaker], last_speaker: str | None, rng: random.Random) -> str | None:
     """The one persona that answers an unaddressed message with moderation off.
 
     SillyTavern's natural order, cut to its first speaker: each participant, in shuffled order, rolls
     against its talkativeness and the first to win speaks; the last speaker may not answer itself
-    right away; when nobody wins, one random participant replies.
+    right away; when nobody wins, one random participant replies. A persona that listens only
+    (talkativeness 0) is never picked: it answers only when named.
     """
+    participants = [p for p in participants if not listens_only(p)]
     candidates = [p for p in participants if p.id != last_speaker] or list(participants)
     if not candidates:
         return None
@@ -118,8 +125,9 @@ def moderator_options(
        is not offered; with one left, that one is forced.
     3. Then FINISH is offered beside everyone but the last speaker, for FOLLOW_UP_TURNS more turns.
     4. After that, or when nobody else is left, FINISH is forced.
+    A persona that listens only (talkativeness 0) is a choice only when it was addressed.
     """
-    present = [p.id for p in participants]
+    present = [p.id for p in participants if not listens_only(p) or p.id in addressed_ids]
     waiting_addressed = [i for i in addressed_ids if i in present and i not in had_turn]
     if waiting_addressed:
         return _forced(waiting_addressed[0], WAS_ADDRESSED)

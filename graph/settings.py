@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+SHARE_PER_CHANNEL, SHARE_PER_PERSONA = "channel", "persona"
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """What a persona keeps beyond its window (graph/memory.py)."""
+
+    max_notes: int = 20
+    share_notes: str = SHARE_PER_CHANNEL  # or SHARE_PER_PERSONA: a persona's notes follow it in its workspace
+    summary_tokens: int = 400
+    summaries: bool = True  # False: nothing is folded (the benchmark's "memory off")
 
 
 @dataclass(frozen=True)
@@ -25,3 +37,5 @@ class EngineSettings:
     team_cap: int = 10  # the most personas a channel may hold through recruitment
     mailbox_max_pending: int = 5  # undelivered notes one persona may have waiting; more are dropped
     max_task_steps: int = 8  # the most steps in a task's plan
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    timezone: str = "UTC"  # the channel's: the scene tells the date and time there, each turn

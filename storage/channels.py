@@ -151,6 +151,23 @@ async def create_in(
     return True
 
 
+async def quiet_participants(db: Database, key: str) -> set[str]:
+    """Personas made to listen only here (/persona quiet): they speak only when named."""
+    rows = await db.fetch_all("SELECT persona_id FROM participants WHERE channel_key = ? AND quiet = 1", (key,))
+    return {row["persona_id"] for row in rows}
+
+
+async def set_quiet(db: Database, key: str, persona_id: str, quiet: bool) -> bool:
+    """Whether it changed (False: not a participant here, or already so)."""
+    async with db.transaction() as tx:
+        return bool(
+            await tx.execute(
+                "UPDATE participants SET quiet = ? WHERE channel_key = ? AND persona_id = ? AND active = 1 AND quiet <> ?",
+                (int(quiet), key, persona_id, int(quiet)),
+            )
+        )
+
+
 async def participants(db: Database, key: str) -> list[str]:
     """Active persona ids in the order they joined."""
     rows = await db.fetch_all(

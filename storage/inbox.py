@@ -31,6 +31,14 @@ def session_marker(last_at: float | None, now: float, gap_seconds: float) -> str
     return f"New session ({datetime.fromtimestamp(now, UTC):%A %d %B %Y, %H:%M} UTC)"
 
 
+SESSION_ENDED = "Session ended"
+
+
+def session_end_marker(last_at: float) -> str:
+    """The marker that closes the session whose last line was at `last_at`, just before the next one opens."""
+    return f"{SESSION_ENDED} ({datetime.fromtimestamp(last_at, UTC):%A %d %B %Y, %H:%M} UTC)"
+
+
 @dataclass(frozen=True)
 class Waiting:
     """A recorded human line whose round has not run."""
@@ -61,7 +69,8 @@ async def accept(
     """Record a human line and, with `queue`, its round, unless its platform event was seen before (then None).
     Without `queue` the line is only delivered to the personas present: they see it in later rounds.
     With `new_channel`, a channel not stored yet is created in the same transaction. After
-    `session_gap_seconds` of silence (0: never), a session marker comes first, delivered like the line."""
+    `session_gap_seconds` of silence (0: never), markers that end the last session and open a new one
+    come first, delivered like the line."""
     async with db.transaction(urgent=True) as tx:  # the platform waits for this to acknowledge it
         if event_id is not None and not await claim_in(tx, event_id):
             return None
@@ -75,7 +84,9 @@ async def accept(
                 "SELECT created_at FROM lines WHERE channel_key = ? ORDER BY id DESC LIMIT 1", (channel_key,)
             )
             marker = session_marker(float(last[0]) if last else None, time.time(), session_gap_seconds)
-            if marker:
+            if marker and last:
+                # The end closes what each persona's summary folds in whole (graph/memory.py).
+                await insert_line(tx, channel_key, LineKind.MARKER, "system", "system", session_end_marker(last[0]))
                 await insert_line(tx, channel_key, LineKind.MARKER, "system", "system", marker)
         line = await insert_line(tx, channel_key, LineKind.HUMAN, author_id, author_name, text)
         if not queue:

@@ -16,8 +16,9 @@ from functools import lru_cache
 import asyncpg
 
 from storage.database import Params, Row, joined, storable
+from storage.dialects import migration_sql
 from storage.locks import SETUP_LOCK
-from storage.migrations import MIGRATIONS, migration_sql
+from storage.migrations import MIGRATIONS
 
 QUERY_POOL_SIZE = 10
 # Each running round holds one of these connections, so this caps the channels one process

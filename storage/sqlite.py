@@ -21,7 +21,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from storage.database import Params, Row, joined, storable
-from storage.migrations import MIGRATIONS, migration_sql
+from storage.dialects import migration_sql
+from storage.migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
 

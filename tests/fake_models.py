@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from graph.models.base import ChatRunnable
+from graph.models.scripted import Directives, ScriptedSummaryModel
 from personas import Persona
 
 Reply = Callable[[str, list[BaseMessage]], Awaitable[str | AIMessage]]
@@ -73,6 +74,10 @@ class FakeModels:
 
     def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
         return CallbackChatModel(speaker="moderator", reply=self._moderator)
+
+    def summary_model(self, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
+        """The scripted double's summaries (graph/models/scripted.py), not logged with the calls."""
+        return ScriptedSummaryModel(directives=Directives())
 
     def count(self, speaker: str) -> int:
         return sum(1 for s, _ in self.calls if s == speaker)

@@ -101,7 +101,7 @@ async def test_requests_declare_exactly_the_personas_actions(start_slack: StartS
 
     nova, sage = provider.bodies
     assert provider.declared_tools(nova) == NOVAS_ACTIONS
-    assert provider.declared_tools(sage) == ["note_to"]  # personas/sage.toml: private notes only
+    assert provider.declared_tools(sage) == ["note_to", "remember"]  # personas/sage.toml: notes only
     # The prompt tells Nova what its actions do and that they wait for a person.
     system = str(nova.get("systemInstruction") or nova["messages"][0])
     assert "publish_post: Publish a post in a channel" in system

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from bot.approval_desk import Actor
-from bot.commands import Revise
+from bot.command_values import Revise
 from bot.inbound import Inbound
 from storage import approvals
 from storage.database import open_database

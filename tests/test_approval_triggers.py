@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.approval_desk import Actor
-from bot.commands import PauseReplies
+from bot.command_values import PauseReplies
 from bot.config import ConfigError, load_config
 from bot.inbound import Inbound
 from graph.actions import ActionCall, check_call, cost_of

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from bot.approval_desk import Actor
-from bot.commands import Decide, SetApprovalMode
+from bot.command_values import Decide, SetApprovalMode
 from bot.inbound import Inbound
 from graph.policy import PolicySettings, Trust, Verdict, verdict
 from storage import approvals

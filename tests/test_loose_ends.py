@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bot.approval_desk import Actor
-from bot.commands import PauseReplies
+from bot.command_values import PauseReplies
 from storage import channels, history
 from tests.conftest import REPO, write_config
 

@@ -41,7 +41,7 @@ async def test_a_note_called_on_the_wire_reaches_only_the_recipients_next_reques
         await slack.say("Sage, send Rex a note that the deadline moved to Friday", "1700000400.000100")
         sage, rex = provider.bodies  # both named: Sage first, then Rex
         assert "You are Sage" in system_of(provider, sage) and "You are Rex" in system_of(provider, rex)
-        assert provider.declared_tools(sage) == ["note_to"]
+        assert provider.declared_tools(sage) == ["note_to", "remember"]
         assert NOTE in user_texts(provider, rex)
         assert [p["text"] for p in slack.posts()] == ["I will let Rex know.", "Happy to help with that, tell me more."]
 

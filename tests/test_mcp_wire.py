@@ -57,8 +57,8 @@ async def test_a_personas_request_declares_exactly_the_mcp_tools_its_file_allows
         await slack.say("Nova, what is new?", "1700000202.000100")
 
     rex, sage, nova = provider.bodies
-    assert provider.declared_tools(rex) == ["note_to", "read_note", "write_note"]  # tools = ["notes"]
-    assert provider.declared_tools(sage) == ["note_to", "read_note"]  # tools = ["notes.read_note"]
+    assert provider.declared_tools(rex) == ["note_to", "remember", "read_note", "write_note"]  # tools = ["notes"]
+    assert provider.declared_tools(sage) == ["note_to", "remember", "read_note"]  # tools = ["notes.read_note"]
     assert provider.declared_tools(nova) == ["publish_post", "send_message", "schedule_post"]  # no tools
     # The server's own description and input schema, as it listed them.
     if provider.name == "gemini":

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.commands import Moderate
+from bot.command_values import Moderate
 from bot.inbound import Inbound
 from graph.models.factory import ProviderConfig, build_models
 from graph.moderator import FINISH_REASONS, PICK_REASONS, decision_schema, fixed_reason_schema, moderator_messages

@@ -4,7 +4,7 @@ import time
 
 from langchain_core.messages import AIMessage, SystemMessage
 
-from bot.commands import SetScene
+from bot.command_values import SetScene
 from bot.inbound import Inbound
 from graph.prompt import prompt_tokens
 from storage import history

@@ -25,6 +25,7 @@ BENCH_BLOCKS = {
     "task-transcript",
     "ops",
     "scale",
+    "memory",
 }
 
 

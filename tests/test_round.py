@@ -4,7 +4,7 @@ import asyncio
 
 from langchain_core.messages import BaseMessage
 
-from bot.commands import Dismiss, Invite, Moderate
+from bot.command_values import Dismiss, Invite, Moderate
 from bot.inbound import Inbound
 from tests.fake_models import FakeModels, fixed_reply, fresh_reply, varied_reply
 

@@ -54,9 +54,19 @@ def test_natural_pick_never_lets_the_last_speaker_answer_itself():
 
 
 def test_natural_pick_picks_one_at_random_when_nobody_wins_the_roll():
-    shy = [Speaker("nova", "Nova", 0.0), Speaker("sage", "Sage", 0.0), Speaker("rex", "Rex", 0.0)]
+    shy = [Speaker("nova", "Nova", 0.001), Speaker("sage", "Sage", 0.001), Speaker("rex", "Rex", 0.001)]
     seen = {natural_pick(shy, "rex", random.Random(seed)) for seed in range(30)}
     assert seen == {"nova", "sage"}
+
+
+def test_a_persona_that_listens_only_is_never_picked_and_chosen_only_when_named():
+    listener = Speaker("pixel", "Pixel", 0.0)
+    assert {natural_pick([listener, SAGE], None, random.Random(seed)) for seed in range(50)} == {"sage"}
+    assert {natural_pick([listener, SAGE], "sage", random.Random(seed)) for seed in range(50)} == {"sage"}
+    assert natural_pick([listener], None, random.Random(1)) is None
+    assert speakers_for_unmoderated_round("Pixel, hello?", [], [listener, SAGE], None, random.Random(1)) == ["pixel"]
+    assert "pixel" not in moderator_options([NOVA, listener], [], [], None, 0).choices
+    assert moderator_options([NOVA, listener], ["pixel"], [], None, 0).choices == ("pixel",)
 
 
 def test_talkativeness_decides_who_answers_an_unaddressed_line():

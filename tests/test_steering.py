@@ -12,15 +12,15 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
-from bot.commands import (
+from bot.command_values import (
     AllowRecruiting,
     Moderate,
     NameNextSpeaker,
     SetModeratorPrompt,
     ShowReasons,
     StopRound,
-    parse_command,
 )
+from bot.commands import parse_command
 from bot.inbound import Inbound
 from storage import channels
 from tests.conftest import REPO, run_console, write_config

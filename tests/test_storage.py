@@ -8,8 +8,9 @@ import pytest
 
 from storage import approvals, channels, history, inbox
 from storage.database import Database, open_database
+from storage.dialects import migration_sql
 from storage.locks import channel_lock
-from storage.migrations import MIGRATIONS, migration_sql
+from storage.migrations import MIGRATIONS
 from storage.records import LineKind, RequestPlace
 from tests.conftest import Opener
 

@@ -9,8 +9,8 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from bot.command_values import ListApprovals
-from bot.commands import CommandError, parse_command
+from bot.command_values import CommandError, ListApprovals
+from bot.commands import parse_command
 from bot.discord_bot.approvals import ApprovalButton, ApprovalClicks, pending_list
 from bot.discord_bot.inbound import to_inbound
 from bot.discord_bot.slash_commands import Render, add_slash_commands

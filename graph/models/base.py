@@ -38,3 +38,7 @@ class Models(Protocol):
     def judge_model(self, schema: dict[str, Any]) -> ChatRunnable:
         """The review's judge ([review] judge_model, else the moderator's), answering a verdict as
         JSON under schema (graph/judge.py)."""
+
+    def summary_model(self, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
+        """The model that folds what left a persona's window into its summary ([memory] summary_model,
+        else the moderator's), answering JSON under schema (graph/memory.py)."""

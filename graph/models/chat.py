@@ -84,6 +84,7 @@ class ChatModels:
         persona_model_name: str,
         moderator_model_name: str,
         judge_model_name: str = "",
+        summary_model_name: str = "",
         requests_per_minute: Callable[[str], float] | None,
         bind_moderator: BindModerator,
         bind_persona: BindPersona = bind_actions_as_tools,
@@ -100,6 +101,7 @@ class ChatModels:
         self._persona_model_name = persona_model_name
         self._moderator_model_name = moderator_model_name
         self._judge_model_name = judge_model_name or moderator_model_name
+        self._summary_model_name = summary_model_name or moderator_model_name
         self._rpm = requests_per_minute
         self._bind_moderator = bind_moderator
         self._bind_persona = bind_persona
@@ -151,3 +153,7 @@ class ChatModels:
     def judge_model(self, schema: dict[str, Any]) -> ChatRunnable:
         name = self._judge_model_name
         return self._watched(self._bind_json(self._model(name), schema, JUDGE_MAX_TOKENS), name, "judge")
+
+    def summary_model(self, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
+        name = self._summary_model_name
+        return self._watched(self._bind_json(self._model(name), schema, max_tokens + 64), name, "summary")

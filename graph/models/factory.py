@@ -42,6 +42,7 @@ class ProviderConfig:
     moderator_thinking: str = ""
     max_output_tokens: int = 0  # 0: the model's own limit
     judge_model: str = ""  # "" is the moderator's model
+    summary_model: str = ""  # "" is the moderator's model
     requests_per_minute: float = 60
     model_requests_per_minute: Mapping[str, float] = field(default_factory=dict)
     base_url: str = ""
@@ -122,6 +123,7 @@ def _gemini(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         persona_model_name=config.model,
         moderator_model_name=config.moderator_model,
         judge_model_name=config.judge_model,
+        summary_model_name=config.summary_model,
         requests_per_minute=config.rpm_for,
         bind_moderator=bind_moderator,
         provider="gemini",
@@ -172,6 +174,7 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
         persona_model_name=config.model,
         moderator_model_name=config.moderator_model,
         judge_model_name=config.judge_model,
+        summary_model_name=config.summary_model,
         requests_per_minute=config.rpm_for,
         bind_moderator=bind_moderator,
         bind_json=bind_json,

@@ -78,6 +78,16 @@ _EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
         "Leo: {name}, pass Ivy a note saying 'Review is done'",
         {"action": "note_to", "persona": "Ivy", "text": "Review is done", "confidence": 0.9},
     ),
+    # remember keeps a note for the persona itself.
+    (
+        "Mia: {name}, remember that the venue is Hall B",
+        {"action": "remember", "text": "The venue is Hall B", "confidence": 0.9},
+    ),
+    ("Leo: {name}, do you remember the venue?", {"action": NO_ACTION}),
+    (
+        "Leo: {name}, don't forget: 'Ana is vegetarian'",
+        {"action": "remember", "text": "Ana is vegetarian", "confidence": 1.0},
+    ),
 )
 
 # How sure the model is that the person asked for this call, in tenths: a 270M model writes a
@@ -251,6 +261,7 @@ ASKED_BY = {
     "schedule_post": frozenset({"schedule", "post", "publish"}),
     "send_message": frozenset({"send", "dm", "message", "tell", "write"}),
     "note_to": frozenset({"note", "tell", "send", "pass", "leave"}),
+    "remember": frozenset({"remember", "note", "forget", "don't", "memorize"}),
 }
 
 

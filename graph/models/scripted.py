@@ -17,6 +17,9 @@
 - The coordinator calls a human line a task when it contains `!!task`.
 - The judge finds every draft "ok", except the first draft it reads after a line holding
   `!!judge VERDICT`, which gets that verdict.
+- The summary model keeps the summary so far whole and adds one sentence per person's line it is
+  given ("Ana said: ...", "Sage told me privately: ..." for a note), its first 16 words without `!!` directives: no fact is reworded, and
+  graph/memory.py's bound cuts the newest off, so what was said first survives.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from graph.memory import LINES_OPENING, SUMMARY_OPENING
 from graph.models.base import ChatRunnable
 from graph.moderator import CAN_ANSWER, read_facts
 from graph.review import repeats
@@ -66,6 +70,7 @@ _JUDGE = re.compile(r"!!judge\s+(\w+)")
 _FAIL = re.compile(r"!!fail\s+(\d+)")
 _SLOW = re.compile(r"!!slow\s+(\d+(?:\.\d+)?)")
 _ACT = re.compile(r"!!act\s+([A-Za-z_][\w]*)\s+(\{.*\})", re.DOTALL)
+_PRIVATE_NOTE = re.compile(r"^\[note from ([^\]]+)\] (.*)$")
 _SPEAKER_TAG = re.compile(r"^(?:\[[^\]]+\]|[^:\n]{1,80}:)\s*")
 _PLAN = re.compile(r"!!plan\s+(\{.*?\})(?=\s*(?:!!|$))", re.DOTALL)
 _DIRECTIVE = re.compile(
@@ -265,6 +270,40 @@ class ScriptedJudgeModel(_ScriptedModel):
         return AIMessage(content=json.dumps({"verdict": "ok", "reason": "fine"}))
 
 
+class ScriptedSummaryModel(_ScriptedModel):
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-summary"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # In the background: it takes no `!!fail` or `!!slow` meant for a persona's turn.
+        return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
+
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        asked = messages[-1].text
+        previous, _, lines = asked.partition(f"\n\n{LINES_OPENING}\n")
+        previous = previous.removeprefix(f"{SUMMARY_OPENING}\n").strip()
+        sentences = [] if previous == "(none yet)" else [previous]
+        for line in lines.splitlines():
+            if note := _PRIVATE_NOTE.match(line):
+                author, said = f"{note.group(1)} told me privately", note.group(2)
+            elif line.startswith(("[", "(me)")) or ":" not in line:
+                continue
+            else:
+                author, _, said = line.partition(":")
+                author = f"{author} said"
+            words = _DIRECTIVE.sub("", said).split()[:16]
+            if words:
+                sentences.append(f"{author}: {' '.join(words).rstrip('.!?')}.")
+        return AIMessage(content=json.dumps({"summary": " ".join(sentences)}))
+
+
 class ScriptedModels:
     description = "scripted test double (deterministic, offline; not a language model)"
 
@@ -287,3 +326,6 @@ class ScriptedModels:
 
     def judge_model(self, schema: dict[str, Any]) -> ChatRunnable:
         return ScriptedJudgeModel(directives=self.directives)
+
+    def summary_model(self, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
+        return ScriptedSummaryModel(directives=self.directives)

@@ -1,0 +1,263 @@
+"""What a persona keeps beyond its window (see docs/memory.md).
+
+- Notes: the built-in action `remember` keeps a note the persona sees in every later prompt, under
+  "What you noted"; at most `max_notes` per persona (the oldest go, and the persona and the channel
+  are told). Per channel, or with share_notes = "persona" per persona within one workspace of one
+  platform (the channel key's tenant). Never through the approval policy; audited.
+- Summaries: the lines that left a persona's window are folded, by a model, into that persona's
+  running summary for the conversation, from only the lines delivered to it (what it witnessed).
+  Updated in the background after a round; stored in one transaction with the last line it covers,
+  only over the summary it was written from, so a crash leaves the previous one and a second run
+  of the same update stores nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from graph.actions import ActionCall
+from graph.models.retry import ainvoke_with_retry
+from graph.port import OutboundPort
+from graph.prompt import speaker_name
+from graph.settings import SHARE_PER_PERSONA, MemorySettings
+from personas import Persona
+from storage import approvals, channels, memory
+from storage.database import Database
+from storage.inbox import SESSION_ENDED
+from storage.memory import numbered
+from storage.records import Line, LineKind
+
+if TYPE_CHECKING:
+    from graph.deps import EngineDeps
+    from graph.prompt_pages import PromptPages
+
+log = logging.getLogger(__name__)
+
+REMEMBER_ACTION = "remember"
+NOTES_HEADING = "What you noted (your own notes, numbered):"
+SUMMARY_HEADING = "What you recall of this conversation before the lines below (your own summary):"
+FOLD_AT_LEAST = 10  # lines out of the window before a model is asked to fold them in
+FOLD_AT_MOST = 60  # lines one model call folds in (a long backlog takes several)
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"summary": {"type": "string"}},
+    "required": ["summary"],
+}
+LINES_OPENING = "Lines to add (oldest first):"
+SUMMARY_OPENING = "Summary so far:"
+
+
+def note_scope(channel_key: str, share: str) -> str:
+    """Where a persona's notes live: the channel, or (shared) its tenant on that platform alone:
+    a Slack workspace ("slack:T1"); a Discord key names no guild, so the bot's Discord channels."""
+    if share != SHARE_PER_PERSONA:
+        return channel_key
+    platform, _, rest = channel_key.partition(":")
+    tenant = rest.split(":", 1)[0] if platform == "slack" else ""
+    return f"persona:{platform}:{tenant}" if tenant else f"persona:{platform}"
+
+
+def notes_text(notes: Sequence[memory.Note]) -> str:
+    return NOTES_HEADING + "\n" + "\n".join(numbered(notes)) if notes else ""
+
+
+def summary_text(stored: memory.Summary | None) -> str:
+    return SUMMARY_HEADING + "\n" + stored.text.strip() if stored and stored.text.strip() else ""
+
+
+def bounded(text: str, tokens: int) -> str:
+    """At most about `tokens` tokens (four characters each), cut after its last full sentence."""
+    limit = tokens * 4
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    return cut[: end + 1] if end > 0 else cut
+
+
+@dataclass
+class Notebook:
+    """Runs `remember` calls: a note kept (or forgotten), audited, and the persona's tool result."""
+
+    db: Database
+    port: OutboundPort
+    settings: MemorySettings
+
+    async def remember(self, channel_key: str, persona: Persona, call: ActionCall, thread: str | None) -> str:
+        scope = note_scope(channel_key, self.settings.share_notes)
+        results: list[str] = []
+        forget = int(call.args.get("forget") or 0)
+        if forget:
+            gone = await memory.forget_note(self.db, scope, persona.id, forget)
+            results.append(
+                f"forgot note {forget} ({gone.text[:60]!r})" if gone else f"error: there is no note {forget}"
+            )
+        text = " ".join(str(call.args.get("text") or "").split())
+        if text:
+            kept = await memory.add_note(self.db, scope, persona.id, text, max_notes=self.settings.max_notes)
+            results.append(f"noted: {text[:80]!r}; you see it in every later prompt")
+            for old in kept.dropped:
+                results.append(
+                    f"your oldest note ({old.text[:60]!r}) was dropped: you keep at most {self.settings.max_notes}"
+                )
+                await self.port.notice(
+                    channel_key,
+                    f"{persona.display_name} keeps at most {self.settings.max_notes} notes: "
+                    f"its oldest ({old.text[:60]!r}) was dropped.",
+                    thread,
+                )
+        result = "; ".join(results)
+        await approvals.audit(
+            self.db,
+            channel_key=channel_key,
+            persona_id=persona.id,
+            action=REMEMBER_ACTION,
+            event="failed" if result.startswith("error") else "executed",
+            actor=None,
+            detail=result,
+        )
+        return result
+
+
+def fold_prompt(persona: Persona, previous: str, lines: Sequence[Line], tokens: int) -> list[BaseMessage]:
+    """The summary model's prompt: in the persona's own point of view, from the lines it witnessed."""
+    shown = "\n".join(_as_seen(line, persona.id) for line in lines if line.text.strip())
+    return [
+        SystemMessage(
+            content=(
+                f"You keep {persona.display_name}'s memory of a group chat. Write {persona.display_name}'s "
+                f"summary of the conversation so far, in the first person, as {persona.display_name} "
+                "remembers it: the summary so far, with the new lines folded in. Keep names, decisions, "
+                f"dates, numbers and facts; drop small talk. At most {tokens * 3 // 4} words. "
+                'Answer as JSON: {"summary": "..."}.'
+            )
+        ),
+        HumanMessage(content=f"{SUMMARY_OPENING}\n{previous.strip() or '(none yet)'}\n\n{LINES_OPENING}\n{shown}"),
+    ]
+
+
+def _as_seen(line: Line, persona_id: str) -> str:
+    if line.kind is LineKind.HUMAN:
+        return f"{speaker_name(line.author_name)}: {line.text}"  # a name never reads as a note or a notice
+    if line.kind is LineKind.PERSONA:
+        return f"(me) {line.text}" if line.author_id == persona_id else f"[{line.author_name}] {line.text}"
+    if line.author_id.startswith("note:"):
+        return f"[note from {line.author_name}] {line.text}"
+    return f"[system] {line.text}"
+
+
+def summary_of(reply: BaseMessage) -> str:
+    text = str(reply.content).strip()
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return text
+    return str(answer.get("summary", "")) if isinstance(answer, dict) else text
+
+
+class MemoryKeeper:
+    """Folds what left each persona's window into its summary, in background tasks (one per channel;
+    a round ending while one runs makes it run once more)."""
+
+    def __init__(self, deps: EngineDeps, prompts: PromptPages) -> None:
+        self.deps = deps
+        self.prompts = prompts
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+
+    @property
+    def settings(self) -> MemorySettings:
+        return self.deps.settings.memory
+
+    def after_round(self, channel_key: str, *, whole: bool = False) -> None:
+        """Update the channel's summaries in the background; `whole` folds in even a few lines (the
+        conversation went quiet)."""
+        if not self.settings.summaries:
+            return
+        if channel_key in self._running:
+            self._again.add(channel_key)
+            return
+        self._running[channel_key] = asyncio.create_task(self._run(channel_key, whole), name=f"memory:{channel_key}")
+
+    async def _run(self, channel_key: str, whole: bool) -> None:
+        try:
+            while True:
+                self._again.discard(channel_key)
+                try:
+                    await self.update_channel(channel_key, whole=whole)
+                except Exception:
+                    log.exception("summary update failed in %s; the previous summary stays", channel_key)
+                if channel_key not in self._again:
+                    return
+        finally:
+            del self._running[channel_key]
+
+    async def idle(self, channel_key: str | None = None) -> None:
+        """Until the channel's (or every channel's) summary updates have finished."""
+        while tasks := [t for k, t in self._running.items() if channel_key in (None, k)]:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Cancel the updates under way: each leaves the previous summary, and runs at the next start."""
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def update_channel(self, channel_key: str, *, whole: bool = False) -> int:
+        """Fold what left the window of each persona present; how many summaries were stored."""
+        stored = 0
+        for persona_id in await channels.participants(self.deps.db, channel_key):
+            persona = self.deps.personas.get(persona_id)
+            if persona is not None:
+                stored += await self.update(channel_key, persona, whole=whole)
+        return stored
+
+    async def update(self, channel_key: str, persona: Persona, *, whole: bool = False) -> int:
+        """Fold the lines that left the persona's window into its summary; how many updates were stored."""
+        db, stored = self.deps.db, 0
+        while True:
+            previous = await memory.summary(db, channel_key, persona.id)
+            through = previous.covers_through_line_id if previous else 0
+            window = await self.prompts.persona_prompt(channel_key, persona)
+            oldest = min((_line_id(m) for m in window if _line_id(m)), default=None)
+            if oldest is None:
+                return stored
+            # A session that ended (the channel went quiet) is folded in whole, even what the window still shows.
+            ended = await memory.newest_marker(db, channel_key, persona.id, SESSION_ENDED, after_id=through)
+            before = max(oldest, ended or 0)
+            lines = await memory.witnessed_between(
+                db, channel_key, persona.id, after_id=through, before_id=before, limit=FOLD_AT_MOST
+            )
+            if not lines or (len(lines) < FOLD_AT_LEAST and not whole and not ended):
+                return stored
+            # Never more than a quarter of the prompt's budget: the window must keep room to speak from.
+            tokens = min(self.settings.summary_tokens, self.deps.settings.token_budget // 4)
+            model = self.deps.models.summary_model(SUMMARY_SCHEMA, tokens)
+            reply = await ainvoke_with_retry(
+                model,
+                fold_prompt(persona, previous.text if previous else "", lines, tokens),
+                attempts=self.deps.settings.model_attempts,
+                backoff_seconds=self.deps.settings.backoff_seconds,
+            )
+            text = bounded(summary_of(reply), tokens)
+            saved = await memory.save_summary(
+                db, channel_key, persona.id, text, covers_through=lines[-1].id, previous_through=through
+            )
+            if not saved:
+                return stored  # another update got there first
+            stored += 1
+            if len(lines) < FOLD_AT_MOST:
+                return stored
+
+
+def _line_id(message: BaseMessage) -> int:
+    return int(message.id.removeprefix("line-")) if message.id and message.id.startswith("line-") else 0
