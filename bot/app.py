@@ -93,6 +93,7 @@ def engine_settings(config: Config) -> EngineSettings:
         mailbox_max_pending=s.mailbox.max_pending,
         max_task_steps=s.tasks.max_steps,
         failures_before_pause=s.approvals.failures_before_pause,
+        max_tool_steps=s.actions.max_steps,
     )
 
 
@@ -105,6 +106,7 @@ def policy_settings(config: Config) -> PolicySettings:
         max_cost=a.max_cost,
         min_confidence=a.min_confidence,
         action_costs=dict(a.action_costs),
+        announce_immediate=config.settings.actions.announce_immediate,
     )
 
 

@@ -248,6 +248,11 @@ class McpSection(_Section):
     )
 
 
+class ActionsSection(_Section):
+    max_steps: Annotated[int, Field(ge=1, le=20)] = 4
+    announce_immediate: bool = False
+
+
 class OutboxSection(_Section):
     give_up_after_minutes: Annotated[float, Field(gt=0, le=10080)] = 60
     max_retry_seconds: Annotated[float, Field(gt=0, le=3600)] = 60
@@ -265,6 +270,7 @@ class Settings(_Section):
     slack: SlackSection = SlackSection()
     discord: DiscordSection = DiscordSection()
     approvals: ApprovalsSection = ApprovalsSection()
+    actions: ActionsSection = ActionsSection()
     mailbox: MailboxSection = MailboxSection()
     tasks: TasksSection = TasksSection()
     mcp: McpSection = McpSection()

@@ -25,3 +25,4 @@ class EngineSettings:
     team_cap: int = 10  # the most personas a channel may hold through recruitment
     mailbox_max_pending: int = 5  # undelivered notes one persona may have waiting; more are dropped
     max_task_steps: int = 8  # the most steps in a task's plan
+    max_tool_steps: int = 4  # the most model calls in one persona turn that uses tools ([actions] max_steps)

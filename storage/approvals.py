@@ -230,6 +230,66 @@ async def claim_run(db: Database, approval_id: int, runner: str) -> Approval | N
     return _approval(row) if row else None
 
 
+POLICY = "policy"  # who let an action that needs no approval run: its audit entry's actor, its decider
+
+
+async def claim_immediate(
+    db: Database,
+    *,
+    batch: str,
+    call_id: str,
+    channel_key: str,
+    thread: str | None,
+    persona_id: str,
+    action: str,
+    args: dict[str, Any],
+    runner: str,
+    reason: str = "",
+    confidence: float | None = None,
+) -> Approval:
+    """The durable claim of an action that needs no approval, committed (with its audit entry and
+    arguments) before it runs: it is then finished like an approved run, and a stop before the
+    finish leaves a claim that start-up reports as an unknown outcome, never a second run."""
+    now = time.time()
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
+            "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, requested_at, "
+            "expires_at, reason, confidence, status, decided_by, decided_at, runner, started_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) RETURNING *",
+            (
+                batch,
+                call_id,
+                channel_key,
+                thread,
+                persona_id,
+                action,
+                json.dumps(args),
+                now,
+                now,
+                reason,
+                confidence,
+                POLICY,
+                now,
+                runner,
+                now,
+            ),
+        )
+        approval = _approval(row)
+        await _audit(
+            tx,
+            approval,
+            channel_key=channel_key,
+            persona_id=persona_id,
+            action=action,
+            event="approved",
+            actor=POLICY,
+            detail="ran at once: "
+            + json.dumps(args)
+            + ("" if confidence is None else f" (stated confidence {confidence:g})"),
+        )
+    return approval
+
+
 async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
     """Record the outcome of a claimed run, once: None if it was not running."""
     status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
