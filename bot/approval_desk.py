@@ -19,10 +19,12 @@ from bot.approvals import (
     GRANTS_HEADING,
     NOTHING_PENDING,
     PENDING_HEADING,
+    UNKNOWN_HEADING,
     already_decided,
     deciding_channel,
     elsewhere,
     refusal,
+    unknown_outcome_line,
     wanted,
 )
 from bot.revisions import edited_arguments, full_arguments
@@ -339,6 +341,11 @@ class ApprovalDesk:
             wanted(a, self._persona_name(a.persona_id), clean) + (await detail(a) if detail else "") for a in waiting
         ]
         listed = heading + "\n" + "\n".join(rows) if rows else NOTHING_PENDING
+        unknown = [a for a in await approvals.with_status(self.db, ApprovalStatus.UNKNOWN) if a.channel_key == key]
+        if unknown:  # cut short by a stop: only an approver settles them
+            listed += f"\n{UNKNOWN_HEADING}\n" + "\n".join(
+                unknown_outcome_line(a, self._persona_name(a.persona_id), clean) for a in unknown
+            )
         if granted := await tool_grants.grants(self.db, key):
             listed += f"\n{GRANTS_HEADING}\n" + "\n".join(clean(f"{g.tool}, by {g.granted_by}") for g in granted)
         return listed
