@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
-from storage import approvals, channels, tool_grants
+from bot.inbound import Inbound
+from storage import approvals, channels, history, tool_grants
 from storage.records import ApprovalMode
 from tests.conftest import run_console, write_config
 from tests.fakes.providers import PROVIDERS, fake_provider
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientS
 
 READ = {"name": "read_note", "args": {"title": "groceries"}}
 WRITE = {"name": "write_note", "args": {"title": "retro", "text": "Went well"}}
+CONSOLE = "console:loop"
 LAUNCH = {"name": "publish_post", "args": {"channel": "news", "text": "We launched!"}}
 
 
@@ -177,3 +179,20 @@ def test_sigkill_after_an_immediate_action_ran_leaves_an_unknown_outcome_never_r
         assert audit[-1] == ("failed", None, approvals.UNKNOWN_RESULT)
         time.sleep(0.5)
         assert [c["tool"] for c in calls_received(log)] == ["write_note"]  # never run again by itself
+
+
+async def test_the_embedded_model_answers_after_its_action_step_ran_a_read_only_tool(
+    open_test_app, port, local_models, tmp_path: Path, call_log: Path
+) -> None:
+    # The default embedded model through its action step, the real notes server over stdio.
+    async with open_test_app(stdio_sections(tmp_path), models=local_models) as app:
+        await app.service.handle(Inbound(CONSOLE, "u1", "Ana", "Rex, read the note 'standup'", event_id="e1"))
+        await app.service.wait_idle(CONSOLE)
+        lines = list(reversed(await history.recent_lines_for(app.db, CONSOLE, "rex", limit=10)))
+    assert [(c["tool"], c["args"]) for c in calls_received(call_log)] == [("read_note", {"title": "standup"})]
+    # Rex's call, its result, then Rex's answer, written by a model step that saw the result.
+    kinds = [(line.author_id, bool(line.tool_calls), line.call_id is not None) for line in lines]
+    assert kinds[-3:] == [("rex", True, False), ("system", False, True), ("rex", False, False)]
+    assert "Ship the search page on Friday." in lines[-2].text
+    assert [persona for _, persona, _, _ in port.posts] == ["rex"]
+    assert port.posts[0][2] == lines[-1].text
