@@ -128,7 +128,8 @@ def main() -> None:
     for outcome in outcomes:
         if not outcome.answered:
             print(f"  {outcome.line!r}: tool {'ran' if outcome.called else 'not called'}, Rex said {outcome.said}")
-    if DOCS.exists() and args.limit >= len(outcomes):
+    every_line = len([raw for raw in LINES.read_text(encoding="utf-8").splitlines() if raw.strip()])
+    if DOCS.exists() and len(outcomes) == every_line:  # a quick look (--limit) rewrites nothing
         rewrite_readme(DOCS, block, name="tool_answers")
 
 
