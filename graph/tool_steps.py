@@ -50,6 +50,7 @@ class Steps:
     stored: bool = False  # the last draft's line is in history already (it made calls)
     stopped_at: int = 0  # the step limit it reached, or 0
     last_words: str = ""  # the newest words of an earlier step, stored but not yet posted
+    notice: str = ""  # why the steps ended early (the channel's token budget), posted instead of words
 
 
 Drafted = Callable[[RoundInput, str], Awaitable[Draft]]
@@ -77,6 +78,9 @@ class ToolSteps:
         step = 0
         while True:
             step += 1
+            refusal = await self.deps.budget(key) if self.deps.budget is not None and step > 1 else None
+            if refusal is not None:  # the budget ran out in the middle: the turn ends with its notice
+                return Steps(Draft(), stored=True, notice=refusal)
             draft = await self.drafted(round_input, speaker)
             move = routing.after_tool_step(
                 failed=draft.failed, has_calls=bool(draft.tool_calls), step=step, max_steps=limit
@@ -109,7 +113,9 @@ class ToolSteps:
                 self.deps.db, key, persona.id, persona.display_name, draft.text, [], signature
             )
         said = draft.text or (steps.last_words if steps.stopped_at else "")
-        if said:
+        if steps.notice:
+            await self.deps.port.notice(key, steps.notice, thread)
+        elif said:
             await self.deps.port.post(key, persona, said, thread)
         elif steps.stopped_at:
             await self.deps.port.notice(key, step_limit_notice(persona.display_name, steps.stopped_at), thread)

@@ -75,6 +75,20 @@ async def test_a_model_that_keeps_calling_tools_stops_after_max_steps_and_the_bo
         assert slack.posts()[-1]["text"] == "Still here, and still counting missed deadlines."
 
 
+async def test_a_budget_reached_between_steps_ends_the_loop_with_the_budgets_notice(
+    start_slack: StartSlack, provider: Provider, tmp_path: Path, call_log: Path
+) -> None:
+    sections = {**stdio_sections(tmp_path), "limits": {"channel_tokens_per_day": 1}}
+    async with start_slack(sections, models=provider.models) as slack:
+        provider.queue("", READ)
+        provider.queue("Never asked: the budget is spent.")
+        await slack.say("Rex, what is on the groceries note?", "1700000305.000100")
+        assert len(provider.bodies) == 1  # the first step's call counted, and spent the day's budget
+        assert [c["tool"] for c in calls_received(call_log)] == ["read_note"]
+        [notice] = [p["text"] for p in slack.posts()]
+        assert notice.startswith("This channel has used its 1 model tokens for today.")
+
+
 async def test_an_on_the_loop_action_follows_the_same_loop(
     start_slack: StartSlack, provider: Provider, tmp_path: Path
 ) -> None:
