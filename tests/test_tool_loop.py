@@ -167,6 +167,24 @@ def test_the_console_prints_what_ran_at_once(tmp_path: Path) -> None:
     assert out.count("[Rex]") == 1  # one answer, after the result
 
 
+@pytest.mark.parametrize(
+    "script",
+    [
+        '/moderate on\nRex, read it. !!act read_note {"title": "groceries"}\n',
+        '/task Review the risks in the groceries note !!act read_note {"title": "groceries"}\n',
+    ],
+    ids=["moderated round", "task step"],
+)
+def test_a_moderated_round_and_a_task_step_follow_the_same_loop(tmp_path: Path, script: str) -> None:
+    with notes_environment(tmp_path) as log:
+        config = write_config(tmp_path, stdio_sections(tmp_path))
+        lines = run_console(config, script).splitlines()
+        assert [c["tool"] for c in calls_received(log)] == ["read_note"]
+    ran = lines.index("[action 1] ran: notes.read_note(title='groceries')")
+    assert not any(line.startswith("[Rex]") for line in lines[:ran])  # nothing said before the result
+    assert len([line for line in lines[ran:] if line.startswith("[Rex]")]) == 1  # then Rex answers, once
+
+
 def test_sigkill_after_an_immediate_action_ran_leaves_an_unknown_outcome_never_run_again(tmp_path: Path) -> None:
     # write_note is read-only in this config, so it runs at once; the server holds its answer 60 s.
     with notes_environment(tmp_path, write_delay=60) as log:
