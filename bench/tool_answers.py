@@ -2,7 +2,7 @@
 tests/data/tool_answer_lines.jsonl (each asks Rex about a note, read with the notes server's read-only
 read_note), through the whole app: the embedded default model, the real notes server over stdio
 (tests/mcp_notes_server.py, seeded with each line's note), one human line per fresh console channel
-and nothing else. A line counts as answered when a post of Rex's after it holds the note's fact;
+and nothing else; the table goes to docs/benchmarks.md. A line counts as answered when a post of Rex's after it holds the note's fact;
 the tool counts as called when the server received read_note for that note.
 
 Run from the repository root: python bench/tool_answers.py
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.report import machine, rewrite_readme  # noqa: E402
+from bench.report import machine, rewrite_block  # noqa: E402
 from bot.app import open_app  # noqa: E402
 from bot.config import load_config  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
@@ -32,7 +32,6 @@ from tests.mcp_setup import NOTES_SERVER, calls_received, personas_with_tools  #
 from tests.recording_port import RecordingPort  # noqa: E402
 
 LINES = ROOT / "tests" / "data" / "tool_answer_lines.jsonl"
-DOCS = ROOT / "docs" / "tools.md"
 MODEL_CACHE = Path.home() / ".cache" / "roundtable-test"  # the tests' copy of the default GGUF
 
 
@@ -119,6 +118,7 @@ def report(outcomes: list[Outcome], described: str, seconds: float, load: float)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=1000, help="only the first N lines (a quick look)")
+    parser.add_argument("--no-docs", action="store_true", help="print only; leave docs/benchmarks.md as it is")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
@@ -129,8 +129,8 @@ def main() -> None:
         if not outcome.answered:
             print(f"  {outcome.line!r}: tool {'ran' if outcome.called else 'not called'}, Rex said {outcome.said}")
     every_line = len([raw for raw in LINES.read_text(encoding="utf-8").splitlines() if raw.strip()])
-    if DOCS.exists() and len(outcomes) == every_line:  # a quick look (--limit) rewrites nothing
-        rewrite_readme(DOCS, block, name="tool_answers")
+    if len(outcomes) == every_line and "--no-docs" not in sys.argv:  # a quick look (--limit) rewrites nothing
+        rewrite_block(block, name="tool_answers")
 
 
 if __name__ == "__main__":
