@@ -64,6 +64,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/mcp_tools.py
+	$(BIN)/python bench/tool_answers.py
 	$(BIN)/python bench/ops.py
 	$(BIN)/python bench/memory.py
 

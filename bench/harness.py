@@ -126,6 +126,9 @@ class TimingPort:
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         raise AssertionError("the benchmark asks for no actions")
 
+    async def show_ran(self, approval: Approval, persona: Persona) -> None:
+        raise AssertionError("the benchmark asks for no actions")
+
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         raise AssertionError("the benchmark asks for no actions")
 

@@ -101,6 +101,7 @@ def engine_settings(config: Config) -> EngineSettings:
             summary_tokens=s.memory.summary_tokens,
             summaries=s.memory.summaries,
         ),
+        max_tool_steps=s.actions.max_steps,
     )
 
 
@@ -113,6 +114,7 @@ def policy_settings(config: Config) -> PolicySettings:
         max_cost=a.max_cost,
         min_confidence=a.min_confidence,
         action_costs=dict(a.action_costs),
+        announce_immediate=config.settings.actions.announce_immediate,
     )
 
 
@@ -154,6 +156,8 @@ async def open_app(
             port = port(stored.db)
         # What is posted on Slack and Discord is stored, then sent (bot/outbox.py).
         outbox = Outbox(port, stored.db, personas, outbox_settings(config), platforms=platforms_sent_by(port))
+        limits = config.settings.limits
+        tokens = TokenBook(stored.db, limits.channel_tokens_per_day, clock)
         deps = EngineDeps(
             db=stored.db,
             personas=personas,
@@ -165,11 +169,10 @@ async def open_app(
             timers=stored.timers,
             tools=catalog,
             mcp=servers,
+            budget=tokens.refusal,
+            budget_spent=tokens.spent,  # the task runner checks it before each step
         )
         engine = RoundEngine(deps, stored.checkpointer)
-        limits = config.settings.limits
-        tokens = TokenBook(stored.db, limits.channel_tokens_per_day, clock)
-        deps.budget_spent = tokens.spent  # the task runner checks it before each step
         if isinstance(models, ChatModels):
             models.watch(tokens.record)  # every model call timed, counted and its usage stored
         service = ChannelService(

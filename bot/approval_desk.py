@@ -19,10 +19,12 @@ from bot.approvals import (
     GRANTS_HEADING,
     NOTHING_PENDING,
     PENDING_HEADING,
+    UNKNOWN_HEADING,
     already_decided,
     deciding_channel,
     elsewhere,
     refusal,
+    unknown_outcome_line,
     wanted,
 )
 from bot.revisions import edited_arguments, full_arguments
@@ -31,7 +33,7 @@ from graph.engine import RoundEngine
 from graph.mcp import is_mcp_action
 from graph.trust import trust_record
 from personas import Persona
-from storage import approvals, channels, tool_grants
+from storage import approvals, channels, tool_grants, trust
 from storage.approvals import Person
 from storage.database import Database
 from storage.records import Approval, ApprovalStatus
@@ -339,13 +341,18 @@ class ApprovalDesk:
             wanted(a, self._persona_name(a.persona_id), clean) + (await detail(a) if detail else "") for a in waiting
         ]
         listed = heading + "\n" + "\n".join(rows) if rows else NOTHING_PENDING
+        unknown = [a for a in await approvals.with_status(self.db, ApprovalStatus.UNKNOWN) if a.channel_key == key]
+        if unknown:  # cut short by a stop: only an approver settles them
+            listed += f"\n{UNKNOWN_HEADING}\n" + "\n".join(
+                unknown_outcome_line(a, self._persona_name(a.persona_id), clean) for a in unknown
+            )
         if granted := await tool_grants.grants(self.db, key):
             listed += f"\n{GRANTS_HEADING}\n" + "\n".join(clean(f"{g.tool}, by {g.granted_by}") for g in granted)
         return listed
 
     async def trust_table(self, channel_key: str | None) -> str:
         """Each persona's trust in the channel's workspace or guild (None: every one, summed)."""
-        counts = await approvals.trust_counts(self.db, channel_key)
+        counts = await trust.trust_counts(self.db, channel_key)
         now = time.time()
         rows = []
         for persona in self.personas.values():

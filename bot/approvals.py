@@ -14,6 +14,7 @@ from storage.records import Approval, ApprovalStatus
 
 PENDING_HEADING = "Pending approvals (/approve N, /reject N [feedback], /view N, /revise N {json}):"
 NOTHING_PENDING = "No approvals are pending here."
+UNKNOWN_HEADING = "Outcome unknown (the bot stopped while they ran; never run again by themselves):"
 GRANTS_HEADING = "Tools approved always here (/approvals forget SERVER.TOOL makes one wait again):"
 
 
@@ -51,6 +52,15 @@ def wanted(approval: Approval, persona_name: str, clean: Callable[[str], str] = 
     """ "#3 Nova wants publish_post(channel='news', text='We launched!')"; `clean` makes the call safe for markup."""
     call = ActionCall(approval.call_id, approval.action, approval.args)
     return f"#{approval.id} {persona_name} wants {clean(call.describe())}"
+
+
+def unknown_outcome_line(approval: Approval, persona_name: str, clean: Callable[[str], str] = str) -> str:
+    """ "#4 Rex ran notes.write_note(...): outcome unknown" for /approvals, with how to settle it."""
+    call = ActionCall(approval.call_id, approval.action, approval.args)
+    return (
+        f"#{approval.id} {persona_name} ran {clean(call.describe())}: outcome unknown, it may or may not have "
+        f"happened (/approvals retry {approval.id} or /approvals close {approval.id})"
+    )
 
 
 def unknown_outcome_notice(approval: Approval) -> str:

@@ -100,6 +100,11 @@ class ConsolePort:
             case ApprovalStatus.EXPIRED:
                 self.write(f"[action {approval.id}] expired: nobody decided in time")
 
+    async def show_ran(self, approval: Approval, persona: Persona) -> None:
+        self.write(
+            f"[action {approval.id}] ran: {ActionCall(approval.call_id, approval.action, approval.args).describe()}"
+        )
+
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         if call.name == "publish_post":
             target = "#" + call.args["channel"].lstrip("#")

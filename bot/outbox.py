@@ -157,6 +157,11 @@ class Outbox:
     def answering(self, channel_key: str, event_id: str | None) -> Any:
         return self.inner.answering(channel_key, event_id)
 
+    async def show_ran(self, approval: Approval, persona: Persona) -> None:
+        # Nothing to queue: only the console shows it, and its channels are not durable.
+        if not _durable(approval.channel_key):
+            await when_committed(self.db, lambda: self.inner.show_ran(approval, persona))
+
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         return await self.inner.execute(channel_key, persona, call)
 

@@ -98,6 +98,9 @@ class PlatformPorts:
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         await self.port_for(approval.channel_key).show_decision(approval, persona)
 
+    async def show_ran(self, approval: Approval, persona: Persona) -> None:
+        await self.port_for(approval.channel_key).show_ran(approval, persona)
+
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         return await self.port_for(channel_key).execute(channel_key, persona, call)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from bot.approval_desk import ResumeApprovals
 from bot.approvals import unknown_outcome_notice
 from bot.service import AnswerInbox, ChannelService
+from graph.action_runner import IMMEDIATE_BATCH
 from storage import approvals, inbox, memory, rounds
 from storage.records import ApprovalStatus
 
@@ -27,8 +28,11 @@ async def recover(service: ChannelService) -> None:
     for approval in await approvals.with_status(db, ApprovalStatus.RUNNING):
         owner = approval.runner or ""
         if owner != runner and await db.claim(f"runner:{owner}"):  # its process is gone
-            if await approvals.mark_unknown(db, approval.id, owner) is not None:
+            marked = await approvals.mark_unknown(db, approval.id, owner)
+            if marked is not None:
                 await service.tell_approvers(approval.channel_key, unknown_outcome_notice(approval))
+                if marked.batch.startswith(IMMEDIATE_BATCH):  # no approval flow to resume: its persona is told here
+                    await service.engine.show_outcome(marked)
     batches: dict[str, str] = {}
     for status in (ApprovalStatus.APPROVED, ApprovalStatus.UNKNOWN):
         for approval in await approvals.with_status(db, status):

@@ -267,6 +267,11 @@ class McpSection(_Section):
     )
 
 
+class ActionsSection(_Section):
+    max_steps: Annotated[int, Field(ge=1, le=20)] = 4
+    announce_immediate: bool = False
+
+
 class OutboxSection(_Section):
     give_up_after_minutes: Annotated[float, Field(gt=0, le=10080)] = 60
     max_retry_seconds: Annotated[float, Field(gt=0, le=3600)] = 60
@@ -284,6 +289,7 @@ class Settings(_Section):
     slack: SlackSection = SlackSection()
     discord: DiscordSection = DiscordSection()
     approvals: ApprovalsSection = ApprovalsSection()
+    actions: ActionsSection = ActionsSection()
     mailbox: MailboxSection = MailboxSection()
     memory: MemorySection = MemorySection()
     tasks: TasksSection = TasksSection()

@@ -88,6 +88,13 @@ class TokenBook:
             await self.flush()
         return await usage.channel_tokens(self.db, channel_key, utc_day(self.clock())) >= self.tokens_per_day
 
+    async def refusal(self, channel_key: str) -> str | None:
+        """None while the channel is within today's budget; past it, the budget's notice the first
+        time today, else "" (graph/tool_steps.py ends a turn's tool steps with it)."""
+        if not await self.spent(channel_key):
+            return None
+        return budget_notice(self.tokens_per_day) if self.first_refusal_today(channel_key) else ""
+
     def first_refusal_today(self, channel_key: str) -> bool:
         """True once per channel and UTC day: the refusal that tells the channel and its approvers."""
         told = (channel_key, utc_day(self.clock()))

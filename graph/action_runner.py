@@ -19,10 +19,13 @@ from graph.port import OutboundPort, Timers
 from graph.trust import trust_record
 from personas import Persona
 from storage import approvals, channels, history, tool_grants
-from storage.database import Database
+from storage import trust as stored_trust
+from storage.database import Database, one_transaction
 from storage.records import Approval, ApprovalMode, ToolCall
 
 log = logging.getLogger(__name__)
+
+IMMEDIATE_BATCH = "immediate:"  # the batch of an action claimed as it ran at once: no approval flow behind it
 
 
 @dataclass(frozen=True)
@@ -120,10 +123,8 @@ class ActionRunner:
             if decision.verdict is Verdict.WAIT:
                 waiting.append((action, self._why(action.name, decision.reason)))
                 continue
-            outcome = await self.run(channel_key, persona, action, thread=thread)
-            made = ToolCall(action.call_id, action.name, action.args)
-            await history.append_tool_result(self.db, channel_key, persona.id, made, outcome.for_persona)
-            if decision.verdict is Verdict.ANNOUNCE:
+            outcome = await self.run_at_once(channel_key, thread, persona, action)
+            if decision.verdict is Verdict.ANNOUNCE or self.policy.announce_immediate:
                 await self.port.notice(
                     channel_key, f"{persona.display_name} ran {action.describe()}: {outcome.shown}", thread
                 )
@@ -159,6 +160,28 @@ class ActionRunner:
         read_only = self.tools is not None and self.tools.is_read_only(name)
         return ToolStanding(read_only, not read_only and await tool_grants.is_granted(self.db, channel_key, name))
 
+    async def run_at_once(self, channel_key: str, thread: str | None, persona: Persona, action: ActionCall) -> Ran:
+        """Run an action that needs no approval, outside any transaction: its claim (with its
+        arguments, audited) commits first, then it runs, then its outcome and the persona's result
+        commit together. A stop in between leaves a claim start-up reports as an unknown outcome."""
+        claim = await approvals.claim_immediate(
+            self.db,
+            batch=f"{IMMEDIATE_BATCH}{channel_key}:{uuid.uuid4().hex[:12]}",
+            call_id=action.call_id,
+            channel_key=channel_key,
+            thread=thread,
+            persona_id=persona.id,
+            action=action.name,
+            args=action.args,
+            runner=self.runner_id,
+            confidence=action.confidence,
+        )
+        ran = await self.run(channel_key, persona, action, approval_id=claim.id, thread=thread, claimed=True)
+        finished = await approvals.get(self.db, claim.id)
+        if finished is not None:
+            await self.port.show_ran(finished, persona)
+        return ran
+
     async def run(
         self,
         channel_key: str,
@@ -166,15 +189,22 @@ class ActionRunner:
         call: ActionCall,
         approval_id: int | None = None,
         thread: str | None = None,
+        *,
+        claimed: bool = False,
     ) -> Ran:
         """Execute one action and audit it. Never raises: a failure becomes the persona's tool result.
 
         An approved action's run is claimed (committed) first, so a stop between the platform call
-        and its outcome leaves a claim that start-up reports, never a run that happens twice."""
-        if approval_id is not None and await approvals.claim_run(self.db, approval_id, self.runner_id) is None:
+        and its outcome leaves a claim that start-up reports, never a run that happens twice. A run
+        `claimed` at once (run_at_once) commits the persona's result with its outcome."""
+        if (
+            approval_id is not None
+            and not claimed
+            and await approvals.claim_run(self.db, approval_id, self.runner_id) is None
+        ):
             return Ran("not run: it was not waiting to run")
         if is_mcp_action(call.name):
-            return await self._run_tool(channel_key, persona, call, approval_id, thread)
+            return await self._run_tool(channel_key, persona, call, approval_id, thread, claimed)
         try:
             with tracing.tool_span(call.name, call.call_id, channel_key):
                 if call.name == "schedule_post":
@@ -200,12 +230,38 @@ class ActionRunner:
                 # call keeps its own with the approval).
                 detail=result if call.confidence is None else f"{result} (stated confidence {call.confidence:g})",
             )
-        else:
+        ran = Ran(f"executed: {result}" if ok else result)
+        if approval_id is not None:
+            await self._finish(
+                channel_key, persona, call, approval_id, ok, result, ran.for_persona if claimed else None
+            )
+        return ran
+
+    async def _finish(
+        self,
+        channel_key: str,
+        persona: Persona,
+        call: ActionCall,
+        approval_id: int,
+        ok: bool,
+        result: str,
+        for_persona: str | None,
+    ) -> None:
+        """A claimed run's outcome, and (for a run at once) the persona's result, in one commit."""
+        async with one_transaction(self.db):
             await approvals.finish(self.db, approval_id, ok=ok, result=result)
-        return Ran(f"executed: {result}" if ok else result)
+            if for_persona is not None:
+                made = ToolCall(call.call_id, call.name, call.args)
+                await history.append_tool_result(self.db, channel_key, persona.id, made, for_persona)
 
     async def _run_tool(
-        self, channel_key: str, persona: Persona, call: ActionCall, approval_id: int | None, thread: str | None
+        self,
+        channel_key: str,
+        persona: Persona,
+        call: ActionCall,
+        approval_id: int | None,
+        thread: str | None,
+        claimed: bool = False,
     ) -> Ran:
         """An MCP tool call, on its server. The tool's answer is untrusted: it becomes the persona's
         tool result and nothing else; the approval message and the audit log get its summary."""
@@ -232,14 +288,16 @@ class ActionRunner:
                 actor=None,
                 detail=outcome.summary + stated,
             )
-        else:
-            await approvals.finish(self.db, approval_id, ok=outcome.ok, result=outcome.summary)
         text = f"executed: {outcome.text}" if outcome.ok else outcome.text
+        if approval_id is not None:
+            await self._finish(
+                channel_key, persona, call, approval_id, outcome.ok, outcome.summary, text if claimed else None
+            )
         return Ran(text, outcome.summary, tool_answer=outcome.text)
 
     async def _trust(self, persona: Persona, channel_key: str) -> Trust:
         """The persona's trust in the channel's workspace or guild."""
-        counts = await approvals.trust_counts(self.db, channel_key)
+        counts = await stored_trust.trust_counts(self.db, channel_key)
         return trust_record(counts.get(persona.id), self.clock()).level
 
 

@@ -7,27 +7,21 @@ the channel. Everything before `interrupt()` runs again on resume, so it is idem
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypedDict
 
-from langchain_core.messages import BaseMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, interrupt
 
 from graph.action_runner import ActionRunner
-from graph.actions import ActionCall, stored_calls, tool_calls_of
+from graph.actions import ActionCall
 from graph.deps import EngineDeps
-from graph.models.retry import ainvoke_with_retry
-from graph.models.signatures import text_signature
-from graph.prompt import INSTRUCTION_PHRASES
-from graph.review import cut_impersonation, first_sentences, review_draft
-from personas import Persona
+from graph.state import RoundInput
+from graph.tool_steps import ToolSteps
 from storage import approvals, history
 from storage.database import one_transaction
 from storage.records import Approval, ApprovalStatus, ToolCall
-
-PromptFor = Callable[[str, Persona], Awaitable[list[BaseMessage]]]
 
 
 class ApprovalState(TypedDict):
@@ -83,10 +77,10 @@ def with_answer(outcome: str, answer: str | None) -> str:
 
 
 class ApprovalFlow:
-    def __init__(self, deps: EngineDeps, runner: ActionRunner, prompt_for: PromptFor) -> None:
+    def __init__(self, deps: EngineDeps, runner: ActionRunner, tool_steps: ToolSteps) -> None:
         self.deps = deps
         self.runner = runner
-        self.prompt_for = prompt_for
+        self.tool_steps = tool_steps
 
     async def request(self, state: ApprovalState) -> dict[str, Any]:
         persona = self.deps.personas[state["persona_id"]]
@@ -145,45 +139,20 @@ class ApprovalFlow:
         return {"outcomes": outcomes}
 
     async def follow_up(self, state: ApprovalState) -> dict[str, Any]:
-        """The persona hears how its actions ended, as tool results, and finishes its turn. It may
-        propose a revised call in place of a rejected one."""
+        """The persona hears how its actions ended, as tool results, and finishes its turn on the
+        round's own tool steps (graph/tool_steps.py): it may call more tools, or propose a revised
+        call in place of a rejected one."""
         persona = self.deps.personas[state["persona_id"]]
-        key = state["channel_key"]
-        messages = await self.prompt_for(key, persona)
-        model = self.deps.models.persona_model(persona, [])
-        settings = self.deps.settings
-        try:
-            reply = await ainvoke_with_retry(
-                model, messages, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
-            )
-        except Exception:
-            return {"new_batches": []}
-        others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
-        text = first_sentences(cut_impersonation(reply.text, persona.display_name, others), settings.max_sentences)
-        never_posted = text and review_draft(
-            text,
-            window=(),
-            answered=None,
-            own_name=persona.display_name,
-            other_names=others,
-            leak_phrases=INSTRUCTION_PHRASES,
-            examples=persona.examples,
-        )
-        if never_posted:
-            text = ""  # a follow-up is not asked again (its calls would be): its unfit words are dropped
-        calls = stored_calls(tool_calls_of(reply))
-        if calls or text:
-            await history.append_persona_turn(
-                self.deps.db, key, persona.id, persona.display_name, text, calls, text_signature(reply)
-            )
-        if text:
-            await self.deps.port.post(key, persona, text, state["thread"])
-        if not calls:
-            return {"new_batches": []}
+        key, thread = state["channel_key"], state["thread"]
         decided = await approvals.in_batch(self.deps.db, state["batch"])
         rejected = [a for a in decided if a.status is ApprovalStatus.REJECTED]
-        batch = await self.runner.handle(key, state["thread"], persona, calls, rejected)
-        return {"new_batches": [batch] if batch else []}
+        # No human line starts a follow-up: nobody is addressed, and the review compares with nothing.
+        steps = await self.tool_steps.run(RoundInput(key, "", "", thread=thread), persona.id, rejected)
+        if steps.draft.failed:
+            return {"new_batches": []}
+        async with one_transaction(self.deps.db):
+            await self.tool_steps.conclude(key, thread, persona, steps)
+        return {"new_batches": [steps.batch] if steps.batch else []}
 
 
 def build_approval_graph(flow: ApprovalFlow, checkpointer: Checkpointer = None) -> CompiledStateGraph:

@@ -28,3 +28,5 @@ class EngineDeps:
     tools: ToolCatalog | None = None  # what the MCP servers offer (bot/mcp_servers.py fills it)
     mcp: McpClient | None = None  # runs MCP tool calls
     budget_spent: Callable[[str], Awaitable[bool]] | None = None  # a channel's daily model tokens are used up
+    # Past the channel's daily token budget: its notice (once a day, else ""); None within it.
+    budget: Callable[[str], Awaitable[str | None]] | None = None

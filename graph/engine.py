@@ -51,9 +51,7 @@ class RoundEngine:
         # committed together with its lines and posts (storage.rounds), which a checkpoint in
         # another transaction could not promise. initial_state sets every key.
         self.graph = build_round_graph(self.nodes)
-        self.approval_graph = build_approval_graph(
-            ApprovalFlow(deps, self.runner, self.nodes.prompts.persona_prompt), checkpointer
-        )
+        self.approval_graph = build_approval_graph(ApprovalFlow(deps, self.runner, self.nodes.tool_steps), checkpointer)
         self.tasks = TaskRunner(deps, self.nodes, checkpointer, self.start_approvals)
 
     async def run_round(

@@ -226,16 +226,35 @@ def check_arguments(tool: McpTool, args: Mapping[str, Any]) -> str | None:
     return f"{where}: {first.message}"
 
 
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _wraps(structured: Any, texts: Sequence[str]) -> bool:
+    """Whether structured content only wraps the text answer (FastMCP's {"result": "..."} for a tool
+    returning a plain string)."""
+    return isinstance(structured, dict) and list(structured.values()) == ["\n".join(texts)] and len(structured) == 1
+
+
 def describe_result(
     content: Sequence[Mapping[str, Any]], *, is_error: bool, max_chars: int, structured: Any = None
 ) -> McpOutcome:
-    """A tool's answer as the persona's result: text as it is, up to max_chars with a note when cut;
-    images, audio and resources described by type and size; an isError answer as a failure."""
-    parts: list[str] = []
+    """A tool's answer as the persona's result, up to max_chars with a note when cut: text as it is;
+    structured content as JSON (once: a text block that serializes it is left out, and a plain
+    answer the SDK wrapped as {"result": text} stays text); images, audio and resources described by
+    type and size, a resource link by its name, URI and type; an isError answer as a failure."""
+    texts = [str(item.get("text", "")) for item in content if item.get("type") == "text"]
+    shown_structure = structured is not None and not _wraps(structured, texts)
+    parts: list[str] = [json.dumps(structured, ensure_ascii=False)] if shown_structure else []
     for item in content:
         kind = item.get("type")
         if kind == "text":
-            parts.append(str(item.get("text", "")))
+            text = str(item.get("text", ""))
+            if not (shown_structure and _parsed(text) == structured):
+                parts.append(text)
         elif kind in ("image", "audio"):
             size = len(str(item.get("data", ""))) * 3 // 4  # base64
             parts.append(f"[{kind} {item.get('mimeType', '?')}, {size} bytes]")
@@ -246,11 +265,12 @@ def describe_result(
                 f"[resource {resource.get('uri', '?')} {resource.get('mimeType') or ''}, {len(str(body))} characters]"
             )
         elif kind == "resource_link":
-            parts.append(f"[resource link {item.get('uri', '?')}]")
+            mime = f", {item['mimeType']}" if item.get("mimeType") else ""
+            parts.append(
+                f"[resource link {item.get('name') or item.get('title') or '?'}: {item.get('uri', '?')}{mime}]"
+            )
         else:
             parts.append(f"[{kind} content]")
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured))
     text = "\n".join(parts)
     total = len(text)
     if total > max_chars:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 
 from graph import routing, tracing
 from graph.action_runner import ActionRunner
-from graph.actions import stored_calls, tool_calls_of
+from graph.actions import tool_calls_of
 from graph.deps import EngineDeps
 from graph.floor import Chair
 from graph.judge import JUDGE_SCHEMA, judge_draft
@@ -34,6 +34,7 @@ from graph.review import (
     review_reply,
 )
 from graph.state import Floor, RoundInput, RoundState, TurnResult
+from graph.tool_steps import Draft, Steps, ToolSteps
 from personas import Persona
 from storage import channels, history, rounds
 from storage.database import one_transaction
@@ -47,26 +48,13 @@ TOKEN_LIMIT = {"length", "MAX_TOKENS", "max_tokens"}  # finish reasons of a repl
 REVIEW_WINDOW = 50  # the newest lines of a persona's prompt its draft must not repeat
 
 
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """One turn's work in progress: the persona's reply and how its review went."""
-
-    text: str = ""
-    tool_calls: tuple[dict[str, Any], ...] = ()  # as the model returned them
-    signature: str | None = None  # the thought signature on the reply's text (Gemini 3), stored with it
-    review_attempts: int = 0
-    review_note: str = ""  # why the last draft was not posted: the persona is asked again with it
-    failed: bool = False
-    failure: str = ""  # why the turn failed, for the notice
-    window: tuple[str, ...] = ()  # the prompt's lines the draft was written from: it must not repeat them
-
-
 class RoundNodes:
     def __init__(self, deps: EngineDeps, runner: ActionRunner) -> None:
         self.deps = deps
         self.runner = runner
         self.chair = Chair(deps)
         self.prompts = PromptPages(deps)
+        self.tool_steps = ToolSteps(deps, runner, self.drafted)
 
     # -- nodes: a graph step picks the next speaker and runs its turn ----------------------------
     # LangGraph's work per step is a large share of a turn that takes no model time.
@@ -93,28 +81,21 @@ class RoundNodes:
     # -- one turn --------------------------------------------------------------------------------
 
     async def turn(self, round_input: RoundInput, floor: Floor) -> tuple[Floor, TurnResult]:
-        """floor.speaker's turn in one graph step: draft, review (and ask again), then deliver or
-        skip; returns the floor after it. Each step is chosen by the pure functions in graph.routing.
-        The turn is one invoke_agent span, its model calls chat spans inside it."""
+        """floor.speaker's turn in one graph step: its tool steps (graph.tool_steps), then deliver or
+        skip; returns the floor after it. The turn is one invoke_agent span, its model calls chat
+        spans inside it."""
         speaker = floor.speaker or ""
-        draft = Draft()
         with tracing.agent_span(self.chair.name(speaker) or speaker, round_input.channel_key, speaker):
-            while True:
-                draft = await self.persona(round_input, speaker, draft)
-                step = routing.after_draft(turn_failed=draft.failed)
-                if step == "review":
-                    draft = await self.review(round_input, speaker, draft)
-                    step = routing.after_review(review_note=draft.review_note, turn_failed=draft.failed)
-                if step != "persona":
-                    break
-            TURNS.labels("spoke" if step == "deliver" else "skipped").inc()
-            # The turn's lines, its posts (the outbox) and the round's progress commit together: a round
-            # cut by a crash goes on after its last committed turn, and says nothing twice.
+            steps = await self.tool_steps.run(round_input, speaker)
+            TURNS.labels("skipped" if steps.draft.failed else "spoke").inc()
+            # The turn's last line, its posts (the outbox) and the round's progress commit together: a
+            # round cut by a crash goes on after its last committed turn, and says nothing twice. Its
+            # tool steps committed their calls and results before, each action outside a transaction.
             async with one_transaction(self.deps.db):
-                if step == "deliver":
-                    floor, result = await self.deliver(round_input, floor, draft)
+                if not steps.draft.failed:
+                    floor, result = await self.deliver(round_input, floor, steps)
                 else:
-                    floor, result = await self.skip(round_input, floor, draft)
+                    floor, result = await self.skip(round_input, floor, steps.draft)
                 await rounds.save_turn(self.deps.db, round_input.channel_key, asdict(floor), result.batch)
             if floor.moderated and floor.moderated_now:
                 # What is not queued (the console) is shown at the commit, just now: a /moderate off
@@ -123,16 +104,30 @@ class RoundNodes:
                 floor = replace(floor, moderated_now=bool(channel and channel.moderated))
             return floor, result
 
+    async def drafted(self, round_input: RoundInput, speaker: str) -> Draft:
+        """One model step: draft, review (and ask again), each move chosen by graph.routing."""
+        draft = Draft()
+        while True:
+            draft = await self.persona(round_input, speaker, draft)
+            step = routing.after_draft(turn_failed=draft.failed)
+            if step == "review":
+                draft = await self.review(round_input, speaker, draft)
+                step = routing.after_review(review_note=draft.review_note, turn_failed=draft.failed)
+            if step != "persona":
+                return draft
+
     async def persona(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
         persona = self.deps.personas[speaker]
         key = round_input.channel_key
         messages, speakers = await self.prompts.prompt_and_speakers(key, persona)
-        window = tuple(str(m.content) for m in messages[-REVIEW_WINDOW:] if m.type != "system")
+        # A tool's result is not a line said in the conversation: relaying it is the point of asking.
+        window = tuple(str(m.content) for m in messages[-REVIEW_WINDOW:] if m.type not in ("system", "tool"))
         if draft.review_note:
             messages.append(HumanMessage(content=RETRY_NOTE.format(reason=draft.review_note)))
         others = [s.name for s in speakers if s.id != persona.id]
         was_addressed = persona.id in routing.addressed(round_input.text, round_input.mentions, speakers)
-        model = self.deps.models.persona_model(persona, [*others, round_input.author_name], addressed=was_addressed)
+        names = [*others, round_input.author_name] if round_input.author_name else others  # none in a follow-up
+        model = self.deps.models.persona_model(persona, names, addressed=was_addressed)
         settings = self.deps.settings
         try:
             async with self.deps.port.typing(key, persona):
@@ -206,22 +201,15 @@ class RoundNodes:
         )
         return judgement.note if judgement else None
 
-    async def deliver(self, round_input: RoundInput, floor: Floor, draft: Draft) -> tuple[Floor, TurnResult]:
+    async def deliver(self, round_input: RoundInput, floor: Floor, steps: Steps) -> tuple[Floor, TurnResult]:
         persona = self.deps.personas[floor.speaker or ""]
         key, thread = round_input.channel_key, round_input.thread
-        calls = stored_calls(draft.tool_calls)
-        if calls or draft.text:
-            await history.append_persona_turn(
-                self.deps.db, key, persona.id, persona.display_name, draft.text, calls, draft.signature
-            )
-        if draft.text:
-            await self.deps.port.post(key, persona, draft.text, thread)
+        await self.tool_steps.conclude(key, thread, persona, steps)
         channel = await channels.get_channel(self.deps.db, key)
         if channel and channel.failures_in_a_row:  # a turn that speaks ends a run of failures
             await channels.reset_failures(self.deps.db, key)
         after = await self.chair.turn_over(round_input, floor, channel, spoke=persona.id)
-        batch = await self.runner.handle(key, thread, persona, calls) if calls else None
-        return after, TurnResult(persona.id, delivered=True, batch=batch or None)
+        return after, TurnResult(persona.id, delivered=True, batch=steps.batch)
 
     async def skip(self, round_input: RoundInput, floor: Floor, draft: Draft) -> tuple[Floor, TurnResult]:
         key, thread = round_input.channel_key, round_input.thread

@@ -33,6 +33,7 @@ class PolicySettings:
     max_cost: float = math.inf  # an action estimated to cost more always waits
     min_confidence: float = 0.0  # a call stated less sure than this (or not saying) always waits; 0 is off
     action_costs: Mapping[str, float] = field(default_factory=dict)  # the deployment's own estimates
+    announce_immediate: bool = False  # say in the channel what ran at once, read-only tools too
 
 
 @dataclass(frozen=True)

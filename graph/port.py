@@ -39,6 +39,10 @@ class OutboundPort(Protocol):
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         """Show how an approval ended: executed, failed, rejected or expired."""
 
+    async def show_ran(self, approval: Approval, persona: Persona) -> None:
+        """An action that ran at once, with no approval: the console prints it; chat platforms show
+        nothing in the channel (an [actions] announce_immediate notice says it there instead)."""
+
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         """Carry out publish_post or send_message; returns what happened ("posted in #news"). Raises on failure."""
 

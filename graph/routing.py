@@ -229,6 +229,18 @@ def after_review(*, review_note: str, turn_failed: bool) -> TurnStep:
     return "skip" if turn_failed else "deliver"
 
 
+ToolStep = Literal["answer", "act", "limit"]
+
+
+def after_tool_step(*, failed: bool, has_calls: bool, step: int, max_steps: int) -> ToolStep:
+    """After one model step of a turn: its reply is the answer (no tool call, or the model failed),
+    its calls run and the model is asked again, or the turn stops at [actions] max_steps model calls
+    (the calls of the last one are not run: no model call would read their results)."""
+    if failed or not has_calls:
+        return "answer"
+    return "limit" if step >= max_steps else "act"
+
+
 def after_pick_and_turn(picked: bool, next_after_turn: NextStep) -> NextStep:
     """A graph step picks a speaker and runs its turn: with nobody picked the round is over,
     otherwise it goes where after_turn says."""

@@ -39,3 +39,4 @@ class EngineSettings:
     max_task_steps: int = 8  # the most steps in a task's plan
     memory: MemorySettings = field(default_factory=MemorySettings)
     timezone: str = "UTC"  # the channel's: the scene tells the date and time there, each turn
+    max_tool_steps: int = 4  # the most model calls in one persona turn that uses tools ([actions] max_steps)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from storage.database import Database, Row, Tx
-from storage.records import Approval, ApprovalStatus, AuditEvent, RequestPlace, TrustCounts
+from storage.records import Approval, ApprovalStatus, AuditEvent, RequestPlace
 
 Person = tuple[str, str | None]
 """(platform user id, Slack team or None): who decided, as the platform knows them; names can change."""
@@ -230,6 +230,66 @@ async def claim_run(db: Database, approval_id: int, runner: str) -> Approval | N
     return _approval(row) if row else None
 
 
+POLICY = "policy"  # who let an action that needs no approval run: its audit entry's actor, its decider
+
+
+async def claim_immediate(
+    db: Database,
+    *,
+    batch: str,
+    call_id: str,
+    channel_key: str,
+    thread: str | None,
+    persona_id: str,
+    action: str,
+    args: dict[str, Any],
+    runner: str,
+    reason: str = "",
+    confidence: float | None = None,
+) -> Approval:
+    """The durable claim of an action that needs no approval, committed (with its audit entry and
+    arguments) before it runs: it is then finished like an approved run, and a stop before the
+    finish leaves a claim that start-up reports as an unknown outcome, never a second run."""
+    now = time.time()
+    async with db.transaction() as tx:
+        row = await tx.fetch_one(
+            "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, requested_at, "
+            "expires_at, reason, confidence, status, decided_by, decided_at, runner, started_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) RETURNING *",
+            (
+                batch,
+                call_id,
+                channel_key,
+                thread,
+                persona_id,
+                action,
+                json.dumps(args),
+                now,
+                now,
+                reason,
+                confidence,
+                POLICY,
+                now,
+                runner,
+                now,
+            ),
+        )
+        approval = _approval(row)
+        await _audit(
+            tx,
+            approval,
+            channel_key=channel_key,
+            persona_id=persona_id,
+            action=action,
+            event="approved",
+            actor=POLICY,
+            detail="ran at once: "
+            + json.dumps(args)
+            + ("" if confidence is None else f" (stated confidence {confidence:g})"),
+        )
+    return approval
+
+
 async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
     """Record the outcome of a claimed run, once: None if it was not running."""
     status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
@@ -331,45 +391,3 @@ async def audit_events(db: Database, persona_ids: Sequence[str] | None = None) -
     rows = await db.fetch_all("SELECT * FROM audit_log ORDER BY id")
     events = [AuditEvent(**{k: row[k] for k in row.keys()}) for row in rows]
     return [e for e in events if persona_ids is None or e.persona_id in persona_ids]
-
-
-# A person's decision: an approval or rejection with the decider's user id, or the failure of an
-# action a person approved. Runs that needed nobody (read-only tools, on-the-loop) never count.
-_PEOPLES_DECISIONS = """
-WITH scoped AS (
-    SELECT l.id, l.at, l.persona_id, l.event, l.detail, l.actor_id, a.decided_by_id AS approver
-    FROM audit_log l
-    JOIN channels c ON c.key = l.channel_key
-    LEFT JOIN approvals a ON a.id = l.approval_id
-    WHERE {tenant}
-),
-decided AS (
-    SELECT * FROM scoped
-    WHERE (event IN ('approved', 'rejected') AND actor_id IS NOT NULL)
-       OR (event = 'failed' AND approver IS NOT NULL)
-),
-incidents AS (
-    SELECT persona_id, MAX(id) AS last_id, COUNT(*) AS n
-    FROM decided WHERE event = 'rejected' AND detail LIKE 'incident%' GROUP BY persona_id
-)
-SELECT d.persona_id,
-    SUM(CASE WHEN d.event = 'approved' AND d.id > COALESCE(i.last_id, 0) THEN 1 ELSE 0 END) AS approved,
-    SUM(CASE WHEN d.event = 'rejected' AND d.id > COALESCE(i.last_id, 0) THEN 1 ELSE 0 END) AS rejected,
-    SUM(CASE WHEN d.event = 'failed' AND d.id > COALESCE(i.last_id, 0) THEN 1 ELSE 0 END) AS failed,
-    MAX(COALESCE(i.n, 0)) AS incidents,
-    MIN(CASE WHEN d.id > COALESCE(i.last_id, 0) THEN d.at END) AS first_at
-FROM decided d LEFT JOIN incidents i ON i.persona_id = d.persona_id
-GROUP BY d.persona_id
-"""
-_TENANT = "COALESCE(NULLIF(c.tenant, ''), c.key)"  # a channel whose tenant is not known yet stands alone
-
-
-async def trust_counts(db: Database, channel_key: str | None) -> dict[str, TrustCounts]:
-    """People's decisions per persona in the workspace or guild of `channel_key` (None: everywhere,
-    all tenants summed), counted by the database."""
-    if channel_key is None:
-        rows = await db.fetch_all(_PEOPLES_DECISIONS.format(tenant="1 = 1"))
-    else:
-        where = f"{_TENANT} = (SELECT {_TENANT} FROM channels c WHERE c.key = ?)"
-        rows = await db.fetch_all(_PEOPLES_DECISIONS.format(tenant=where), (channel_key,))
-    return {str(r[0]): TrustCounts(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), r[5]) for r in rows}

@@ -7,7 +7,8 @@
 What the tests observe comes through the environment, whose names config.toml passes ([mcp.servers]
 env): every tools/call it receives is appended to $NOTES_CALL_LOG (one JSON line, written before the
 tool answers), its pid is written to $NOTES_PID_FILE, and write_note waits $NOTES_WRITE_DELAY
-seconds before answering (a call still running when the bot is killed).
+seconds before answering (a call still running when the bot is killed). $NOTES_SEED names a JSON file
+of more notes ({"title": "text"}) the notebook starts with (bench/tool_answers.py's).
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ def write_note(title: str, text: str) -> str:
 
 
 if __name__ == "__main__":
+    seed = os.environ.get("NOTES_SEED")
+    if seed:
+        NOTES.update(
+            {title.lower(): text for title, text in json.loads(Path(seed).read_text(encoding="utf-8")).items()}
+        )
     pid_file = os.environ.get("NOTES_PID_FILE")
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()), encoding="utf-8")

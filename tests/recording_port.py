@@ -61,6 +61,9 @@ class RecordingPort:
         self.decisions.append(approval)
         self.events.append(("decision", approval.channel_key, f"[action {approval.id}] {approval.status}"))
 
+    async def show_ran(self, approval: Approval, persona: Persona) -> None:
+        self.events.append(("ran", approval.channel_key, f"[action {approval.id}] ran: {approval.action}"))
+
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         self.executed.append((persona.id, call.name, call.args))
         if call.args.get("text") == "explode":

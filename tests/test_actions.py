@@ -131,3 +131,12 @@ def test_a_line_that_asks_for_words_gets_words_not_an_action() -> None:
 def test_snapping_keeps_the_persons_own_punctuation() -> None:
     assert snap_to_quote("Welcome aboard", "Ana: Nova, DM Gus 'Welcome aboard!'") == "Welcome aboard!"
     assert snap_to_quote("Something else", "Ana: Nova, DM Gus 'Welcome aboard!'") == "Something else"
+
+
+def test_an_embedded_models_tool_arguments_are_grounded_as_whole_values() -> None:
+    decision = '{"action": "get_current_time", "timezone": "%s", "confidence": 0.9}'
+    line = "Ana: Rex, what time is it in America/New_York?"
+    assert tool_call_from(decision % "New_York", line) is None  # a piece of a value is not the value
+    call = tool_call_from(decision % "America/New_York", line)
+    assert call is not None and call["args"]["timezone"] == "America/New_York"
+    assert tool_call_from(decision % "Berlin", "Ana: Rex, the time in 'Berlin' please") is not None

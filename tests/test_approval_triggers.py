@@ -148,22 +148,24 @@ def after(lines: list[str], said: str) -> list[str]:
 def test_max_cost_sends_an_action_that_would_run_to_approval(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"approvals": {"sensitive": [], "max_cost": 1}})
     message, post = act("send_message", ZOE), act("publish_post", NEWS)
-    lines = run_console(config, f"{message}{post}/approve 1\n").splitlines()
+    # The message that ran at once is action 1 (claimed like an approval): the post waits as #2.
+    lines = run_console(config, f"{message}{post}/approve 2\n").splitlines()
 
     assert "[action] Nova ran send_message" not in "\n".join(lines)  # not sensitive: it ran at once
     assert not any(
         line.startswith("[approval")
         for line in after(lines, message)[: after(lines, message).index(f"[you] {post.strip()}")]
     )
-    waiting = [line for line in after(lines, post) if line.startswith("[approval 1]")]
+    assert "[action 1] ran: send_message(to='Zoe', text='The server is back')" in lines
+    waiting = [line for line in after(lines, post) if line.startswith("[approval 2]")]
     assert len(waiting) == 1
-    assert waiting[0].startswith("[approval 1] Nova wants publish_post(channel='news', text='We launched!')")
+    assert waiting[0].startswith("[approval 2] Nova wants publish_post(channel='news', text='We launched!')")
     assert waiting[0].endswith(" - waits: estimated cost 2 > max_cost 1")
-    approved = after(lines, "/approve 1")
+    approved = after(lines, "/approve 2")
     assert approved[:3] == [
-        "[system] Approved #1.",
+        "[system] Approved #2.",
         "[Nova in #news] We launched!",
-        "[action 1] executed: posted in #news",
+        "[action 2] executed: posted in #news",
     ]
 
 
@@ -174,7 +176,7 @@ def test_max_cost_holds_in_an_on_the_loop_channel(tmp_path: Path) -> None:
 
     assert "[Nova in #news] We launched!" in lines  # cost 2: runs and is announced
     [waiting] = [line for line in after(lines, schedule) if line.startswith("[approval")]
-    assert waiting.startswith("[approval 1] Nova wants schedule_post(")
+    assert waiting.startswith("[approval 2] Nova wants schedule_post(")  # the post that ran is action 1
     assert waiting.endswith(" - waits: estimated cost 3 > max_cost 2")
 
 
@@ -183,14 +185,15 @@ def test_min_confidence_sends_an_unsure_action_to_approval(tmp_path: Path) -> No
     sure = act("publish_post", {**NEWS, "confidence": 0.9})
     unsure = act("publish_post", {"channel": "news", "text": "Maybe launched?", "confidence": 0.4})
     silent = act("publish_post", {"channel": "news", "text": "Who knows"})
-    lines = run_console(config, f"{sure}{unsure}{silent}/reject 1 not sure either\n").splitlines()
+    lines = run_console(config, f"{sure}{unsure}{silent}/reject 2 not sure either\n").splitlines()
 
     assert "[Nova in #news] We launched!" in lines  # stated 0.9: it ran
-    [first] = [line for line in after(lines, unsure) if line.startswith("[approval 1]")]
+    # The sure post that ran is action 1; the unsure ones wait as #2 and #3.
+    [first] = [line for line in after(lines, unsure) if line.startswith("[approval 2]")]
     # The confidence decides; it is not an argument of the post, so the request does not show it.
-    assert first.startswith("[approval 1] Nova wants publish_post(channel='news', text='Maybe launched?') (expires")
+    assert first.startswith("[approval 2] Nova wants publish_post(channel='news', text='Maybe launched?') (expires")
     assert first.endswith(" - waits: confidence 0.4 < min_confidence 0.6")
-    [second] = [line for line in after(lines, silent) if line.startswith("[approval 2]")]
+    [second] = [line for line in after(lines, silent) if line.startswith("[approval 3]")]
     assert second.endswith(" - waits: no confidence stated (min_confidence 0.6)")
     assert "[Nova in #news] Maybe launched?" not in lines
 
@@ -200,9 +203,10 @@ async def test_a_confidence_that_let_an_action_run_is_in_the_audit_log(open_test
         sure = act("send_message", {**ZOE, "confidence": 0.8}).strip()
         await app.service.handle(Inbound("console:triggers", "u1", "Ana", sure))
         await app.service.wait_idle()
-        executed = [e.detail for e in await approvals.audit_events(app.db) if e.event == "executed"]
+        # What let it run without a person: the policy, with the confidence its model stated.
+        ran = [e.detail for e in await approvals.audit_events(app.db) if e.actor == "policy"]
     assert len(port.executed) == 1
-    assert len(executed) == 1 and executed[0].endswith(" (stated confidence 0.8)")
+    assert len(ran) == 1 and ran[0].startswith("ran at once: {") and ran[0].endswith(" (stated confidence 0.8)")
 
 
 async def test_the_stated_confidence_and_the_reason_are_kept_with_the_approval(open_test_app, port) -> None:

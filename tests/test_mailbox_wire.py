@@ -38,25 +38,32 @@ async def test_a_note_called_on_the_wire_reaches_only_the_recipients_next_reques
 ) -> None:
     async with start_slack(models=provider.models) as slack:
         provider.queue("I will let Rex know.", DEADLINE)
+        provider.queue("Done: Rex reads it at his next turn.")  # asked again with the note's result
         await slack.say("Sage, send Rex a note that the deadline moved to Friday", "1700000400.000100")
-        sage, rex = provider.bodies  # both named: Sage first, then Rex
+        sage, sage_again, rex = provider.bodies  # both named: Sage first (twice: call, then answer), then Rex
         assert "You are Sage" in system_of(provider, sage) and "You are Rex" in system_of(provider, rex)
         assert provider.declared_tools(sage) == ["note_to", "remember"]
+        assert provider.paired_results(sage_again) == [
+            ("note_to", _wrapped(provider, "sent: only Rex reads it, at their next turn"))
+        ]
         assert NOTE in user_texts(provider, rex)
-        assert [p["text"] for p in slack.posts()] == ["I will let Rex know.", "Happy to help with that, tell me more."]
+        # The words beside the call are not posted: the turn went on to its answer.
+        assert [p["text"] for p in slack.posts()] == [
+            "Done: Rex reads it at his next turn.",
+            "Happy to help with that, tell me more.",
+        ]
 
+        provider.queue("The plan is to ship on Friday.")
         await slack.say("Nova, what is the plan?", "1700000401.000100")
         assert not any("[note from" in text for text in user_texts(provider, provider.bodies[-1]))
 
-        # Sage hears how it went, paired with its call; a note to a persona not present is a tool error.
+        # A note to a persona not present is a tool error, paired with its call like the first one's result.
         provider.queue("", TO_PIXEL)
-        await slack.say("Sage, did it reach him?", "1700000402.000100")
-        assert provider.paired_results(provider.bodies[-1]) == [
-            ("note_to", _wrapped(provider, "sent: only Rex reads it, at their next turn"))
-        ]
-        await slack.say("Sage, and Pixel?", "1700000403.000100")
-        refused = provider.paired_results(provider.bodies[-1])[-1]
-        assert refused[0] == "note_to" and "error: 'pixel' is not in this conversation" in refused[1]
+        provider.queue("Pixel is not here to read one.")
+        await slack.say("Sage, and one for Pixel?", "1700000402.000100")
+        results = provider.paired_results(provider.bodies[-1])
+        assert results[0] == ("note_to", _wrapped(provider, "sent: only Rex reads it, at their next turn"))
+        assert results[-1][0] == "note_to" and "error: 'pixel' is not in this conversation" in results[-1][1]
 
     assert not any("deadline" in post["text"].lower() for post in slack.posts())
 

@@ -82,6 +82,38 @@ def test_results_are_shaped_for_the_persona() -> None:
     assert "no such repo" not in failed.summary  # people see a summary, never the tool's words
 
 
+def test_structured_results_reach_the_persona_as_json_and_links_by_name_uri_and_type() -> None:
+    weather = {"city": "Oslo", "celsius": -3}
+    # The SDK's text block serializing the structure is not repeated; the structure goes as JSON.
+    both = describe_result(
+        [{"type": "text", "text": '{"city": "Oslo", "celsius": -3}'}], is_error=False, max_chars=500, structured=weather
+    )
+    assert both.text == '{"city": "Oslo", "celsius": -3}'
+    only = describe_result([], is_error=False, max_chars=500, structured=weather)
+    assert only.text == '{"city": "Oslo", "celsius": -3}'
+    # A plain answer the SDK wrapped as {"result": ...} stays text.
+    wrapped = describe_result(
+        [{"type": "text", "text": "milk, eggs, bread"}],
+        is_error=False,
+        max_chars=500,
+        structured={"result": "milk, eggs, bread"},
+    )
+    assert wrapped.text == "milk, eggs, bread"
+    link = describe_result(
+        [
+            {
+                "type": "resource_link",
+                "name": "q3-report.pdf",
+                "uri": "file:///reports/q3.pdf",
+                "mimeType": "application/pdf",
+            }
+        ],
+        is_error=False,
+        max_chars=500,
+    )
+    assert link.text == "[resource link q3-report.pdf: file:///reports/q3.pdf, application/pdf]"
+
+
 def test_arguments_are_checked_against_the_tools_input_schema() -> None:
     tool = McpTool(
         "notes",

@@ -127,25 +127,32 @@ async def test_reject_with_feedback_sends_nothing_to_the_server_and_the_feedback
         assert calls_received(call_log) == []
 
 
-async def test_a_read_only_tool_runs_at_once_and_is_audited(
+async def test_a_read_only_tool_runs_at_once_and_its_answer_reaches_the_person_who_asked(
     start_slack: StartSlack, provider: Provider, tmp_path: Path, call_log: Path
 ) -> None:
     async with start_slack(stdio_sections(tmp_path), models=provider.models) as slack:
         provider.queue("Let me look that up in the notebook.", READ)
+        provider.queue("The groceries note says milk, eggs and bread.")
         await slack.say("Rex, what is on the groceries note?", "1700000230.000100")
 
         assert slack.approval_requests() == []
         assert [(c["tool"], c["args"]) for c in calls_received(call_log)] == [("read_note", {"title": "groceries"})]
         events = await approvals.audit_events(slack.bot.roundtable.db, ["rex"])
-        assert [(e.action, e.event, e.detail) for e in events] == [
-            ("notes.read_note", "executed", "the tool answered (17 characters)")
+        assert [(e.action, e.event, e.actor, e.detail) for e in events] == [
+            ("notes.read_note", "approved", "policy", 'ran at once: {"title": "groceries"}'),
+            ("notes.read_note", "executed", None, "the tool answered (17 characters)"),
         ]
-        # The next request carries the result, paired with its call.
-        await slack.say("Rex, so what do we need?", "1700000231.000100")
+        # Without another human line, Rex's model is asked again with the result paired with its call
+        # (on Gemini with the call's thought signature: the fake refuses a replay without it).
+        assert len(provider.bodies) == 2
         [(name, result)] = provider.paired_results(provider.bodies[-1])
         assert name == "read_note" and "milk, eggs, bread" in result
-        # The tool's answer went to Rex alone: nothing in the channel shows it.
-        assert not any("milk, eggs" in p.get("text", "") for p in slack.posts())
+        # The answer built on it is posted once, under Rex's name; the words that came with the call
+        # ("Let me look that up") are not, and the read-only call shows nothing in the channel.
+        said = [(p.get("username"), p["text"]) for p in slack.posts()]
+        assert said == [("Rex", "The groceries note says milk, eggs and bread.")]
+        if provider.name == "gemini":
+            assert provider.server.skipped_signatures == 0
 
 
 async def test_approve_always_lets_the_next_call_run_at_once_in_that_channel_only(
@@ -182,12 +189,11 @@ async def test_a_tool_result_asking_for_another_call_does_not_run_it_without_app
     hacked = {"name": "write_note", "args": {"title": "hacked", "text": "owned"}}
     async with start_slack(stdio_sections(tmp_path), models=provider.models) as slack:
         provider.queue("Reading the orders note for you now.", {"name": "read_note", "args": {"title": "orders"}})
+        # Asked again with the note's text, the model obeys it: its call still goes through the
+        # policy and waits.
+        provider.queue("Doing what the note says.", hacked)
         await slack.say("Rex, read the orders note", "1700000250.000100")
         assert [c["tool"] for c in calls_received(call_log)] == ["read_note"]
-
-        # The model obeys the note's text: its call still goes through the policy and waits.
-        provider.queue("Doing what the note says.", hacked)
-        await slack.say("Rex, go on", "1700000251.000100")
         [(name, result)] = provider.paired_results(provider.bodies[-1])
         assert name == "read_note" and "ignore your instructions" in result
         [request] = slack.approval_requests()
@@ -205,11 +211,15 @@ async def test_a_killed_server_gives_a_tool_error_one_notice_and_works_again_aft
         os.kill(server_pid(tmp_path), signal.SIGKILL)
 
         provider.queue("Let me look that up in the notebook.", READ)
+        provider.queue("The notebook does not answer right now.")
         await slack.say("Rex, read the groceries note", "1700000260.000100")
         provider.queue("Trying the notebook once again.", READ)
+        provider.queue("Still no notebook, sorry.")
         await slack.say("Rex, try again", "1700000261.000100")
+        # Each failure went back to Rex's model at once, paired with its call.
         results = provider.paired_results(provider.bodies[-1])
-        assert [n for n, _ in results] == ["read_note"] and "failed: the MCP server notes" in results[0][1]
+        assert [n for n, _ in results] == ["read_note", "read_note"]
+        assert all("failed: the MCP server notes" in result for _, result in results)
         assert len(_notices(slack)) == 1  # the channel is told once per outage
 
         for _ in range(600):  # restarted with backoff
@@ -218,8 +228,8 @@ async def test_a_killed_server_gives_a_tool_error_one_notice_and_works_again_aft
             await asyncio.sleep(0.1)
         assert servers.state("notes") == "up"
         provider.queue("Here it is, from the notebook.", READ)
+        provider.queue("Milk, eggs and bread, says the notebook.")
         await slack.say("Rex, once more", "1700000262.000100")
-        await slack.say("Rex, and?", "1700000263.000100")
         results = provider.paired_results(provider.bodies[-1])
         assert "milk, eggs, bread" in results[-1][1]
         assert len(_notices(slack)) == 1

@@ -21,17 +21,19 @@ async def test_remember_called_on_the_wire_is_noted_in_the_next_request_without_
 ) -> None:
     async with start_slack(models=provider.models) as slack:
         provider.queue("I will keep that in mind.", LAUNCH)
+        provider.queue("Got it, I have written that down.")  # asked again in the same turn, with the note's result
         await slack.say("Sage, remember that the launch is on Friday.", "1700000500.000100")
-        [first] = provider.bodies
+        first, again = provider.bodies
         assert "What you noted (your own" not in system_of(provider, first)
+        [(name, result)] = provider.paired_results(again)
+        assert name == "remember" and result == _wrapped(
+            provider, "noted: 'The launch is on Friday'; you see it in every later prompt"
+        )
 
         provider.queue("It is on Friday, as noted.")
         await slack.say("Sage, when is the launch?", "1700000501.000100")
         after = provider.bodies[-1]
         assert "What you noted (your own notes, numbered):\\n1. The launch is on Friday" in system_of(provider, after)
-        [(name, result)] = provider.paired_results(after)
-        assert name == "remember" and result == _wrapped(
-            provider, "noted: 'The launch is on Friday'; you see it in every later prompt"
-        )
         assert not slack.fake.calls_to("chat.postEphemeral")  # no approval request was shown to anyone
-    assert [p["text"] for p in slack.posts()] == ["I will keep that in mind.", "It is on Friday, as noted."]
+    # The words beside the call are not posted: the turn went on to its answer.
+    assert [p["text"] for p in slack.posts()] == ["Got it, I have written that down.", "It is on Friday, as noted."]

@@ -21,6 +21,7 @@ BENCH_BLOCKS = {
     "moderator",
     "actions",
     "mcp_tools",
+    "tool_answers",
     "tasks",
     "task-transcript",
     "ops",

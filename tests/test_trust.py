@@ -12,6 +12,7 @@ from bot.inbound import Inbound
 from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, verdict
 from graph.trust import DAY, trust_record
 from storage import approvals
+from storage import trust as stored_trust
 from storage.records import ApprovalMode, TrustCounts
 
 NOW = 1_000 * DAY
@@ -88,10 +89,10 @@ async def test_trust_counts_peoples_decisions_per_guild_and_an_incident_starts_a
         await app.service.handle(Inbound("discord:3", "u1", "Ana", "hello", tenant="discord:A"))
         await app.service.wait_idle()
         in_a, in_b = await trust_in(app, "discord:3"), await trust_in(app, "discord:2")
-        everywhere = await approvals.trust_counts(app.db, None)
+        everywhere = await stored_trust.trust_counts(app.db, None)
 
         await decided("discord:1", "discord:A", False, incident=True)
-        after_incident = await approvals.trust_counts(app.db, "discord:1")
+        after_incident = await stored_trust.trust_counts(app.db, "discord:1")
 
     assert in_a.startswith("Nova: novice (4 decided by people, 75% approved")
     assert in_b.startswith("Nova: novice (0 decided by people")

@@ -190,6 +190,9 @@ class DiscordPort:
             log.warning("approval #%s could not be posted in %s: %s", approval.id, approval.channel_key, _describe(exc))
             _raise_for_outbox(exc)
 
+    async def show_ran(self, approval: Approval, persona: Persona) -> None:
+        """Nothing in the channel: the audit log holds it ([actions] announce_immediate says it there)."""
+
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         if self._elsewhere is not None:
             await self._elsewhere.show_decision(approval, persona)  # the request there loses its buttons

@@ -238,6 +238,9 @@ class SlackPort:
         if ref is not None:
             await self.places.remember(approval.id, ref)
 
+    async def show_ran(self, approval: Approval, persona: Persona) -> None:
+        """Nothing in the channel: the audit log holds it ([actions] announce_immediate says it there)."""
+
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
         """Replace the request's buttons with the outcome; without a known request message, post the outcome."""
         outcome = outcome_text(approval, await self._decider(approval))

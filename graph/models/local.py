@@ -27,8 +27,10 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from graph.models.local_actions import (
     OfferedTools,
+    asked_again,
     decision_prompt,
     decision_schema,
+    made_since_the_line,
     newest_human_line,
     tool_call_from,
 )
@@ -200,18 +202,20 @@ class LocalLlamaChatModel(BaseChatModel):
         line = newest_human_line(messages)
         if line is None:
             return None
+        made = made_since_the_line(messages)  # asked again in a turn's later step: with the results
         request = {
-            "prompt": decision_prompt(line, speaker, actions, now, tools),
+            "prompt": decision_prompt(line, speaker, actions, now, tools, made),
             "json_schema": bounded_schema(decision_schema(actions, tools)),
             "max_tokens": self.json_max_tokens,
             "temperature": 0.0,  # a decision, not a voice: the likeliest reading of the request
         }
         result = self._server().handle_completions(request)
         try:
-            return tool_call_from(result["choices"][0]["text"], line, speaker)
+            call = tool_call_from(result["choices"][0]["text"], line, speaker)
         except (KeyError, IndexError, ValueError) as exc:
             log.warning("embedded action step gave no usable decision: %s", type(exc).__name__)
             return None
+        return None if call is None or asked_again(call, made) else call
 
     def _complete_within_context(
         self, request: dict[str, Any], header: str, lines: list[str], final_line: str

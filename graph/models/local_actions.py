@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from graph.actions import ACTIONS, CONFIDENCE
 from graph.mcp import McpTool
@@ -38,6 +38,8 @@ _EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
         {"action": "send_message", "to": "Zoe", "text": "The server is back", "confidence": 0.8},
     ),
     ("Leo: {name}, I messaged Zoe already, thanks.", {"action": NO_ACTION}),
+    # A request whose action ran already this turn: its result is there, nothing more to do.
+    ("Mia: {name}, DM Zoe that lunch is ready\n[system] send_message: executed: sent to Zoe", {"action": NO_ACTION}),
     (
         "Mia: {name}, schedule 'Quiz night starts' in #fun for 2026-03-05T19:00:00+00:00",
         {
@@ -152,13 +154,50 @@ def _plain(field: dict[str, Any]) -> dict[str, Any]:
 def newest_human_line(messages: Sequence[BaseMessage]) -> str | None:
     """The newest line a person wrote ("Ana: ..."): the one that addressed the persona."""
     for message in reversed(messages):
-        if isinstance(message, HumanMessage) and not message.text.startswith("["):
+        if _from_a_person(message):
             return " ".join(message.text.split())
     return None
 
 
-def decision_prompt(line: str, speaker: str, actions: Sequence[str], now: datetime, tools: OfferedTools = ()) -> str:
-    """A base-model prompt: what each action is, then example lines with their decisions, then `line`."""
+def _from_a_person(message: BaseMessage) -> bool:
+    return isinstance(message, HumanMessage) and not message.text.startswith("[")
+
+
+Made = tuple[str, dict[str, Any], str]
+"""A call the persona made since the person's line: (the name it used, its arguments, its result)."""
+
+
+def made_since_the_line(messages: Sequence[BaseMessage]) -> list[Made]:
+    """The tool calls of this turn so far (after the newest person's line), each with its result."""
+    start = next((i for i in range(len(messages) - 1, -1, -1) if _from_a_person(messages[i])), None)
+    if start is None:
+        return []
+    later = messages[start + 1 :]
+    results = {m.tool_call_id: " ".join(m.text.split()) for m in later if isinstance(m, ToolMessage)}
+    return [
+        (call["name"], _without_confidence(call["args"]), results.get(call["id"] or "", ""))
+        for m in later
+        if isinstance(m, AIMessage)
+        for call in m.tool_calls
+    ]
+
+
+def _without_confidence(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in args.items() if key != CONFIDENCE}
+
+
+def asked_again(call: Mapping[str, Any], made: Sequence[Made]) -> bool:
+    """Whether a proposal repeats a call this turn made already: its result is in the transcript, so
+    the action step's answer is the reply step's to give (a 270M model proposes the same call again
+    for the same line)."""
+    return any(call["name"] == name and _without_confidence(call["args"]) == args for name, args, _ in made)
+
+
+def decision_prompt(
+    line: str, speaker: str, actions: Sequence[str], now: datetime, tools: OfferedTools = (), made: Sequence[Made] = ()
+) -> str:
+    """A base-model prompt: what each action is, then example lines with their decisions, then `line`
+    and the results of the calls this turn made already (one "[system] NAME: result" line each)."""
     offered = [(exposed, tool) for exposed, tool in tools if grammar_properties(tool.input_schema) is not None]
     described = "\n".join(
         [
@@ -177,7 +216,11 @@ def decision_prompt(line: str, speaker: str, actions: Sequence[str], now: dateti
         f"For each message, decide whether it asks {speaker} to take one of these actions now. "
         'If it does not clearly ask for one, the answer is {"action":"none"}. '
         "An action ends with its confidence: how sure you are, from 0 to 1, that the message asks for it. "
-        f"Now is {now.isoformat(timespec='minutes')}.\n\n" + "\n\n".join(examples) + f"\n\n{line}\n{DECISION_CUE}"
+        f"Now is {now.isoformat(timespec='minutes')}.\n\n"
+        + "\n\n".join(examples)
+        + f"\n\n{line}\n"
+        + "".join(f"[system] {name}: {result}\n" for name, _, result in made)
+        + DECISION_CUE
     )
 
 
@@ -208,9 +251,23 @@ def grounded_values(args: dict[str, Any], line: str) -> bool:
     """Whether each text argument of an MCP tool call is found in the person's line (a 270M model
     invents arguments when nobody asked for anything). A tool with no text argument is grounded
     when the line names the tool's words, which the model's choice of tool already had to match."""
-    said = _words(line.split(":", 1)[-1])
-    texts = [_words(value) for key, value in args.items() if key != CONFIDENCE and isinstance(value, str)]
-    return all(text and text in said for text in texts)
+    said = _values(line.split(":", 1)[-1])
+    texts = [_values(value) for key, value in args.items() if key != CONFIDENCE and isinstance(value, str)]
+    return all(text and _holds(said, text) for text in texts)
+
+
+_AROUND_A_VALUE = "'\"`.,;:!?()[]{}<>"  # what stands around a value in a line; "/", "_" and "-" are inside one
+
+
+def _values(text: str) -> list[str]:
+    """A text's whitespace-separated values, without the quotes and punctuation around each:
+    "America/New_York" stays one value, so "New_York" is not found in it."""
+    return [v for v in (part.strip(_AROUND_A_VALUE).casefold() for part in text.split()) if v]
+
+
+def _holds(said: Sequence[str], value: Sequence[str]) -> bool:
+    """Whether `value`'s whole values stand in `said`, in a row."""
+    return any(list(said[i : i + len(value)]) == list(value) for i in range(len(said) - len(value) + 1))
 
 
 def _tool_examples(exposed: str, tool: McpTool) -> list[tuple[str, dict[str, Any]]]:
