@@ -16,7 +16,7 @@ from slack_sdk.errors import SlackApiError
 from bot.config import ConfigError
 from bot.discord_bot.delivery import TOO_MANY_WEBHOOKS_NOTICE
 from bot.outbox_report import outbox_report
-from bot.slack.app import make_web_client
+from bot.slack.app import RATE_LIMIT_RETRIES, make_web_client
 from bot.slack.delivery import failure_of
 from bot.slack.runner import SlackAdapter
 from storage import outbox
@@ -305,3 +305,22 @@ async def test_slack_approvals_channel_named_is_resolved_to_its_id_at_start(
     missing = make_config({"slack": {"api_base_url": fake_slack.api_url, "approvals_channel": "#nowhere"}})
     with pytest.raises(ConfigError, match=r"\[slack\] approvals_channel: no channel named '#nowhere'"):
         await SlackAdapter(missing, "xoxb-names", None, "a-signing-secret").resolve_channel_names()
+
+
+async def test_slack_outbox_waits_out_a_retry_after_the_sdk_did_not_absorb(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    # slack_sdk's rate-limit handler retries RATE_LIMIT_RETRIES times, each after Retry-After; the answer
+    # after those is the outbox's to wait out. Its own backoff (FAST_RETRIES) is far shorter than 2 s.
+    for _ in range(RATE_LIMIT_RETRIES):
+        fake_slack.rate_limit_next("chat.postMessage", retry_after=0)
+    fake_slack.rate_limit_next("chat.postMessage", retry_after=2)
+    async with start_slack(FAST_RETRIES) as slack:
+        await slack.bot.roundtable.outbox.notice(KEY, "after the rate limit", None)
+        await wait_for_counts(slack.bot.roundtable.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+
+    calls = fake_slack.calls_to("chat.postMessage")
+    assert [c.status for c in calls] == [429] * (RATE_LIMIT_RETRIES + 1) + [200]
+    unabsorbed, posted = calls[-2], calls[-1]
+    assert posted.received_at >= unabsorbed.answered_at + 2  # not before the Retry-After it was given
+    assert fake_slack.texts_in("C0GENERAL") == ["after the rate limit"]
