@@ -5,11 +5,14 @@ whole window."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from slack_sdk.errors import SlackApiError
 
@@ -24,8 +27,18 @@ from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.slack_payloads import envelope, message, signed_headers
 from tests.slack_harness import APPROVER, KEY, StartSlack
-from tests.test_outbox import FAST_RETRIES, delivered, discord_posts, wait_for_counts
+from tests.test_outbox import (
+    FAST_RETRIES,
+    Outage,
+    delivered,
+    discord_posts,
+    start_slack_bot,
+    wait_for_counts,
+    wait_for_rows,
+)
+from tests.test_two_processes import free_port
 
 # https://docs.slack.dev/reference/methods/chat.postMessage, "Errors": what no retry cures.
 SLACK_PERMANENT = (
@@ -324,3 +337,37 @@ async def test_slack_outbox_waits_out_a_retry_after_the_sdk_did_not_absorb(
     unabsorbed, posted = calls[-2], calls[-1]
     assert posted.received_at >= unabsorbed.answered_at + 2  # not before the Retry-After it was given
     assert fake_slack.texts_in("C0GENERAL") == ["after the rate limit"]
+
+
+async def test_slack_post_taken_by_slack_before_a_sigkill_is_not_posted_again_after_the_restart(tmp_path: Path) -> None:
+    port = free_port()
+    database = tmp_path / "data" / "roundtable.sqlite3"
+    short_claims = {"outbox": {"max_retry_seconds": 0.3, "claim_seconds": 5}}  # the dead process's claim lapses
+    body = json.dumps(envelope(message("Sage, hello", "1700000011.000100"), "EvKilled"))
+
+    def sages_lines() -> list[str]:
+        return fake.texts_in("C0GENERAL")  # what Slack holds: the person's message came to the bot only
+
+    async with FakeSlackApi() as fake, aiohttp.ClientSession() as http:
+        released = fake.hold_answer_after_doing_next("chat.postMessage")
+        bot = await start_slack_bot(tmp_path, fake, port, Outage(0), short_claims)
+        try:
+            url = f"http://127.0.0.1:{port}/slack/events"
+            async with http.post(url, data=body.encode(), headers=signed_headers(body, "application/json")) as r:
+                assert r.status == 200
+            await fake.wait_until(lambda: len(sages_lines()) == 1, timeout=60)  # Slack has it; the bot waits
+        finally:
+            bot.send_signal(signal.SIGKILL)  # before the answer reached it, so before it was marked sent
+            await bot.wait()
+            released.set()
+        await wait_for_rows(database, "SELECT COUNT(*) FROM outbox WHERE in_flight_since IS NOT NULL", 1)
+
+        bot = await start_slack_bot(tmp_path, fake, port, Outage(0), short_claims)
+        try:
+            await wait_for_rows(database, "SELECT COUNT(*) FROM outbox WHERE status = 'sent'", 1)
+        finally:
+            bot.terminate()
+            await bot.wait()
+
+    assert len(sages_lines()) == 1  # found by the look-back, not posted again
+    assert fake.calls_to("conversations.history")
