@@ -5,6 +5,7 @@ whole window."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import signal
@@ -22,13 +23,14 @@ from bot.outbox_report import outbox_report
 from bot.slack.app import RATE_LIMIT_RETRIES, make_web_client
 from bot.slack.delivery import failure_of
 from bot.slack.runner import SlackAdapter
-from storage import outbox
+from storage import history, outbox
+from storage.records import LineKind
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import envelope, message, signed_headers
-from tests.slack_harness import APPROVER, KEY, StartSlack
+from tests.slack_harness import APPROVER, EVENT_DEADLINE_SECONDS, KEY, StartSlack
 from tests.test_outbox import (
     FAST_RETRIES,
     Outage,
@@ -371,3 +373,23 @@ async def test_slack_post_taken_by_slack_before_a_sigkill_is_not_posted_again_af
 
     assert len(sages_lines()) == 1  # found by the look-back, not posted again
     assert fake.calls_to("conversations.history")
+
+
+async def test_slack_message_is_acknowledged_in_time_while_its_authors_name_is_still_being_looked_up(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    released = asyncio.Event()
+    fake_slack.held_users["UNEW"] = released  # users.info for Cleo is not answered until released
+    fake_slack.user_names["UNEW"] = "Cleo"
+    async with start_slack() as slack:
+        event = message("Sage, hello", "1700000012.000100", user="UNEW")
+        try:
+            status = await asyncio.wait_for(slack.send_event(event, "EvHeldName"), EVENT_DEADLINE_SECONDS)
+        finally:
+            released.set()
+        await slack.bot.wait_idle()
+        lines = await history.recent_channel_lines(slack.bot.roundtable.db, KEY, limit=10)
+
+    assert status == 200  # acknowledged before Slack would have sent the event again
+    assert [(line.author_name, line.text) for line in lines if line.kind is LineKind.HUMAN] == [("UNEW", "Sage, hello")]
+    assert [post.get("username") for post in fake_slack.delivered_posts()] == ["Sage"]  # and answered

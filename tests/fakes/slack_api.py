@@ -58,6 +58,7 @@ class ScriptedAnswer:
 class FakeSlackApi(LoopbackServer):
     user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana", "UAPPROVER": "Bea"})
     slow_users: dict[str, float] = field(default_factory=dict)  # users.info of these users takes this long
+    held_users: dict[str, asyncio.Event] = field(default_factory=dict)  # users.info of these waits for the event
     # Workspace admins (users.info is_admin): the two users most tests act as may manage channels.
     admins: set[str] = field(default_factory=lambda: {"UHUMAN", "UAPPROVER"})
     owners: set[str] = field(default_factory=set)  # workspace owners (is_owner; the first one is_primary_owner)
@@ -234,6 +235,8 @@ class FakeSlackApi(LoopbackServer):
             args.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
         if method == "users.info" and (delay := self.slow_users.get(str(args.get("user")))):
             await asyncio.sleep(delay)
+        if method == "users.info" and (held := self.held_users.get(str(args.get("user")))):
+            await held.wait()
         scripted = self._scripted[method].popleft() if self._scripted[method] else self._outage_answer(method)
         if scripted is None and str(args.get("channel")) in self.missing_channels:
             scripted = ScriptedAnswer(200, {"ok": False, "error": "channel_not_found"})
