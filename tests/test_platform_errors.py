@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import asyncpg
 import pytest
 from slack_sdk.errors import SlackApiError
 
@@ -30,7 +31,9 @@ from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import envelope, message, signed_headers
+from tests.postgres_server import PostgresServer
 from tests.slack_harness import APPROVER, EVENT_DEADLINE_SECONDS, KEY, StartSlack
+from tests.test_discord import APPROVERS, PUBLISH, approval_request, edits_of
 from tests.test_outbox import (
     FAST_RETRIES,
     Outage,
@@ -393,3 +396,27 @@ async def test_slack_message_is_acknowledged_in_time_while_its_authors_name_is_s
     assert status == 200  # acknowledged before Slack would have sent the event again
     assert [(line.author_name, line.text) for line in lines if line.kind is LineKind.HUMAN] == [("UNEW", "Sage, hello")]
     assert [post.get("username") for post in fake_slack.delivered_posts()] == ["Sage"]  # and answered
+
+
+async def test_discord_approval_click_is_deferred_in_time_while_storage_is_locked(
+    fake: FakeDiscord, open_bot: Any, postgres_server: PostgresServer
+) -> None:
+    url = await postgres_server.new_database()
+    async with open_bot(sections={**APPROVERS, "storage": {"url": url}}):
+        await fake.send_message(PUBLISH)
+        message_id, approval_id = await approval_request(fake)
+        locker = await asyncpg.connect(url)
+        try:
+            locked = locker.transaction()
+            await locked.start()
+            await locker.execute("LOCK TABLE approvals IN ACCESS EXCLUSIVE MODE")  # every read of it waits
+            clicked = await fake.click_button(message_id, f"approval:{approval_id}:approve")
+            # The first answer comes while storage is still locked (Discord refuses one after 3 s: 10062).
+            [callback] = await fake.wait_for_calls("POST", rf"/interactions/{clicked}/[^/]+/callback", timeout=10)
+            await locked.rollback()
+        finally:
+            await locker.close()
+        [decided] = await edits_of(fake, message_id, "executed")  # the click went on once storage was back
+
+    assert callback.json["type"] == 6
+    assert decided.json["components"] == []
