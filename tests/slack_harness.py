@@ -34,6 +34,9 @@ from tests.fakes.slack_payloads import (
 BOT_TOKEN = "xoxb-fake-bot-token-must-never-be-logged"
 KEY = f"slack:{TEAM_ID}:{CHANNEL}"
 APPROVER = "UAPPROVER"  # named "Bea" by the fake's users.info
+# Slack waits this long for an event's answer, then sends the event again (http_timeout):
+# https://docs.slack.dev/apis/events-api/, "Responding to events" and "Error handling".
+EVENT_DEADLINE_SECONDS = 3.0
 
 Sections = dict[str, dict[str, Any]]
 

@@ -242,6 +242,11 @@ async def callback_of(fake: FakeDiscord, interaction_id: int) -> dict[str, Any]:
     return callback.json
 
 
+async def followup_of(fake: FakeDiscord, interaction_id: int) -> dict[str, Any]:
+    [followup] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{interaction_id}")
+    return followup.json
+
+
 def news_posts(fake: FakeDiscord) -> list[RecordedCall]:
     news = {str(i) for i, w in fake.webhooks.items() if w["channel_id"] == str(p.NEWS_CHANNEL_ID)}
     return [c for c in fake.webhook_executes() if c.path.split("/")[2] in news]
@@ -270,9 +275,10 @@ async def test_an_approval_request_has_buttons_and_only_an_approver_decides_it_o
         ]
 
         refused = await fake.click_button(message_id, f"approval:{approval_id}:approve", clicker=NOT_AN_APPROVER)
-        answer = await callback_of(fake, refused)
-        assert answer["type"] == 4 and answer["data"]["flags"] == 64
-        assert answer["data"]["content"] == f"Only approvers can decide; #{approval_id} stays pending."
+        assert (await callback_of(fake, refused))["type"] == 6  # deferred at once: who may decide is in storage
+        answer = await followup_of(fake, refused)
+        assert answer["flags"] == 64
+        assert answer["content"] == f"Only approvers can decide; #{approval_id} stays pending."
         still = await approvals.get(bot.app.db, approval_id)
         assert still is not None and still.status is ApprovalStatus.PENDING
 
@@ -284,15 +290,16 @@ async def test_an_approval_request_has_buttons_and_only_an_approver_decides_it_o
         # Clicked again, as a Discord that still shows the buttons would: nothing runs twice.
         edits = len(fake.find_calls("PATCH", rf"/channels/{TEXT}/messages/{message_id}"))
         again = await fake.click_button(message_id, f"approval:{approval_id}:approve", as_seen=original)
-        answer = await callback_of(fake, again)
+        assert (await callback_of(fake, again))["type"] == 6
+        answer = await followup_of(fake, again)
         # A button naming an approval that does not exist is answered, and breaks nothing.
         forged = json.loads(json.dumps(original).replace(f"approval:{approval_id}:", "approval:987654:"))
         unknown = await fake.click_button(message_id, "approval:987654:reject", as_seen=forged)
-        assert (await callback_of(fake, unknown))["data"]["content"] == "There is no approval #987654."
+        assert (await followup_of(fake, unknown))["content"] == "There is no approval #987654."
         await settle(bot)
 
-    assert answer["type"] == 4 and answer["data"]["flags"] == 64
-    assert answer["data"]["content"] == f"Approval #{approval_id} was already decided (executed)."
+    assert answer["flags"] == 64
+    assert answer["content"] == f"Approval #{approval_id} was already decided (executed)."
     assert len(fake.find_calls("PATCH", rf"/channels/{TEXT}/messages/{message_id}")) == edits
     [published] = news_posts(fake)
     assert published.json["username"] == "Nova" and published.json["content"] == "We launched!"

@@ -399,10 +399,16 @@ async def test_discord_persona_post_whose_outcome_was_unknown_is_not_posted_agai
 # -- SIGKILL while posts are failing ----------------------------------------------------------------
 
 
-async def start_slack_bot(directory: Path, fake: FakeSlackApi, port: int, outage: Outage) -> asyncio.subprocess.Process:
+async def start_slack_bot(
+    directory: Path, fake: FakeSlackApi, port: int, outage: Outage, sections: dict[str, dict[str, Any]] | None = None
+) -> asyncio.subprocess.Process:
     config = write_config(
         directory,
-        {**outage.sections, "slack": {"api_base_url": fake.api_url, "host": "127.0.0.1", "port": port}},
+        {
+            **outage.sections,
+            **(sections or {}),
+            "slack": {"api_base_url": fake.api_url, "host": "127.0.0.1", "port": port},
+        },
     )
     env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-outbox", "SLACK_SIGNING_SECRET": SIGNING_SECRET}
     for unused in ("SLACK_APP_TOKEN", "DISCORD_TOKEN", "GOOGLE_API_KEY", "OPENAI_API_KEY"):

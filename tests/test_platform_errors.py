@@ -5,27 +5,45 @@ whole window."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+import asyncpg
 import pytest
 from slack_sdk.errors import SlackApiError
 
 from bot.config import ConfigError
 from bot.discord_bot.delivery import TOO_MANY_WEBHOOKS_NOTICE
 from bot.outbox_report import outbox_report
-from bot.slack.app import make_web_client
+from bot.slack.app import RATE_LIMIT_RETRIES, make_web_client
 from bot.slack.delivery import failure_of
 from bot.slack.runner import SlackAdapter
-from storage import outbox
+from storage import history, outbox
+from storage.records import LineKind
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
-from tests.slack_harness import APPROVER, KEY, StartSlack
-from tests.test_outbox import FAST_RETRIES, delivered, discord_posts, wait_for_counts
+from tests.fakes.slack_payloads import envelope, message, signed_headers
+from tests.postgres_server import PostgresServer
+from tests.slack_harness import APPROVER, EVENT_DEADLINE_SECONDS, KEY, StartSlack
+from tests.test_discord import APPROVERS, PUBLISH, approval_request, edits_of
+from tests.test_outbox import (
+    FAST_RETRIES,
+    Outage,
+    delivered,
+    discord_posts,
+    start_slack_bot,
+    wait_for_counts,
+    wait_for_rows,
+)
+from tests.test_two_processes import free_port
 
 # https://docs.slack.dev/reference/methods/chat.postMessage, "Errors": what no retry cures.
 SLACK_PERMANENT = (
@@ -305,3 +323,100 @@ async def test_slack_approvals_channel_named_is_resolved_to_its_id_at_start(
     missing = make_config({"slack": {"api_base_url": fake_slack.api_url, "approvals_channel": "#nowhere"}})
     with pytest.raises(ConfigError, match=r"\[slack\] approvals_channel: no channel named '#nowhere'"):
         await SlackAdapter(missing, "xoxb-names", None, "a-signing-secret").resolve_channel_names()
+
+
+async def test_slack_outbox_waits_out_a_retry_after_the_sdk_did_not_absorb(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    # slack_sdk's rate-limit handler retries RATE_LIMIT_RETRIES times, each after Retry-After; the answer
+    # after those is the outbox's to wait out. Its own backoff (FAST_RETRIES) is far shorter than 2 s.
+    for _ in range(RATE_LIMIT_RETRIES):
+        fake_slack.rate_limit_next("chat.postMessage", retry_after=0)
+    fake_slack.rate_limit_next("chat.postMessage", retry_after=2)
+    async with start_slack(FAST_RETRIES) as slack:
+        await slack.bot.roundtable.outbox.notice(KEY, "after the rate limit", None)
+        await wait_for_counts(slack.bot.roundtable.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+
+    calls = fake_slack.calls_to("chat.postMessage")
+    assert [c.status for c in calls] == [429] * (RATE_LIMIT_RETRIES + 1) + [200]
+    unabsorbed, posted = calls[-2], calls[-1]
+    assert posted.received_at >= unabsorbed.answered_at + 2  # not before the Retry-After it was given
+    assert fake_slack.texts_in("C0GENERAL") == ["after the rate limit"]
+
+
+async def test_slack_post_taken_by_slack_before_a_sigkill_is_not_posted_again_after_the_restart(tmp_path: Path) -> None:
+    port = free_port()
+    database = tmp_path / "data" / "roundtable.sqlite3"
+    short_claims = {"outbox": {"max_retry_seconds": 0.3, "claim_seconds": 5}}  # the dead process's claim lapses
+    body = json.dumps(envelope(message("Sage, hello", "1700000011.000100"), "EvKilled"))
+
+    def sages_lines() -> list[str]:
+        return fake.texts_in("C0GENERAL")  # what Slack holds: the person's message came to the bot only
+
+    async with FakeSlackApi() as fake, aiohttp.ClientSession() as http:
+        released = fake.hold_answer_after_doing_next("chat.postMessage")
+        bot = await start_slack_bot(tmp_path, fake, port, Outage(0), short_claims)
+        try:
+            url = f"http://127.0.0.1:{port}/slack/events"
+            async with http.post(url, data=body.encode(), headers=signed_headers(body, "application/json")) as r:
+                assert r.status == 200
+            await fake.wait_until(lambda: len(sages_lines()) == 1, timeout=60)  # Slack has it; the bot waits
+        finally:
+            bot.send_signal(signal.SIGKILL)  # before the answer reached it, so before it was marked sent
+            await bot.wait()
+            released.set()
+        await wait_for_rows(database, "SELECT COUNT(*) FROM outbox WHERE in_flight_since IS NOT NULL", 1)
+
+        bot = await start_slack_bot(tmp_path, fake, port, Outage(0), short_claims)
+        try:
+            await wait_for_rows(database, "SELECT COUNT(*) FROM outbox WHERE status = 'sent'", 1)
+        finally:
+            bot.terminate()
+            await bot.wait()
+
+    assert len(sages_lines()) == 1  # found by the look-back, not posted again
+    assert fake.calls_to("conversations.history")
+
+
+async def test_slack_message_is_acknowledged_in_time_while_its_authors_name_is_still_being_looked_up(
+    start_slack: StartSlack, fake_slack: FakeSlackApi
+) -> None:
+    released = asyncio.Event()
+    fake_slack.held_users["UNEW"] = released  # users.info for Cleo is not answered until released
+    fake_slack.user_names["UNEW"] = "Cleo"
+    async with start_slack() as slack:
+        event = message("Sage, hello", "1700000012.000100", user="UNEW")
+        try:
+            status = await asyncio.wait_for(slack.send_event(event, "EvHeldName"), EVENT_DEADLINE_SECONDS)
+        finally:
+            released.set()
+        await slack.bot.wait_idle()
+        lines = await history.recent_channel_lines(slack.bot.roundtable.db, KEY, limit=10)
+
+    assert status == 200  # acknowledged before Slack would have sent the event again
+    assert [(line.author_name, line.text) for line in lines if line.kind is LineKind.HUMAN] == [("UNEW", "Sage, hello")]
+    assert [post.get("username") for post in fake_slack.delivered_posts()] == ["Sage"]  # and answered
+
+
+async def test_discord_approval_click_is_deferred_in_time_while_storage_is_locked(
+    fake: FakeDiscord, open_bot: Any, postgres_server: PostgresServer
+) -> None:
+    url = await postgres_server.new_database()
+    async with open_bot(sections={**APPROVERS, "storage": {"url": url}}):
+        await fake.send_message(PUBLISH)
+        message_id, approval_id = await approval_request(fake)
+        locker = await asyncpg.connect(url)
+        try:
+            locked = locker.transaction()
+            await locked.start()
+            await locker.execute("LOCK TABLE approvals IN ACCESS EXCLUSIVE MODE")  # every read of it waits
+            clicked = await fake.click_button(message_id, f"approval:{approval_id}:approve")
+            # The first answer comes while storage is still locked (Discord refuses one after 3 s: 10062).
+            [callback] = await fake.wait_for_calls("POST", rf"/interactions/{clicked}/[^/]+/callback", timeout=10)
+            await locked.rollback()
+        finally:
+            await locker.close()
+        [decided] = await edits_of(fake, message_id, "executed")  # the click went on once storage was back
+
+    assert callback.json["type"] == 6
+    assert decided.json["components"] == []

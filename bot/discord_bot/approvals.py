@@ -60,7 +60,8 @@ class ApprovalClicks:
     ) -> None:
         """`edited`: the JSON typed into the Revise form; the approval then runs those arguments.
         `always`: Approve always (an MCP tool then runs without asking in this channel)."""
-        await interaction.response.defer()  # acknowledges the click; the message is edited below
+        if not interaction.response.is_done():  # a button click was deferred already, a form's submission not
+            await interaction.response.defer()  # acknowledges it; the message is edited below
         if (message := interaction.message) is not None and await self.board.places.place(approval_id) is None:
             await self.board.places.remember(approval_id, Place(str(message.channel.id), str(message.id)))
         actor = actor_of(interaction)
@@ -162,6 +163,9 @@ def clicks_of(interaction: discord.Interaction) -> ApprovalClicks | None:
     return clicks if isinstance(clicks, ApprovalClicks) else None
 
 
+DEFERRED_VERBS = ("approve", "always", "reject")
+
+
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLATE):
     def __init__(self, approval_id: int, verb: Verb) -> None:
         label, style = _STYLE[verb]
@@ -177,7 +181,11 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         """Only approvers get past this, and only while the approval is pending; others are told why, privately.
-        View is answered by the service itself, which shows approvers the arguments in any state."""
+        View is answered by the service itself, which shows approvers the arguments in any state.
+        A decision's click is deferred first: who may decide is read from storage, and Discord wants a first
+        answer within 3 seconds (10062 Unknown interaction after that); a form can only be a first answer."""
+        if self.verb in DEFERRED_VERBS:
+            await interaction.response.defer()
         return self.verb == "view" or await _may_decide(interaction, self.approval_id)
 
     async def callback(self, interaction: discord.Interaction) -> None:

@@ -141,6 +141,10 @@ class FakeDiscord(LoopbackServer):
     # "5XX: The server had an error processing your request"), so one may come after the message exists.
     server_errors_after_posting: int = 0
     autocomplete_answers: list[list[dict[str, Any]]] = field(default_factory=list)  # the choices of each accepted one
+    # When each interaction was sent (time.monotonic(), by id): its first answer must come within
+    # INTERACTION_SECONDS, or the token is invalidated and the callback is 10062 Unknown interaction
+    # (https://discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction).
+    interactions_sent: dict[str, float] = field(default_factory=dict)
     while_failing: Callable[[], None] | None = None  # what happens in the channel before such a 503 goes back
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -391,6 +395,8 @@ class FakeDiscord(LoopbackServer):
     async def _dispatch(self, event: str, data: dict[str, Any], timeout: float = 10) -> None:
         """Send `event` to the connection holding its guild's shard, waiting for one to connect."""
         await self.wait_until_guild_sent()
+        if event == "INTERACTION_CREATE":
+            self.interactions_sent[str(data["id"])] = time.monotonic()
         guild_id = int(data["guild_id"]) if data.get("guild_id") else None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -638,6 +644,9 @@ class FakeDiscord(LoopbackServer):
 
     async def _interaction_callback(self, request: web.Request) -> web.Response:
         body = request[BODY]
+        sent = self.interactions_sent.get(request.match_info["interaction_id"])
+        if sent is not None and time.monotonic() - sent > INTERACTION_SECONDS:
+            return _error(404, 10062, "Unknown interaction")
         if body.get("type") == 8 and (problem := _autocomplete_problem(body.get("data") or {})):
             return problem
         if body.get("type") == 8:
@@ -698,6 +707,9 @@ def _field_error(name: str) -> dict[str, Any]:
 def _json(data: Any, status: int = 200) -> web.Response:
     # Exactly "application/json": discord.py only parses a body whose content type is exactly that.
     return web.Response(body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"})
+
+
+INTERACTION_SECONDS = 3.0  # an interaction's first answer, at most this long after it was sent
 
 
 def _error(status: int, code: int, message: str) -> web.Response:

@@ -40,6 +40,8 @@ class SlackCall:
     status: int = 200
     error: str | None = None
     answer: dict[str, Any] = field(default_factory=dict)  # the JSON body the fake answered with
+    received_at: float = 0.0  # time.monotonic() when the request arrived
+    answered_at: float = 0.0  # time.monotonic() when its answer was ready
 
 
 @dataclass
@@ -49,12 +51,14 @@ class ScriptedAnswer:
     headers: dict[str, str] = field(default_factory=dict)
     done_anyway: bool = False  # the call took effect (a message was posted) before this failure was answered
     then: Callable[[], None] | None = None  # what happens in the workspace before the answer goes back
+    held_until: asyncio.Event | None = None  # the answer waits for this (the call has taken effect meanwhile)
 
 
 @dataclass
 class FakeSlackApi(LoopbackServer):
     user_names: dict[str, str] = field(default_factory=lambda: {"UHUMAN": "Ana", "UAPPROVER": "Bea"})
     slow_users: dict[str, float] = field(default_factory=dict)  # users.info of these users takes this long
+    held_users: dict[str, asyncio.Event] = field(default_factory=dict)  # users.info of these waits for the event
     # Workspace admins (users.info is_admin): the two users most tests act as may manage channels.
     admins: set[str] = field(default_factory=lambda: {"UHUMAN", "UAPPROVER"})
     owners: set[str] = field(default_factory=set)  # workspace owners (is_owner; the first one is_primary_owner)
@@ -139,6 +143,13 @@ class FakeSlackApi(LoopbackServer):
             ScriptedAnswer(status, {"ok": False, "error": error}, done_anyway=True, then=then)
         )
 
+    def hold_answer_after_doing_next(self, method: str) -> asyncio.Event:
+        """The next call to `method` takes effect (chat.postMessage posts its message), then its answer
+        waits until the returned event is set: a process killed meanwhile never learns it was done."""
+        released = asyncio.Event()
+        self._scripted[method].append(ScriptedAnswer(200, {}, done_anyway=True, held_until=released))
+        return released
+
     def someone_says(self, channel: str, text: str, user: str = "UHUMAN") -> str:
         """A person's message in `channel`, which history will list; its ts."""
         ts = self._next_ts()
@@ -216,6 +227,7 @@ class FakeSlackApi(LoopbackServer):
 
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
+        received_at = time.monotonic()
         args: dict[str, Any] = dict(request.query)
         if request.content_type == "application/json":
             args.update(await request.json())
@@ -223,6 +235,8 @@ class FakeSlackApi(LoopbackServer):
             args.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
         if method == "users.info" and (delay := self.slow_users.get(str(args.get("user")))):
             await asyncio.sleep(delay)
+        if method == "users.info" and (held := self.held_users.get(str(args.get("user")))):
+            await held.wait()
         scripted = self._scripted[method].popleft() if self._scripted[method] else self._outage_answer(method)
         if scripted is None and str(args.get("channel")) in self.missing_channels:
             scripted = ScriptedAnswer(200, {"ok": False, "error": "channel_not_found"})
@@ -231,12 +245,19 @@ class FakeSlackApi(LoopbackServer):
             if refusal := next((error for held, error in self.refused_texts.items() if held in text), None):
                 scripted = ScriptedAnswer(200, {"ok": False, "error": refusal})
         if scripted is not None and scripted.done_anyway:
-            self._answer(method, args)
+            done = self._answer(method, args)
+            if (held_until := scripted.held_until) is not None:
+                async with self._changed:
+                    self._changed.notify_all()  # the message is there for wait_until to see
+                await held_until.wait()
+                scripted = ScriptedAnswer(200, done)
         if scripted is not None and scripted.then is not None:
             scripted.then()
         answer = scripted or ScriptedAnswer(200, self._answer(method, args))
         error = None if answer.body.get("ok") else str(answer.body.get("error"))
-        await self._record(SlackCall(method, args, dict(request.headers), answer.status, error, answer.body))
+        call = SlackCall(method, args, dict(request.headers), answer.status, error, answer.body, received_at)
+        call.answered_at = time.monotonic()
+        await self._record(call)
         return web.json_response(answer.body, status=answer.status, headers=answer.headers)
 
     def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
