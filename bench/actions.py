@@ -1,12 +1,13 @@
-"""How well the embedded Gemma proposes actions: precision, recall and exact arguments on the
+"""How well the embedded model (the default unless --model) proposes actions: precision, recall and exact arguments on the
 labelled lines in tests/data/action_lines.jsonl, through the production path (the local provider's
 persona model for the persona the line addresses (Nova unless the line names another), then `check_call`). Prints a table and rewrites its block of docs/benchmarks.md.
 
-Run from the repository root: python bench/actions.py
+Run from the repository root: python bench/actions.py [--model gemma-3-270m] [--no-docs]
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -21,9 +22,11 @@ sys.path.insert(0, str(ROOT))
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 
 from bench import proposals  # noqa: E402
+from bench.harness import MODELS_DIR  # noqa: E402
 from bench.report import machine  # noqa: E402
 from graph.actions import ActionCall, check_call  # noqa: E402
 from graph.models.factory import ProviderConfig, build_models  # noqa: E402
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
 from graph.prompt import system_text  # noqa: E402
 from personas import load_personas  # noqa: E402
 
@@ -47,12 +50,14 @@ class Outcome(proposals.Outcome):
         return True
 
 
-async def measure(cache_dir: Path) -> tuple[list[proposals.Outcome], float]:
+async def measure(
+    cache_dir: Path, model: str = DEFAULT_LOCAL_MODEL, every: int = 1
+) -> tuple[list[proposals.Outcome], float]:
     personas = load_personas()
-    models = build_models(ProviderConfig(provider="local", local_cache_dir=cache_dir), {})
+    models = build_models(ProviderConfig(provider="local", local_model=model, local_cache_dir=MODELS_DIR), {})
     outcomes: list[proposals.Outcome] = []
     started = time.perf_counter()
-    for raw in LINES.read_text(encoding="utf-8").splitlines():
+    for raw in LINES.read_text(encoding="utf-8").splitlines()[::every]:
         row = json.loads(raw)
         persona = personas[row.get("persona", "nova")]  # the line addresses it; Nova, Sage and Rex are present
         team = [personas[i].display_name for i in TEAM if i != persona.id]
@@ -72,7 +77,7 @@ async def measure(cache_dir: Path) -> tuple[list[proposals.Outcome], float]:
     return outcomes, time.perf_counter() - started
 
 
-def report(outcomes: list[proposals.Outcome], seconds: float, load: float) -> str:
+def report(outcomes: list[proposals.Outcome], seconds: float, load: float, model: str = DEFAULT_LOCAL_MODEL) -> str:
     wanted = [o for o in outcomes if o.wanted]
     chat = [o for o in outcomes if not o.wanted]
     true_positives = [o for o in wanted if o.proposed is not None]
@@ -114,7 +119,7 @@ def report(outcomes: list[proposals.Outcome], seconds: float, load: float) -> st
     return "\n".join(
         [
             f"Machine: {machine(load)}. {len(outcomes)} labelled lines ({len(wanted)} requests, {len(chat)} chit-chat), "
-            f"embedded Gemma 3 270M, greedy decisions, {seconds:.0f} s.",
+            f"embedded {LOCAL_MODELS[model].title}, greedy decisions, {seconds:.0f} s.",
             "",
             "| metric | measured | target |",
             "| --- | --- | --- |",
@@ -137,7 +142,9 @@ def _spread(outcomes: list[proposals.Outcome]) -> str:
 
 
 def main() -> None:
-    proposals.run(measure, report, name="actions")
+    args = proposals.model_option(__doc__ or "")
+    measured = functools.partial(measure, model=args.model, every=args.every)
+    proposals.run(measured, functools.partial(report, model=args.model), name="actions", docs=not args.no_docs)
 
 
 if __name__ == "__main__":

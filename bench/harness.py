@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import tempfile
 import time
@@ -175,6 +176,10 @@ async def bench_app(models: BenchModels, sections: dict[str, dict[str, Any]] | N
         port = TimingPort(models)
         async with open_app(config, port, models=models, environ={}, rng=random.Random(7)) as app:
             yield BenchApp(app, models, port)
+
+
+# The embedded models' GGUFs, assembled once and kept across bench runs (ROUNDTABLE_BENCH_MODELS: another cache).
+MODELS_DIR = Path(os.environ.get("ROUNDTABLE_BENCH_MODELS", Path.home() / ".cache" / "roundtable-bench"))
 
 
 def default_config(scratch: Path, personas: Path = ROOT / "personas", **overrides: str) -> Config:

@@ -1,6 +1,10 @@
 """Timings of the embedded model: GGUF assembly, load, throughput and reply latency.
 
-Run from the repository root: python bench/local_model.py [--threads N] [--runs N]
+On a chat-template model (the default) it also times a persona's reply as Roundtable sends it: the
+shipped Nova's system prompt and a short history through llama.cpp's chat completions, model time
+(prompt evaluation and generation, from llama.cpp's own timings) with the prompt cold and cached.
+
+Run from the repository root: python bench/local_model.py [--model NAME] [--threads N] [--runs N]
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langchain_core.messages import HumanMessage, SystemMessage  # noqa: E402
 
-from graph.models.gguf import ensure_gguf  # noqa: E402
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, ensure_gguf  # noqa: E402
+from graph.models.llama_text import persona_chat  # noqa: E402
 from graph.models.local import LocalLlamaChatModel  # noqa: E402
+from graph.prompt import system_text  # noqa: E402
+from personas import load_personas  # noqa: E402
 
 CHAT = [
     SystemMessage(content="A friendly group chat about travel. Nova is cheerful and curious. Sage is calm and wise."),
@@ -65,15 +72,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL, choices=sorted(LOCAL_MODELS))
+    parser.add_argument("--max-tokens", type=int, default=96, help="a persona reply's cap ([llm.local] max_tokens)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as cache:
-        path, first = timed(ensure_gguf, Path(cache))
-        _, cached = timed(ensure_gguf, Path(cache))
+        path, first = timed(ensure_gguf, Path(cache), args.model, None)
+        _, cached = timed(ensure_gguf, Path(cache), args.model, None)
         print(f"gguf assemble+verify (first):  {first:7.2f} s  ({path.stat().st_size / 1e6:.0f} MB)")
         print(f"gguf ensure (cached, stamped): {cached * 1000:7.2f} ms")
 
-        model = LocalLlamaChatModel(model_path=str(path), n_threads=args.threads)
+        chat = LOCAL_MODELS[args.model].chat_template
+        model = LocalLlamaChatModel(model_path=str(path), n_threads=args.threads, chat_template=chat)
         _, load = timed(model.load)
         print(f"model load ({args.threads} threads):        {load:7.2f} s")
 
@@ -96,12 +106,43 @@ def main() -> None:
         forced_s = (forced["timings"]["prompt_ms"] + forced["timings"]["predicted_ms"]) / 1000
         print(f"40-token reply, uncached prompt: {forced_s:5.2f} s")
 
+        if chat:
+            persona_reply_times(model, args.runs, args.max_tokens)
         persona = asyncio.run(replies(model, args.runs, speaker="Nova", max_tokens=40))
         decisions = asyncio.run(replies(model, args.runs, response_format=DECISION))
         for label, runs in (("persona reply (<=40 tok)", persona), ("moderator JSON decision", decisions)):
             latency = statistics.median(s for s, _ in runs)
             tokens = statistics.median(n for _, n in runs)
             print(f"{label:<24} median {latency:5.2f} s, {tokens:.0f} tokens (max {max(s for s, _ in runs):.2f} s)")
+
+
+HISTORY = [
+    HumanMessage(content="Ana: Morning all. We launch the budgeting app in three weeks."),
+    HumanMessage(content="[Sage] Then we should decide what the first screen says."),
+    HumanMessage(content="Ana: Nova, what price would you put on it, and why?"),
+]
+
+
+def persona_reply_times(model: LocalLlamaChatModel, runs: int, max_tokens: int) -> None:
+    """Model time of Nova's reply as Roundtable sends it, cold (no cached prompt) and cached."""
+    personas = load_personas()
+    nova = personas["nova"]
+    system = system_text(nova, ["Sage", "Rex", "Ana"], "")
+    prompt, turns = persona_chat([SystemMessage(content=system), *HISTORY], "Nova")
+    messages = [{"role": "system", "content": prompt}, *({"role": r, "content": t} for r, t in turns)]
+    for label, cache_prompt in (("cold prompt", False), ("cached prompt", True)):
+        seconds, generated, prompt_tokens = [], [], 0
+        for _ in range(runs):
+            request = {"messages": messages, "max_tokens": max_tokens, "stop": ["\n"], "cache_prompt": cache_prompt}
+            timings = model._server().handle_chat_completions(request)["timings"]
+            seconds.append((timings["prompt_ms"] + timings["predicted_ms"]) / 1000)
+            generated.append(timings["predicted_n"])
+            prompt_tokens = max(prompt_tokens, timings["prompt_n"])
+        print(
+            f"Nova's reply, {label:<13} model time median {statistics.median(seconds):5.2f} s "
+            f"(max {max(seconds):.2f} s), {statistics.median(generated):.0f} tokens, "
+            f"prompt {prompt_tokens} tokens evaluated"
+        )
 
 
 if __name__ == "__main__":

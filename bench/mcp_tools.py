@@ -1,15 +1,16 @@
-"""How well the embedded Gemma proposes calls of MCP tools: precision, recall and exact arguments on
+"""How well the embedded model (the default unless --model) proposes calls of MCP tools: precision, recall and exact arguments on
 the labelled lines in tests/data/mcp_tool_lines.jsonl (requests for the test notes server's tools,
 and chit-chat about notes), through the production path: the real server (tests/mcp_notes_server.py
 over stdio) lists its tools, Rex may use them (tools = ["notes"]), the local provider's persona model
 takes its action step under their input schemas, and `check_call` checks what it proposes. Prints a
 table and rewrites its block of docs/benchmarks.md.
 
-Run from the repository root: python bench/mcp_tools.py
+Run from the repository root: python bench/mcp_tools.py [--model gemma-3-270m] [--no-docs]
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -21,12 +22,14 @@ sys.path.insert(0, str(ROOT))
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 
 from bench import proposals  # noqa: E402
+from bench.harness import MODELS_DIR  # noqa: E402
 from bench.report import machine  # noqa: E402
 from bot.config import load_config  # noqa: E402
 from bot.mcp_servers import McpServers  # noqa: E402
 from graph.actions import ActionCall, check_call  # noqa: E402
 from graph.models.chat import ChatModels  # noqa: E402
 from graph.models.factory import ProviderConfig, build_models  # noqa: E402
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
 from graph.prompt import system_text  # noqa: E402
 from personas import load_personas  # noqa: E402
 
@@ -34,7 +37,9 @@ LINES = ROOT / "tests" / "data" / "mcp_tool_lines.jsonl"
 SERVER = ROOT / "tests" / "mcp_notes_server.py"
 
 
-async def measure(work: Path) -> tuple[list[proposals.Outcome], float]:
+async def measure(
+    work: Path, model: str = DEFAULT_LOCAL_MODEL, every: int = 1
+) -> tuple[list[proposals.Outcome], float]:
     config_path = work / "config.toml"
     config_path.write_text(
         f'[storage]\ndata_dir = "{work / "data"}"\n'
@@ -49,12 +54,12 @@ async def measure(work: Path) -> tuple[list[proposals.Outcome], float]:
         personas = load_personas()
         rex = personas["rex"].model_copy(update={"tools": ("notes",)})
         team = [personas[i].display_name for i in ("nova", "sage")]
-        models = build_models(ProviderConfig(provider="local", local_cache_dir=work / "models"), {})
+        models = build_models(ProviderConfig(provider="local", local_model=model, local_cache_dir=MODELS_DIR), {})
         assert isinstance(models, ChatModels)
         models.use_tools(catalog)
         outcomes: list[proposals.Outcome] = []
         started = time.perf_counter()
-        for raw in LINES.read_text(encoding="utf-8").splitlines():
+        for raw in LINES.read_text(encoding="utf-8").splitlines()[::every]:
             row = json.loads(raw)
             messages: list[BaseMessage] = [
                 SystemMessage(content=system_text(rex, team, "", needs_approval=rex.actions)),
@@ -72,7 +77,7 @@ async def measure(work: Path) -> tuple[list[proposals.Outcome], float]:
         await servers.stop()
 
 
-def report(outcomes: list[proposals.Outcome], seconds: float, load: float) -> str:
+def report(outcomes: list[proposals.Outcome], seconds: float, load: float, model: str = DEFAULT_LOCAL_MODEL) -> str:
     wanted = [o for o in outcomes if o.wanted]
     chat = [o for o in outcomes if not o.wanted]
     hits = [o for o in wanted if o.proposed is not None]
@@ -95,7 +100,7 @@ def report(outcomes: list[proposals.Outcome], seconds: float, load: float) -> st
     return "\n".join(
         [
             f"Machine: {machine(load)}. {len(outcomes)} labelled lines ({len(wanted)} requests for the notes "
-            f"server's read_note and write_note, {len(chat)} chit-chat about notes), embedded Gemma 3 270M, "
+            f"server's read_note and write_note, {len(chat)} chit-chat about notes), embedded {LOCAL_MODELS[model].title}, "
             f"greedy decisions, {seconds:.0f} s.",
             "",
             "| metric | measured |",
@@ -108,7 +113,9 @@ def report(outcomes: list[proposals.Outcome], seconds: float, load: float) -> st
 
 
 def main() -> None:
-    proposals.run(measure, report, name="mcp_tools")
+    args = proposals.model_option(__doc__ or "")
+    measured = functools.partial(measure, model=args.model, every=args.every)
+    proposals.run(measured, functools.partial(report, model=args.model), name="mcp_tools", docs=not args.no_docs)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ scratch directory, print the table and the misses, rewrite its block of docs/ben
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import tempfile
@@ -14,6 +15,7 @@ from typing import Any
 
 from bench.report import rewrite_block
 from graph.actions import ActionCall
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,9 +59,9 @@ Report = Callable[[list[Outcome], float, float], str]
 """(outcomes, seconds, the load at the start) -> the block for docs/benchmarks.md."""
 
 
-def run(measure: Measure, report: Report, name: str) -> None:
+def run(measure: Measure, report: Report, name: str, docs: bool = True) -> None:
     """Measure, print the block and every miss (a line asked for nothing proposed, or the reverse, or
-    inexact arguments), and rewrite the `name` block of docs/benchmarks.md."""
+    inexact arguments), and rewrite the `name` block of docs/benchmarks.md (unless not `docs`)."""
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
         outcomes, seconds = asyncio.run(measure(Path(scratch)))
@@ -69,4 +71,14 @@ def run(measure: Measure, report: Report, name: str) -> None:
         if outcome.wanted != (outcome.proposed is not None) or (outcome.proposed and not outcome.exact):
             shown = outcome.proposed.describe() if outcome.proposed else "nothing"
             print(f"  {outcome.line!r}: expected {outcome.expected}, proposed {shown}")
-    rewrite_block(block, name=name)
+    if docs:
+        rewrite_block(block, name=name)
+
+
+def model_option(description: str) -> argparse.Namespace:
+    """The embedded model a proposals bench runs on (the default unless --model), and --no-docs."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL, choices=sorted(LOCAL_MODELS))
+    parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
+    parser.add_argument("--every", type=int, default=1, help="a subset: every Nth labelled line (1: all)")
+    return parser.parse_args()

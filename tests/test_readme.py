@@ -18,6 +18,7 @@ BENCH_BLOCKS = {
     "first-turn",
     "quality",
     "quality-transcript",
+    "models-quality",
     "moderator",
     "actions",
     "mcp_tools",

@@ -109,7 +109,10 @@ async def test_usage_is_stored_per_persona_and_role_and_reported(
 async def test_the_embedded_model_counts_its_own_tokens() -> None:
     """Gemma through the same ChatModels wiring: its own prompt and reply token counts reach the watcher."""
     config = ProviderConfig(
-        provider="local", local_cache_dir=Path.home() / ".cache" / "roundtable-test", local_max_tokens=16
+        provider="local",
+        local_model="gemma-3-270m",
+        local_cache_dir=Path.home() / ".cache" / "roundtable-test",
+        local_max_tokens=16,
     )
     models = build_models(config, {})
     assert isinstance(models, ChatModels)

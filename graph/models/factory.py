@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from graph.mcp import ToolCatalog
 from graph.models.base import ChatRunnable, Models
 from graph.models.chat import ChatModels
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, WeightsError, ensure_gguf, local_model
 from graph.models.scripted import ScriptedModels
 from personas import Persona
 
@@ -47,6 +48,7 @@ class ProviderConfig:
     model_requests_per_minute: Mapping[str, float] = field(default_factory=dict)
     base_url: str = ""
     timeout_seconds: float = 60
+    local_model: str = DEFAULT_LOCAL_MODEL
     local_threads: int = 2
     local_context_size: int = 2048
     local_max_tokens: int = 96
@@ -183,17 +185,21 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
 
 
 def _local(config: ProviderConfig) -> Models:
-    from graph.models.gguf import ensure_gguf
     from graph.models.local import LocalLlamaChatModel
     from graph.moderator import fixed_reason_schema
     from graph.planner import numbered_plan_schema
 
-    model_path = ensure_gguf(config.local_cache_dir)
+    try:
+        weights = local_model(config.local_model)
+        model_path = ensure_gguf(config.local_cache_dir, weights.key)
+    except WeightsError as exc:
+        raise ProviderError(str(exc)) from None
     shared = LocalLlamaChatModel(
         model_path=str(model_path),
         n_threads=config.local_threads,
         n_ctx=config.local_context_size,
         max_tokens=config.local_max_tokens,
+        chat_template=weights.chat_template,
     )
     shared.load()  # loading holds the GIL for about a second: do it now, not inside the first round
 
@@ -203,8 +209,8 @@ def _local(config: ProviderConfig) -> Models:
     def bind_persona(
         model: BaseChatModel, persona: Persona, other_names: Sequence[str], addressed: bool, tools: ToolCatalog | None
     ) -> ChatRunnable:
-        # A base model continues the transcript; stopping at other names is the impersonation guard.
-        # With no native tool calls, it considers an action only when the human line addressed it:
+        # Stopping at other names is the impersonation guard (a base model continues the transcript).
+        # Without native tool calls, the model considers an action only when the human line addressed it:
         # its built-in actions, and its MCP tools as (name the model uses, tool) pairs.
         stops = ["\n", *(f"{name}:" for name in other_names)]
         actions = list(persona.actions) if addressed else []
@@ -214,7 +220,7 @@ def _local(config: ProviderConfig) -> Models:
         return model.bind(speaker=persona.display_name, stop=stops, actions=actions, mcp_tools=offered)
 
     def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
-        # A 270M model's free text is no reason anyone can read: it picks one from a fixed set.
+        # A small model's free text is seldom a reason anyone can read: it picks one from a fixed set.
         return model.bind(response_format=_openai_response_format(fixed_reason_schema(schema)))
 
     def bind_json(model: BaseChatModel, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
@@ -222,10 +228,10 @@ def _local(config: ProviderConfig) -> Models:
         return model.bind(response_format=_openai_response_format(schema, "json_reply"), max_tokens=max_tokens)
 
     return ChatModels(
-        description=f"embedded Gemma 3 270M via llama.cpp ({model_path.name})",
+        description=f"embedded {weights.title} via llama.cpp ({model_path.name})",
         make=make,
-        persona_model_name="gemma-3-270m",
-        moderator_model_name="gemma-3-270m",
+        persona_model_name=weights.key,
+        moderator_model_name=weights.key,
         requests_per_minute=None,
         bind_moderator=bind_moderator,
         bind_persona=bind_persona,

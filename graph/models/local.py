@@ -1,7 +1,9 @@
-"""An offline chat model: llama.cpp in-process through xllamacpp, prompted as a plain chat transcript.
+"""An offline chat model: llama.cpp in-process through xllamacpp.
 
-The bundled Gemma 3 270M is a base model, so a persona turn is a transcript continuation
-("...\\nNova:") cut at the end of the line, and a moderator decision is JSON whose shape
+An instruct model (Qwen2.5-Coder-1.5B-Instruct, the default) speaks through its own chat template:
+llama.cpp's chat completions with the system prompt and the history as user/assistant turns. A base
+model (Gemma 3 270M) has no template, so a persona turn is a transcript continuation ("...\\nNova:")
+cut at the end of the line. Either way a moderator decision or an action is JSON whose shape
 llama.cpp enforces with the caller's JSON schema.
 """
 
@@ -11,20 +13,27 @@ import asyncio
 import copy
 import json
 import logging
-import re
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import xllamacpp as xlc
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from graph.models.llama_text import (
+    JSON_CUE,
+    Turn,
+    join_lines,
+    persona_chat,
+    render_transcript,
+    trim_to_fit,
+)
 from graph.models.local_actions import (
     OfferedTools,
     asked_again,
@@ -34,23 +43,21 @@ from graph.models.local_actions import (
     newest_human_line,
     tool_call_from,
 )
-from graph.moderator import DECISION_CUE
-from graph.prompt import EXAMPLES_HEADING
 from graph.review import RETRY_NOTE
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-JSON_CUE = DECISION_CUE  # the moderator's worked examples end the same way
 # Free-text JSON strings get at most this many characters, and no escapes (each escape is
 # several tokens), so a decision always closes within json_max_tokens.
 JSON_STRING_CAP = 100
 _NO_ESCAPES = '^[^"\\\\\\x00-\\x1f]*$'
-_EXAMPLES = re.compile(re.escape(EXAMPLES_HEADING).replace(re.escape("{name}"), ".+") + "\n")
-_BRACKET_TAG = re.compile(r"\[([^\]]+)\]\s*(.*)")
 _CONTEXT_RETRIES = 3
 EMPTY_REPLY_RETRIES = 2
 RETRY_WARMTH = 0.2  # added to the temperature when a draft is written again after review
 _RETRY_OPENING = RETRY_NOTE.split("{", 1)[0]
+# An instruct model of 1.5B answers a chat line with a paragraph unless told; every token is model
+# time on a CPU, so the persona's system prompt ends with this on the chat-template path.
 
 _servers: dict[tuple[str, int, int], xlc.Server] = {}
 _servers_lock = threading.Lock()
@@ -74,6 +81,7 @@ class LocalLlamaChatModel(BaseChatModel):
     json_max_tokens: int = 160
     temperature: float = 0.8
     seed: int | None = None
+    chat_template: bool = False  # speak through the model's chat template (an instruct model)
 
     @property
     def _llm_type(self) -> str:
@@ -88,6 +96,7 @@ class LocalLlamaChatModel(BaseChatModel):
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "seed": self.seed,
+            "chat_template": self.chat_template,
         }
 
     def load(self) -> None:
@@ -150,32 +159,31 @@ class LocalLlamaChatModel(BaseChatModel):
         if schema is not None:
             # No stop strings here: cutting the JSON short would only make it unparseable.
             request["json_schema"] = bounded_schema(schema)
-            final_line = JSON_CUE
         else:
             request["stop"] = ["\n", *(stop or [])]
-            final_line = f"{speaker}:"
-        if schema is None and messages and _is_retry_note(messages[-1]):
+        if schema is None and messages and _is_retry_note(messages[-1]) and not self.chat_template:
             # A base model reads the review's note as more chat to continue, and answers it ("you've
             # sent your draft"): it gets the same transcript again and a fresh, warmer sample instead.
+            # An instruct model reads the note as the instruction it is.
             messages = messages[:-1]
             request["temperature"] += RETRY_WARMTH
             request["seed"] = secrets.randbelow(2**31)
-        header, lines = render_transcript(messages, ai_name=speaker or "Assistant")
-        result = self._complete_within_context(request, header, lines, final_line)
+        turn = self._chat_turn if self.chat_template else self._transcript_turn
+        result = turn(request, messages, speaker)
         for nudge in range(EMPTY_REPLY_RETRIES if schema is None else 0):
-            if result["choices"][0]["text"].strip():
+            if reply_text(result, speaker):
                 break
-            # A base model sometimes ends its line at once; a fresh seed and a little more
+            # A small model sometimes ends its line at once; a fresh seed and a little more
             # temperature almost always get a sentence out of it.
             warmer = {
                 **request,
                 "temperature": request["temperature"] + 0.2 * (nudge + 1),
                 "seed": secrets.randbelow(2**31),
             }
-            result = self._complete_within_context(warmer, header, lines, final_line)
+            result = turn(warmer, messages, speaker)
 
         choice = result["choices"][0]
-        text = choice["text"].strip()
+        text = reply_text(result, speaker if schema is None else None)
         if schema is not None:
             try:
                 json.loads(text)
@@ -203,34 +211,98 @@ class LocalLlamaChatModel(BaseChatModel):
         if line is None:
             return None
         made = made_since_the_line(messages)  # asked again in a turn's later step: with the results
+        prompt = decision_prompt(line, speaker, actions, now, tools, made, full=self.chat_template)
         request = {
-            "prompt": decision_prompt(line, speaker, actions, now, tools, made),
-            "json_schema": bounded_schema(decision_schema(actions, tools)),
+            "json_schema": bounded_schema(decision_schema(actions, tools, full=self.chat_template)),
             "max_tokens": self.json_max_tokens,
             "temperature": 0.0,  # a decision, not a voice: the likeliest reading of the request
         }
-        result = self._server().handle_completions(request)
+        if self.chat_template:
+            result = self._server().handle_chat_completions({**request, "messages": [_turn("user", prompt)]})
+        else:
+            result = self._server().handle_completions({**request, "prompt": prompt})
         try:
-            call = tool_call_from(result["choices"][0]["text"], line, speaker)
+            call = tool_call_from(reply_text(result), line, speaker)
         except (KeyError, IndexError, ValueError) as exc:
             log.warning("embedded action step gave no usable decision: %s", type(exc).__name__)
             return None
         return None if call is None or asked_again(call, made) else call
 
-    def _complete_within_context(
-        self, request: dict[str, Any], header: str, lines: list[str], final_line: str
-    ) -> dict[str, Any]:
-        """One llama.cpp completion; when the prompt overflows n_ctx, retry without the oldest lines."""
-        server = self._server()
-        for _ in range(_CONTEXT_RETRIES):
-            result: dict[str, Any] = server.handle_completions({**request, "prompt": _join(header, lines, final_line)})
-            error = result.get("error")
-            if not error or error.get("type") != "exceed_context_size_error" or not lines:
-                break
-            lines = _trim_to_fit(header, lines, final_line, error, request["max_tokens"])
-        if "choices" not in result:
-            raise RuntimeError(f"llama.cpp completion failed: {result.get('error', result)}")
-        return result
+    def _transcript_turn(self, request: dict[str, Any], messages: list[BaseMessage], speaker: str | None) -> Result:
+        """A base model continues the transcript: "...\\nNova:", or the JSON cue for a decision."""
+        header, lines = render_transcript(messages, ai_name=speaker or "Assistant")
+        final_line = JSON_CUE if "json_schema" in request else f"{speaker}:"
+        return _within_context(
+            lambda kept: {**request, "prompt": join_lines(header, kept, final_line)},
+            lines,
+            lambda kept: len(join_lines(header, kept, final_line)),
+            self._server().handle_completions,
+        )
+
+    def _chat_turn(self, request: dict[str, Any], messages: list[BaseMessage], speaker: str | None) -> Result:
+        """An instruct model answers through its chat template: the system prompt, then the history as
+        user/assistant turns (the persona's own lines are its turns). A decision reads the
+        conversation as one user turn ending with the JSON cue."""
+        if "json_schema" in request:
+            header, lines = render_transcript(messages, ai_name="Assistant")
+            return _within_context(
+                lambda kept: {**request, "messages": _decision_turns(header, kept)},
+                lines,
+                lambda kept: len(join_lines(header, kept, JSON_CUE)),
+                self._server().handle_chat_completions,
+            )
+        system, turns = persona_chat(messages, speaker or "Assistant")
+        return _within_context(
+            lambda kept: {**request, "messages": [_turn("system", system), *_closed(kept, speaker)]},
+            turns,
+            lambda kept: len(system) + sum(len(text) + 8 for _, text in kept),
+            self._server().handle_chat_completions,
+        )
+
+
+Result = dict[str, Any]
+
+
+def _turn(role: str, text: str) -> dict[str, str]:
+    return {"role": role, "content": text}
+
+
+def _decision_turns(header: str, lines: Sequence[str]) -> list[dict[str, str]]:
+    return [*([_turn("system", header)] if header else []), _turn("user", join_lines("", lines, JSON_CUE))]
+
+
+def _closed(turns: Sequence[Turn], speaker: str | None) -> list[dict[str, str]]:
+    """The turns as chat messages, ending on a user turn: the model answers the newest line."""
+    messages = [_turn(role, text) for role, text in turns]
+    if not messages or messages[-1]["role"] != "user":
+        messages.append(_turn("user", f"[system] Your turn, {speaker}."))
+    return messages
+
+
+def _within_context(
+    build: Callable[[list[T]], Result], items: list[T], size: Callable[[list[T]], int], call: Callable[[Result], Any]
+) -> Result:
+    """One llama.cpp call; when the prompt overflows n_ctx, again without the oldest items."""
+    for _ in range(_CONTEXT_RETRIES):
+        request = build(items)
+        result: Result = call(request)
+        error = result.get("error")
+        if not error or error.get("type") != "exceed_context_size_error" or not items:
+            break
+        items = trim_to_fit(items, size, error, request["max_tokens"])
+    if "choices" not in result:
+        raise RuntimeError(f"llama.cpp completion failed: {result.get('error', result)}")
+    return result
+
+
+def reply_text(result: Result, speaker: str | None = None) -> str:
+    """The generated text of a completion or a chat completion, without the speaker's own name tag
+    that a model sometimes opens its line with ("Nova: ...")."""
+    choice = result["choices"][0]
+    text = str((choice.get("message") or {}).get("content") or choice.get("text") or "").strip()
+    if speaker and text.casefold().startswith(f"{speaker.casefold()}:"):
+        text = text[len(speaker) + 1 :].strip()
+    return text
 
 
 def _is_retry_note(message: BaseMessage) -> bool:
@@ -254,55 +326,6 @@ def _start_server(model_path: str, n_threads: int, n_ctx: int) -> xlc.Server:
     params.n_threads_http = 1
     params.api_keys = [secrets.token_urlsafe(32)]
     return xlc.Server(params)
-
-
-def render_transcript(messages: Sequence[BaseMessage], ai_name: str) -> tuple[str, list[str]]:
-    """(system notes, one transcript line per message), ready for a base model to continue."""
-    header = "\n\n".join(m.text.strip() for m in messages if isinstance(m, SystemMessage) and m.text.strip())
-    # A persona's examples are its own earlier lines for a base model: the transcript opens with them.
-    parts = header.split("\n\n")
-    examples = [p for p in parts if _EXAMPLES.match(p)]
-    header = "\n\n".join(p for p in parts if p not in examples)
-    lines: list[str] = [line for p in examples for line in p.splitlines()[1:]]
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            continue
-        text = " ".join(message.text.split())  # one line per message
-        if not text:
-            continue
-        if isinstance(message, ToolMessage):
-            text = f"[system] {message.name}: {text}"  # an action's result, as a note
-        tagged = _BRACKET_TAG.fullmatch(text)
-        if tagged and tagged.group(1).casefold() != "system":
-            text = f"{tagged.group(1)}: {tagged.group(2)}"
-        elif isinstance(message, AIMessage) and not tagged:
-            text = f"{message.name or ai_name}: {text}"
-        lines.append(text)
-    return header, lines
-
-
-def render_prompt(messages: Sequence[BaseMessage], speaker: str | None = None) -> str:
-    """The full prompt: the persona's turn cue for a speaker, else the JSON decision cue."""
-    header, lines = render_transcript(messages, ai_name=speaker or "Assistant")
-    return _join(header, lines, f"{speaker}:" if speaker else JSON_CUE)
-
-
-def _join(header: str, lines: Sequence[str], final_line: str) -> str:
-    body = "\n".join([*lines, final_line])
-    return f"{header}\n\n{body}" if header else body
-
-
-def _trim_to_fit(header: str, lines: list[str], final_line: str, error: dict[str, Any], max_tokens: int) -> list[str]:
-    """Drop the oldest lines so the prompt leaves room for max_tokens, using the error's token count.
-
-    Characters per token vary along the prompt, hence the 10% margin.
-    """
-    chars_per_token = len(_join(header, lines, final_line)) / max(int(error["n_prompt_tokens"]), 1)
-    budget_chars = 0.9 * (int(error["n_ctx"]) - max_tokens) * chars_per_token
-    kept = list(lines)
-    while kept and len(_join(header, kept, final_line)) > budget_chars:
-        kept.pop(0)
-    return kept
 
 
 def json_schema_of(response_format: Any) -> dict[str, Any] | None:

@@ -121,17 +121,18 @@ def grammar_properties(schema: Mapping[str, Any]) -> tuple[dict[str, dict[str, A
     return properties, [r for r in required if r in properties]
 
 
-def decision_schema(actions: Sequence[str], tools: OfferedTools = ()) -> dict[str, Any]:
+def decision_schema(actions: Sequence[str], tools: OfferedTools = (), full: bool = False) -> dict[str, Any]:
     """One object per allowed action and offered MCP tool, told apart by a constant `action` and
-    ending with the model's `confidence`, plus `{"action": "none"}`."""
+    ending with the model's `confidence`, plus `{"action": "none"}`. With `full` (an instruct model)
+    every tool is offered with its real input schema; otherwise only what grammar_properties keeps."""
     options: list[dict[str, Any]] = [
         {"type": "object", "properties": {"action": {"const": NO_ACTION}}, "required": ["action"]}
     ]
-    for exposed, tool in tools:
-        shape = grammar_properties(tool.input_schema)
-        if shape is None:
-            continue
-        fields, needed = shape
+    definitions: dict[str, Any] = {}
+    for exposed, tool in offered_tools(tools, full):
+        fields, needed = tool_fields(tool, full)
+        if full:
+            definitions.update(tool.input_schema.get("$defs") or {})
         shaped = {"action": {"const": exposed}, **fields, CONFIDENCE: {"enum": list(CONFIDENCE_STEPS)}}
         options.append({"type": "object", "properties": shaped, "required": ["action", *needed, CONFIDENCE]})
     for name in actions:
@@ -143,7 +144,21 @@ def decision_schema(actions: Sequence[str], tools: OfferedTools = ()) -> dict[st
         properties[CONFIDENCE] = {"enum": list(CONFIDENCE_STEPS)}  # last: stated once the call is written
         required = ["action", *args.get("required", []), CONFIDENCE]
         options.append({"type": "object", "properties": properties, "required": required})
-    return {"anyOf": options}
+    return {"anyOf": options, **({"$defs": definitions} if definitions else {})}
+
+
+def offered_tools(tools: OfferedTools, full: bool) -> list[tuple[str, McpTool]]:
+    """The tools the model is offered: all of them (full), or those grammar_properties can shape."""
+    return [(exposed, tool) for exposed, tool in tools if full or grammar_properties(tool.input_schema) is not None]
+
+
+def tool_fields(tool: McpTool, full: bool) -> tuple[dict[str, Any], list[str]]:
+    """A tool's argument properties and required names: its real schema's (full), or the plain ones."""
+    if full:
+        schema = tool.input_schema
+        return dict(schema.get("properties") or {}), [str(name) for name in schema.get("required", [])]
+    shape = grammar_properties(tool.input_schema)
+    return shape if shape is not None else ({}, [])
 
 
 def _plain(field: dict[str, Any]) -> dict[str, Any]:
@@ -194,15 +209,24 @@ def asked_again(call: Mapping[str, Any], made: Sequence[Made]) -> bool:
 
 
 def decision_prompt(
-    line: str, speaker: str, actions: Sequence[str], now: datetime, tools: OfferedTools = (), made: Sequence[Made] = ()
+    line: str,
+    speaker: str,
+    actions: Sequence[str],
+    now: datetime,
+    tools: OfferedTools = (),
+    made: Sequence[Made] = (),
+    full: bool = False,
 ) -> str:
-    """A base-model prompt: what each action is, then example lines with their decisions, then `line`
+    """A few-shot prompt: what each action is, then example lines with their decisions, then `line`
     and the results of the calls this turn made already (one "[system] NAME: result" line each)."""
-    offered = [(exposed, tool) for exposed, tool in tools if grammar_properties(tool.input_schema) is not None]
+    offered = offered_tools(tools, full)
     described = "\n".join(
         [
             *(f"- {name}: {' '.join((ACTIONS[name].__doc__ or '').split())}" for name in actions if name in ACTIONS),
-            *(f"- {exposed}: {' '.join((tool.description or exposed).split())}" for exposed, tool in offered),
+            *(
+                f"- {exposed}({', '.join(tool_fields(tool, full)[0])}): {' '.join((tool.description or exposed).split())}"
+                for exposed, tool in offered
+            ),
         ]
     )
     shown = [*_EXAMPLES, *(example for exposed, tool in offered for example in _tool_examples(exposed, tool))]
