@@ -70,6 +70,7 @@ async def test_a_message_gets_a_persona_reply_through_the_channel_webhook(fake: 
         "scene",  # issue 23: /scene on Discord, declared in the registry
         "usage",  # issue 24: /usage, declared in the registry
         "tools",  # issue 22: the MCP servers and the tools the personas here may use
+        "memory",  # issue 36: a persona's summary and notes here
     }
     assert fake.gateway_queries[0]["v"] == "10" and fake.gateway_queries[0]["encoding"] == "json"
     assert fake.identify_payloads[0]["intents"] & (1 << 15), "message content intent"

@@ -111,7 +111,7 @@ async def test_persona_invite_list_and_dismiss(slack: SlackHarness) -> None:
     await slack.command("/persona", "invite zorg")
     assert "No persona 'zorg'" in slack.replies_to_command()[-1]["text"]
     _, body = await slack.command("/persona", "invite")
-    usage = "usage: /persona list | invite PERSONA_ID | dismiss PERSONA_ID"
+    usage = "usage: /persona list | invite PERSONA_ID | dismiss PERSONA_ID | quiet PERSONA_ID | talk PERSONA_ID"
     assert json.loads(body) == {"response_type": "ephemeral", "text": usage}
 
 
