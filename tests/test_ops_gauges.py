@@ -48,7 +48,9 @@ async def test_storage_gauges_are_read_at_most_once_every_few_seconds(served: tu
     url, db, clock = served
     async with aiohttp.ClientSession() as http:
         before = await queued(http, url)
-        await inbox.accept(db, "EvGauge1", "console:gauges", "you", "You", "Hello?", new_channel=(["nova"], False))
+        await inbox.accept(
+            db, "EvGauge1", "console:gauges", "you", "You", "Hello?", new_channel=(["nova"], False, None)
+        )
 
         clock.now += GAUGE_SECONDS / 2
         assert [await queued(http, url) for _ in range(5)] == [before] * 5  # as read a moment ago

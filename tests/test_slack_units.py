@@ -249,6 +249,7 @@ def test_manifest() -> None:
         "/task",
         "/outbox",
         "/mailbox",
+        "/memory",
         "/usage",
         "/tools",
         "/roundtable",
@@ -481,7 +482,14 @@ async def test_port_uses_the_approvals_channel_and_posts_a_decision_it_cannot_up
         client = make_web_client("xoxb-unit", fake.api_url)
         port = SlackPort(client, approvals_channel="#approvals", approvers_for=lambda key: {"UAPPROVER"})
         await port.request_approval(approval(), PERSONAS["nova"])
-        decided = approval(status=ApprovalStatus.REJECTED, decided_by="Bea", decided_at=1_700_000_060.0, comment="no")
+        decided = approval(
+            status=ApprovalStatus.REJECTED,
+            decided_by="Bea",
+            decided_by_id="UAPPROVER",
+            decided_by_team="T1",
+            decided_at=1_700_000_060.0,
+            comment="no",
+        )
         await port.show_decision(decided, PERSONAS["nova"])
         restarted = SlackPort(client, approvals_channel="#approvals")  # nothing remembered, no file
         await restarted.show_decision(decided, PERSONAS["nova"])
@@ -492,7 +500,8 @@ async def test_port_uses_the_approvals_channel_and_posts_a_decision_it_cannot_up
     posted_at = fake.calls_to("chat.postMessage")[0].answer["ts"]
     assert (update["channel"], update["ts"]) == ("approvals", posted_at)
     assert update["text"] == "Approval #7: Rejected by <@UAPPROVER>: no"
-    assert fallback["channel"] == "approvals" and fallback["text"] == "Approval #7: Rejected by Bea: no"
+    # The decider is mentioned by the id stored with the decision, also by a port that remembers nothing.
+    assert fallback["channel"] == "approvals" and fallback["text"] == "Approval #7: Rejected by <@UAPPROVER>: no"
 
 
 # -- python -m bot run -----------------------------------------------------------------------------
