@@ -96,7 +96,7 @@ async def test_a_tool_whose_schema_refers_to_a_url_is_refused_at_listing_and_not
 
     assert fetched == []
     first = provider.bodies[0]
-    assert sorted(provider.declared_tools(first)) == ["echo", "note_to", "where"]
+    assert sorted(provider.declared_tools(first)) == ["echo", "note_to", "remember", "where"]
     refused = [r.getMessage() for r in caplog.records if "probe.forecast" in r.getMessage()]
     assert refused == [f"MCP tool probe.forecast refused: its input schema refers outside itself ({url!r})"]
     # The other tools still work: `where` ran and its answer reached Rex.
