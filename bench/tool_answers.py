@@ -43,7 +43,7 @@ class Outcome:
     said: tuple[str, ...]
 
 
-async def measure(work: Path, limit: int) -> tuple[list[Outcome], str, float]:
+async def measure(work: Path, limit: int, model: str) -> tuple[list[Outcome], str, float]:
     rows = [json.loads(raw) for raw in LINES.read_text(encoding="utf-8").splitlines() if raw.strip()][:limit]
     seed = work / "notes.json"
     seed.write_text(json.dumps({row["note"]: row["content"] for row in rows}), encoding="utf-8")
@@ -51,7 +51,7 @@ async def measure(work: Path, limit: int) -> tuple[list[Outcome], str, float]:
     os.environ.update(NOTES_SEED=str(seed), NOTES_CALL_LOG=str(log))
     sections = {
         "bot": {"personas_dir": str(personas_with_tools(work / "personas"))},
-        "llm": {"provider": "local", "local": {"cache_dir": str(MODEL_CACHE)}},
+        "llm": {"provider": "local", "local": {"cache_dir": str(MODEL_CACHE), **({"model": model} if model else {})}},
         "moderation": {"max_turns": 1},
         "limits": {"user_messages_per_minute": 1000, "channel_rounds_per_minute": 1000},
         "mcp": {
@@ -119,17 +119,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=1000, help="only the first N lines (a quick look)")
     parser.add_argument("--no-docs", action="store_true", help="print only; leave docs/benchmarks.md as it is")
+    parser.add_argument(
+        "--model", default="", help="[llm.local] model, e.g. gemma-3-270m (print only); default: the default"
+    )
     args = parser.parse_args()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
-        outcomes, described, seconds = asyncio.run(measure(Path(scratch), args.limit))
+        outcomes, described, seconds = asyncio.run(measure(Path(scratch), args.limit, args.model))
     block = report(outcomes, described, seconds, load)
     print(block)
     for outcome in outcomes:
         if not outcome.answered:
             print(f"  {outcome.line!r}: tool {'ran' if outcome.called else 'not called'}, Rex said {outcome.said}")
     every_line = len([raw for raw in LINES.read_text(encoding="utf-8").splitlines() if raw.strip()])
-    if len(outcomes) == every_line and "--no-docs" not in sys.argv:  # a quick look (--limit) rewrites nothing
+    if len(outcomes) == every_line and not args.no_docs and not args.model:  # the default, on every line
         rewrite_block(block, name="tool_answers")
 
 
