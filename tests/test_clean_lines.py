@@ -74,11 +74,14 @@ async def test_template_syntax_written_as_text_is_written_again_never_posted(
     assert "template or tool syntax" in retry_notes(provider)[0]
 
 
-async def approve_a_written_call(provider: Provider, open_test_app, port: RecordingPort, follow_up: str) -> None:
+async def approve_a_written_call(
+    provider: Provider, open_test_app, port: RecordingPort, follow_up: str, *written_again: str
+) -> None:
     """Nova writes publish_post into its content; it waits for approval like a native call; approved,
-    it runs, and Nova's follow-up answers `follow_up`."""
+    it runs, and Nova's follow-up answers `follow_up` (then `written_again`, if the review asks again)."""
     provider.server.queue(WRITTEN_CALLS[provider.name])
-    provider.server.queue(follow_up)
+    for answer in (follow_up, *written_again):
+        provider.server.queue(answer)
     async with open_test_app(models=provider.models) as app:
         await app.service.handle(Inbound(KEY, "u1", "Ana", "Nova, publish 'We launched!' in #news"))
         await app.service.wait_idle()
@@ -114,9 +117,12 @@ async def test_a_tool_call_written_in_the_content_is_a_real_call_that_waits_for_
 async def test_a_follow_up_in_template_syntax_is_not_posted(
     provider: Provider, open_test_app, port: RecordingPort
 ) -> None:
-    await approve_a_written_call(provider, open_test_app, port, "Posted.<|im_end|>\n<|im_start|>user")
+    await approve_a_written_call(
+        provider, open_test_app, port, "Posted.<|im_end|>\n<|im_start|>user", "Posted in #news, as you asked."
+    )
 
-    assert said_by(port, "nova") == []
+    # The follow-up goes through the turn's review: its template syntax is written again, never posted.
+    assert said_by(port, "nova") == ["Posted in #news, as you asked."]
 
 
 async def test_a_read_only_mcp_call_written_as_bare_json_runs_at_once_on_slack(
@@ -131,7 +137,11 @@ async def test_a_read_only_mcp_call_written_as_bare_json_runs_at_once_on_slack(
             assert slack.approval_requests() == []  # read-only: it runs at once, as a native call would
             assert [(c["tool"], c["args"]) for c in calls_received(call_log)] == [("read_note", {"title": "groceries"})]
             events = await approvals.audit_events(slack.bot.roundtable.db, ["rex"])
-            assert [(e.action, e.event) for e in events] == [("notes.read_note", "executed")]
+            # The same durable claim and run as a native call's (tests/test_mcp_wire.py)
+            assert [(e.action, e.event, e.actor) for e in events] == [
+                ("notes.read_note", "approved", "policy"),
+                ("notes.read_note", "executed", None),
+            ]
             assert not any("read_note" in post.get("text", "") for post in slack.posts())
 
 

@@ -74,7 +74,7 @@ def test_the_console_lists_tools_approves_always_and_forgets(tmp_path: Path, cal
             "/approvals",
             'Rex, once more. !!act write_note {"title": "again", "text": "Again"}',
             'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}',
-            "/approve 3 always",
+            "/approve 4 always",  # the retro ran at once under claim #2 (tests/test_tool_loop.py): "again" is #3
         ]
     )
     out = [line.removeprefix("[system] ") for line in run_console(config, script + "\n").splitlines()]
@@ -97,8 +97,8 @@ def test_the_console_lists_tools_approves_always_and_forgets(tmp_path: Path, cal
     assert after("/tools", 4, nth=1) == [*TOOLS_HERE, GRANTED]
     assert after("/approvals forget notes.write_note", nth=1) == [FORGOTTEN.format(who="you")]
     assert after("/approvals", nth=1) == ["No approvals are pending here."]
-    assert any(line.startswith("[approval 2] Rex wants notes.write_note(title='again'") for line in out)
-    assert after("/approve 3 always") == ["Only a tool from an MCP server can be approved always."]
+    assert any(line.startswith("[approval 3] Rex wants notes.write_note(title='again'") for line in out)
+    assert after("/approve 4 always") == ["Only a tool from an MCP server can be approved always."]
     # The first call after Approve always, and the retro at once; "again" waits, as it should.
     assert [c["args"]["title"] for c in calls_received(call_log)] == ["launch", "retro"]
     assert not any("[approval" in line and "retro" in line for line in out)
@@ -188,12 +188,13 @@ async def test_discord_approve_always_runs_the_next_call_at_once_in_that_channel
         await settle(bot)
         assert [c["args"] for c in calls_received(call_log)] == [WRITE["args"]]
 
-        provider.queue("Noted the retro too.", RETRO)
+        provider.queue("Noting the retro too.", RETRO)
+        provider.queue("The retro is in the notebook too.")  # asked again with the result, in the same turn
         await fake.send_message("Rex, note the retro: Went well")
         await fake.wait_for_calls(
             "POST",
             r"/webhooks/\d+/[^/]+",
-            where=lambda c: c.json.get("content") == "Noted the retro too.",
+            where=lambda c: c.json.get("content") == "The retro is in the notebook too.",
             timeout=LONG,
         )
         await settle(bot)
