@@ -49,10 +49,12 @@ def cpu_model() -> str:
 
 
 def machine(load: float) -> str:
-    """The CPU, its cores, Python, the date, and how busy the machine already was."""
+    """The CPU, its cores, Python, the date, and how busy the machine was at the start and throughout."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [cpu_model(), f"{os.cpu_count()} cores", f"Python {platform.python_version()}", platform.system(), now]
-    return ", ".join([*parts, f"1-minute load {load:.2f} at the start"])
+    # The 15-minute load when the figures are written says whether the run shared the cores throughout.
+    busy = f"15-minute load {os.getloadavg()[2]:.2f} at the end"
+    return ", ".join([*parts, f"1-minute load {load:.2f} at the start", busy])
 
 
 def table(rows: Sequence[Row], seconds: float, load: float) -> str:
