@@ -16,7 +16,7 @@ from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_acti
 from graph.memory import REMEMBER_ACTION, Notebook
 from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, revision_of, verdict
 from graph.port import OutboundPort, Timers
-from graph.trust import trust_record
+from graph.trust import task_counts, trust_record
 from personas import Persona
 from storage import approvals, channels, history, tool_grants
 from storage import trust as stored_trust
@@ -107,7 +107,8 @@ class ActionRunner:
             return None
         channel = await channels.get_channel(self.db, channel_key)
         mode = channel.approval_mode if channel else ApprovalMode.IN_THE_LOOP
-        trust = await self._trust(persona, channel_key) if self.policy.auto_relax else Trust.NOVICE
+        judged_by_trust = self.policy.auto_relax or self.policy.trust_sets_mode
+        trust = await self._trust(persona, channel_key) if judged_by_trust else Trust.NEW
         waiting: list[tuple[ActionCall, str]] = []  # with why it waits
         for action in checked:
             decision = verdict(
@@ -297,8 +298,10 @@ class ActionRunner:
 
     async def _trust(self, persona: Persona, channel_key: str) -> Trust:
         """The persona's trust in the channel's workspace or guild."""
-        counts = await stored_trust.trust_counts(self.db, channel_key)
-        return trust_record(counts.get(persona.id), self.clock()).level
+        counted = (await stored_trust.trust_counts(self.db, channel_key)).get(persona.id)
+        ended = await stored_trust.ended_tasks(self.db, channel_key)
+        steps = task_counts(ended, persona.id, counted.reset_at if counted else None)
+        return trust_record(counted, self.clock(), steps).level
 
 
 def _timestamp(value: str) -> float:
