@@ -31,7 +31,7 @@ from bot.revisions import edited_arguments, full_arguments
 from graph.actions import ActionCall
 from graph.engine import RoundEngine
 from graph.mcp import is_mcp_action
-from graph.trust import next_level, task_counts, trust_record
+from graph.trust import figures, next_level, task_counts, trust_record
 from personas import Persona
 from storage import approvals, channels, tool_grants, trust
 from storage.approvals import Person
@@ -360,11 +360,7 @@ class ApprovalDesk:
             counted = counts.get(persona.id)
             steps = task_counts(ended, persona.id, counted.reset_at if counted else None)
             record = trust_record(counted, now, steps)
-            rows.append(
-                f"{persona.display_name}: {record.level} ({record.decided} decided by people, "
-                f"{record.approval_rate:.0%} approved, {record.finished} finished tasks, {record.failed} failed, "
-                f"{record.days:.0f} days) — {next_level(record)}"
-            )
+            rows.append(f"{persona.display_name}: {figures(record)} — {next_level(record)}")
         where = "" if channel_key is not None else " in every workspace and guild"
         return f"Trust levels{where}:\n" + "\n".join(rows)
 

@@ -129,7 +129,20 @@ def _lacking(record: TrustRecord, bar: Bar) -> list[str]:
 
 
 def _more(count: int, what: str) -> str:
-    return f"{count} more {what}{'' if count == 1 else 's'}"
+    return f"{count} more {_counted(count, what)}"
+
+
+def _counted(count: int, what: str) -> str:
+    return f"{what}{'' if count == 1 else 's'}"
+
+
+def figures(record: TrustRecord) -> str:
+    """The record as /trust shows it: "new (4 decided by people, 75% approved, 1 finished task, 0 failed, 2 days)"."""
+    return (
+        f"{record.level} ({record.decided} decided by people, {record.approval_rate:.0%} approved, "
+        f"{record.finished} {_counted(record.finished, 'finished task')}, {record.failed} failed, "
+        f"{record.days:.0f} {_counted(round(record.days), 'day')})"
+    )
 
 
 def next_level(record: TrustRecord) -> str:
