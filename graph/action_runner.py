@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph import tracing
+from graph import observe, tracing
 from graph.actions import ActionCall, check_call, cost_of
 from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
 from graph.memory import REMEMBER_ACTION, Notebook
-from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, revision_of, verdict
+from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, mode_for, revision_of, verdict
 from graph.port import OutboundPort, Timers
 from graph.trust import task_counts, trust_record
 from personas import Persona
@@ -111,6 +111,7 @@ class ActionRunner:
         trust = await self._trust(persona, channel_key) if judged_by_trust else Trust.NEW
         waiting: list[tuple[ActionCall, str]] = []  # with why it waits
         for action in checked:
+            standing = await self._standing(channel_key, action.name)
             decision = verdict(
                 action.name,
                 mode=mode,
@@ -119,9 +120,13 @@ class ActionRunner:
                 settings=self.policy,
                 cost=cost_of(action.name, self.policy.action_costs),
                 confidence=action.confidence,
-                tool=await self._standing(channel_key, action.name),
+                tool=standing,
             )
             if decision.verdict is Verdict.WAIT:
+                judged_in = mode_for(
+                    mode, trust, trust_sets_mode=self.policy.trust_sets_mode, mcp_tool=standing is not None
+                )
+                observe.escalated(decision.triggers, judged_in.value)
                 waiting.append((action, self._why(action.name, decision.reason)))
                 continue
             outcome = await self.run_at_once(channel_key, thread, persona, action)

@@ -23,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from graph import planner
+from graph import observe, planner
 from graph.approval_flow import outcome
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
@@ -350,6 +350,7 @@ class TaskFlow:
             why = "more than half of its steps failed" if too_many_failed(plan) else "no step can run any more"
             note = f"Stopped: {why}. {outcome_note(plan, names)}"
         await self._show(state, plan, status, note)
+        observe.task_ended(status, cancelled=bool(by))
         await self.deps.port.notice(state["channel_key"], f"Task #{state['task_id']}: {note}", state["thread"])
         return {"status": status, "note": note, "new_batches": [], "plan": plan.model_dump() if plan else None}
 
