@@ -15,6 +15,7 @@ from bot.inbound import Inbound
 from bot.ops import LoopWatch, Readiness, ops_web_app
 from storage import approvals
 from storage.database import Database
+from storage.records import ApprovalStatus
 from tests.test_mailbox import note
 from tests.test_ops import metric
 from tests.test_tasks import plan_json
@@ -23,6 +24,7 @@ KEY = "console:general"
 COUNTED = {
     "completed": ("roundtable_tasks_total", 'outcome="completed"'),
     "failed": ("roundtable_tasks_total", 'outcome="failed"'),
+    "cancelled": ("roundtable_tasks_total", 'outcome="cancelled"'),
     "cost": ("roundtable_escalations_total", 'mode="in-the-loop",reason="cost"'),
     "in-command": ("roundtable_escalations_total", 'mode="in-command",reason="mode"'),
     "dropped": ("roundtable_mailbox_drops_total", ""),
@@ -63,21 +65,23 @@ async def test_metrics_count_tasks_escalations_and_mailbox_drops(open_test_app: 
 
         await said("/task Research venues; write the invite")
         await said(f"/task Four parts !!plan {four} !!fail 3")
-        await said('Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}')
+        # The announcement costs 2 > max_cost 1: the step waits for its approval, and the task is cancelled.
+        await said('/task Announce the beta; review it !!act publish_post {"channel": "news", "text": "Beta!"}')
+        await said("/task cancel the beta slipped")
         await said("/approvals mode in-command")
         await said('Nova, tell Zoe. !!act send_message {"to": "Zoe", "text": "Back soon"}')
         for n in ("one", "two"):
             await said(f"Sage, about item {n}. {note('rex', f'Note {n}')}")
         after = await scrape()
+        asked = await approvals.with_status(app.db, ApprovalStatus.REJECTED)
         waiting = await approvals.pending(app.db, KEY)
 
-    assert [(a.action, a.reason) for a in waiting] == [
-        ("publish_post", "estimated cost 2 > max_cost 1"),
-        ("send_message", ""),
-    ]
+    assert [(a.action, a.reason) for a in asked] == [("publish_post", "estimated cost 2 > max_cost 1")]
+    assert [(a.action, a.reason) for a in waiting] == [("send_message", "")]
     assert {what: after[what] - before[what] for what in COUNTED} == {
         "completed": 1,
         "failed": 1,
+        "cancelled": 1,
         "cost": 1,
         "in-command": 1,
         "dropped": 1,
