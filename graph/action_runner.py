@@ -14,7 +14,7 @@ from graph.actions import ActionCall, check_call, cost_of
 from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
 from graph.memory import REMEMBER_ACTION, Notebook
-from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, mode_for, revision_of, verdict
+from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, mode_for, revision_of, verdict, wait_triggers
 from graph.port import OutboundPort, Timers
 from graph.trust import task_counts, trust_record
 from personas import Persona
@@ -111,7 +111,6 @@ class ActionRunner:
         trust = await self._trust(persona, channel_key) if judged_by_trust else Trust.NEW
         waiting: list[tuple[ActionCall, str]] = []  # with why it waits
         for action in checked:
-            standing = await self._standing(channel_key, action.name)
             decision = verdict(
                 action.name,
                 mode=mode,
@@ -120,13 +119,10 @@ class ActionRunner:
                 settings=self.policy,
                 cost=cost_of(action.name, self.policy.action_costs),
                 confidence=action.confidence,
-                tool=standing,
+                tool=await self._standing(channel_key, action.name),
             )
             if decision.verdict is Verdict.WAIT:
-                judged_in = mode_for(
-                    mode, trust, trust_sets_mode=self.policy.trust_sets_mode, mcp_tool=standing is not None
-                )
-                observe.escalated(decision.triggers, judged_in.value)
+                self._count_escalation(action, mode, trust, len(checked))
                 waiting.append((action, self._why(action.name, decision.reason)))
                 continue
             outcome = await self.run_at_once(channel_key, thread, persona, action)
@@ -307,6 +303,19 @@ class ActionRunner:
         ended = await stored_trust.ended_tasks(self.db, channel_key)
         steps = task_counts(ended, persona.id, counted.reset_at if counted else None)
         return trust_record(counted, self.clock(), steps).level
+
+    def _count_escalation(self, action: ActionCall, mode: ApprovalMode, trust: Trust, actions_in_turn: int) -> None:
+        """Count on /metrics a call sent to a person: by the triggers that made it wait, and the mode it was judged in."""
+        triggers = wait_triggers(
+            actions_in_turn=actions_in_turn,
+            cost=cost_of(action.name, self.policy.action_costs),
+            confidence=action.confidence,
+            settings=self.policy,
+        )
+        judged_in = mode_for(
+            mode, trust, trust_sets_mode=self.policy.trust_sets_mode, mcp_tool=is_mcp_action(action.name)
+        )
+        observe.escalated([kind for kind, _ in triggers], judged_in.value)
 
 
 def _timestamp(value: str) -> float:

@@ -20,6 +20,7 @@ class Trust(StrEnum):
     NEW = "new"
     PROFICIENT = "proficient"
     EXPERT = "expert"
+    NOVICE = "new"  # NEW's name before issue 34: an alias, for code that still says it
 
     @classmethod
     def _missing_(cls, value: object) -> Trust | None:
@@ -42,11 +43,11 @@ class PolicySettings:
     sensitive: Collection[str] = DEFAULT_SENSITIVE
     max_actions_per_turn: int = 3
     auto_relax: bool = False
+    trust_sets_mode: bool = False  # a persona's trust level chooses the mode of its calls (mode_for)
     max_cost: float = math.inf  # an action estimated to cost more always waits
     min_confidence: float = 0.0  # a call stated less sure than this (or not saying) always waits; 0 is off
     action_costs: Mapping[str, float] = field(default_factory=dict)  # the deployment's own estimates
     announce_immediate: bool = False  # say in the channel what ran at once, read-only tools too
-    trust_sets_mode: bool = False  # a persona's trust level chooses the mode of its calls (mode_for)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,6 @@ class Decision:
     verdict: Verdict
     # Why it waits whatever the mode, for the approval request; empty when the mode alone says so.
     reasons: tuple[str, ...] = ()
-    triggers: tuple[str, ...] = ()  # the kind of each reason: burst, cost or confidence (WAIT_TRIGGERS)
 
     @property
     def reason(self) -> str:
@@ -74,13 +74,11 @@ def is_sensitive(action: str, sensitive: Collection[str]) -> bool:
     return action in sensitive or action.split("_", 1)[0] in sensitive
 
 
-WAIT_TRIGGERS = ("burst", "cost", "confidence")
-
-
 def wait_triggers(
     *, actions_in_turn: int, cost: float, confidence: float | None, settings: PolicySettings
 ) -> list[tuple[str, str]]:
-    """The triggers that send an action to a person whatever the channel's mode: (kind, why)."""
+    """The triggers that send an action to a person whatever the channel's mode: (kind, why), the
+    kind burst, cost or confidence."""
     found = []
     if actions_in_turn > settings.max_actions_per_turn:  # an unusual burst always gets a person's eyes
         why = f"{actions_in_turn} actions in one turn > max_actions_per_turn {settings.max_actions_per_turn}"
@@ -131,12 +129,11 @@ def verdict(
 
     An MCP tool (`tool` given) is sensitive unless config lists it read-only, whatever its server's
     annotations say; one an approver chose to "Approve always" in this channel runs like a read-only one.
-    Trust (auto_relax) relaxes only the built-in sensitive actions, never an MCP tool; with
-    trust_sets_mode, trust chooses the mode (mode_for)."""
-    mode = mode_for(mode, trust, trust_sets_mode=settings.trust_sets_mode, mcp_tool=tool is not None)
-    triggers = wait_triggers(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
-    if triggers:
-        return Decision(Verdict.WAIT, tuple(why for _, why in triggers), tuple(kind for kind, _ in triggers))
+    Trust (auto_relax) relaxes only the built-in sensitive actions, never an MCP tool."""
+    reasons = always_wait_reasons(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
+    if reasons:
+        return Decision(Verdict.WAIT, tuple(reasons))
+    mode = mode_for(mode, trust, trust_sets_mode=settings.trust_sets_mode, mcp_tool=tool is not None)  # trust's mode
     if mode is ApprovalMode.IN_COMMAND:
         return Decision(Verdict.WAIT)
     if mode is ApprovalMode.ON_THE_LOOP:

@@ -46,7 +46,7 @@ def test_expert_after_two_hundred_decisions_ninety_eight_percent_twenty_tasks_an
     assert trust_record(counts(200, days=31), NOW, steps(19)).level is Trust.PROFICIENT
     assert trust_record(counts(200, days=29), NOW, steps(20)).level is Trust.PROFICIENT
     assert trust_record(None, NOW).level is Trust.NEW
-    assert Trust("novice") is Trust.NEW  # the level's old name still reads
+    assert Trust("novice") is Trust.NEW and Trust.NOVICE is Trust.NEW  # the old name still reads
 
 
 def test_next_level_says_what_is_missing() -> None:
