@@ -159,6 +159,8 @@ class TaskFlow:
         after (not when it would read the same)."""
         task_id = state["task_id"]
         await tasks.save(self.deps.db, task_id, status=status, plan=plan.model_dump_json() if plan else None, note=note)
+        if status in DONE and state["status"] not in DONE:  # the task ends with this move: count it on /metrics
+            observe.task_ended(status, cancelled=bool(state.get("cancelled_by")))
         record = await tasks.get(self.deps.db, task_id)
         shown_as = record.shown_as if record else None
         steering = steering_of(state)
@@ -350,7 +352,6 @@ class TaskFlow:
             why = "more than half of its steps failed" if too_many_failed(plan) else "no step can run any more"
             note = f"Stopped: {why}. {outcome_note(plan, names)}"
         await self._show(state, plan, status, note)
-        observe.task_ended(status, cancelled=bool(by))
         await self.deps.port.notice(state["channel_key"], f"Task #{state['task_id']}: {note}", state["thread"])
         return {"status": status, "note": note, "new_batches": [], "plan": plan.model_dump() if plan else None}
 
