@@ -62,6 +62,12 @@ def test_verdicts_with_trust_sets_mode() -> None:
 
 # -- the real service, counts seeded through storage -------------------------------------------------
 
+
+@pytest.fixture
+def storage_url(any_backend: str) -> str:
+    return any_backend  # the service test runs on SQLite and on PostgreSQL
+
+
 SECTIONS = {"approvals": {"trust_sets_mode": True, "sensitive": ["publish"], "approvers": {"discord": ["d1"]}}}
 SEND = 'Nova, tell Zoe. !!act send_message {"to": "Zoe", "text": "The server is back"}'
 PUBLISH = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
