@@ -112,6 +112,7 @@ def policy_settings(config: Config) -> PolicySettings:
         sensitive=tuple(a.sensitive),
         max_actions_per_turn=a.max_actions_per_turn,
         auto_relax=a.auto_relax,
+        trust_sets_mode=a.trust_sets_mode,
         max_cost=a.max_cost,
         min_confidence=a.min_confidence,
         action_costs=dict(a.action_costs),

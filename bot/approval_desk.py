@@ -31,7 +31,7 @@ from bot.revisions import edited_arguments, full_arguments
 from graph.actions import ActionCall
 from graph.engine import RoundEngine
 from graph.mcp import is_mcp_action
-from graph.trust import trust_record
+from graph.trust import figures, next_level, task_counts, trust_record
 from personas import Persona
 from storage import approvals, channels, tool_grants, trust
 from storage.approvals import Person
@@ -353,14 +353,14 @@ class ApprovalDesk:
     async def trust_table(self, channel_key: str | None) -> str:
         """Each persona's trust in the channel's workspace or guild (None: every one, summed)."""
         counts = await trust.trust_counts(self.db, channel_key)
+        ended = await trust.ended_tasks(self.db, channel_key)
         now = time.time()
         rows = []
         for persona in self.personas.values():
-            record = trust_record(counts.get(persona.id), now)
-            rows.append(
-                f"{persona.display_name}: {record.level} ({record.tasks} decided by people, "
-                f"{record.approval_rate:.0%} approved, {record.days:.0f} days)"
-            )
+            counted = counts.get(persona.id)
+            steps = task_counts(ended, persona.id, counted.reset_at if counted else None)
+            record = trust_record(counted, now, steps)
+            rows.append(f"{persona.display_name}: {figures(record)} — {next_level(record)}")
         where = "" if channel_key is not None else " in every workspace and guild"
         return f"Trust levels{where}:\n" + "\n".join(rows)
 

@@ -261,7 +261,7 @@ COMMANDS: tuple[Spec, ...] = (
     Spec(
         "trust",
         "/trust [all]",
-        "show how far each persona is trusted in this workspace or guild",
+        "show each persona's trust level in this workspace or guild, and what it needs for the next",
         here_or_all(lambda everywhere: ShowTrust(everywhere)),
         {ShowTrust: run.trust},
         options=(Option("scope", "all: every workspace and guild (approvers of every channel)", ("all",)),),

@@ -179,6 +179,7 @@ class ApprovalsSection(_Section):
     sensitive: list[str] = Field(default_factory=lambda: ["publish", "send", "schedule", "delete", "pay", "share"])
     max_actions_per_turn: Annotated[int, Field(ge=1, le=20)] = 3
     auto_relax: bool = False
+    trust_sets_mode: bool = False
     approvers: dict[Literal["console", "slack", "discord"], list[str]] = Field(
         default_factory=lambda: {"console": ["you"]}  # type: ignore[arg-type]  # pydantic validates the keys
     )

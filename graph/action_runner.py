@@ -9,14 +9,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph import tracing
+from graph import observe, tracing
 from graph.actions import ActionCall, check_call, cost_of
 from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
 from graph.memory import REMEMBER_ACTION, Notebook
-from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, revision_of, verdict
+from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, mode_for, revision_of, verdict, wait_triggers
 from graph.port import OutboundPort, Timers
-from graph.trust import trust_record
+from graph.trust import task_counts, trust_record
 from personas import Persona
 from storage import approvals, channels, history, tool_grants
 from storage import trust as stored_trust
@@ -107,7 +107,8 @@ class ActionRunner:
             return None
         channel = await channels.get_channel(self.db, channel_key)
         mode = channel.approval_mode if channel else ApprovalMode.IN_THE_LOOP
-        trust = await self._trust(persona, channel_key) if self.policy.auto_relax else Trust.NOVICE
+        judged_by_trust = self.policy.auto_relax or self.policy.trust_sets_mode
+        trust = await self._trust(persona, channel_key) if judged_by_trust else Trust.NEW
         waiting: list[tuple[ActionCall, str]] = []  # with why it waits
         for action in checked:
             decision = verdict(
@@ -121,6 +122,7 @@ class ActionRunner:
                 tool=await self._standing(channel_key, action.name),
             )
             if decision.verdict is Verdict.WAIT:
+                self._count_escalation(action, mode, trust, len(checked))
                 waiting.append((action, self._why(action.name, decision.reason)))
                 continue
             outcome = await self.run_at_once(channel_key, thread, persona, action)
@@ -297,8 +299,23 @@ class ActionRunner:
 
     async def _trust(self, persona: Persona, channel_key: str) -> Trust:
         """The persona's trust in the channel's workspace or guild."""
-        counts = await stored_trust.trust_counts(self.db, channel_key)
-        return trust_record(counts.get(persona.id), self.clock()).level
+        counted = (await stored_trust.trust_counts(self.db, channel_key)).get(persona.id)
+        ended = await stored_trust.ended_tasks(self.db, channel_key)
+        steps = task_counts(ended, persona.id, counted.reset_at if counted else None)
+        return trust_record(counted, self.clock(), steps).level
+
+    def _count_escalation(self, action: ActionCall, mode: ApprovalMode, trust: Trust, actions_in_turn: int) -> None:
+        """Count on /metrics a call sent to a person: by the triggers that made it wait, and the mode it was judged in."""
+        triggers = wait_triggers(
+            actions_in_turn=actions_in_turn,
+            cost=cost_of(action.name, self.policy.action_costs),
+            confidence=action.confidence,
+            settings=self.policy,
+        )
+        judged_in = mode_for(
+            mode, trust, trust_sets_mode=self.policy.trust_sets_mode, mcp_tool=is_mcp_action(action.name)
+        )
+        observe.escalated([kind for kind, _ in triggers], judged_in.value)
 
 
 def _timestamp(value: str) -> float:

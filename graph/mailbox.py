@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from graph import observe
 from graph.actions import ActionCall
 from personas import Persona
 from storage import channels, mailbox
@@ -80,6 +81,7 @@ class Mailbox:
             max_pending=self.max_pending,
         )
         if posted.note is None:
+            observe.MAILBOX_DROPS.inc()
             return (
                 f"dropped: {recipient.display_name} already has {posted.pending} unread notes (the most is "
                 f"{self.max_pending}); this one was not delivered, and the drop was recorded"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -45,9 +45,31 @@ QUEUED = Gauge("roundtable_queued_messages", "Messages waiting for a round, all 
 LOOP_LAG = Gauge("roundtable_event_loop_lag_seconds", "How late the event loop ran a timer, last measured")
 DELIVERY_FAILURES = Counter("roundtable_delivery_failures", "Posts a platform refused or never answered", ["platform"])
 OUTBOX = Gauge("roundtable_outbox_posts", "Posts in the outbox: waiting to go out, and failed for good", ["status"])
+TASK_OUTCOMES = ("completed", "failed", "stopped", "cancelled")
+TASKS = Counter("roundtable_tasks", "Tasks ended, by outcome (completed, failed, stopped, cancelled)", ["outcome"])
+for _outcome in TASK_OUTCOMES:
+    TASKS.labels(_outcome)
+ESCALATIONS = Counter(
+    "roundtable_escalations",
+    "Actions sent to a person, by reason (burst, cost, confidence, or mode: the mode alone) and the mode they were judged in",
+    ["reason", "mode"],
+)
+MAILBOX_DROPS = Counter("roundtable_mailbox_drops", "Notes a full mailbox dropped (never delivered)")
 
 working_in: ContextVar[str] = ContextVar("roundtable_channel", default="")
 """The channel key whose work runs in this task (bot/service.py sets it per channel worker)."""
+
+
+def task_ended(status: str, *, cancelled: bool) -> None:
+    """Count a task that ended: its status, or "cancelled" when people cancelled it (/task cancel)."""
+    TASKS.labels("cancelled" if cancelled and status == "stopped" else status).inc()
+
+
+def escalated(triggers: Sequence[str], mode: str) -> None:
+    """Count an action sent to a person: once per trigger that made it wait, or once as "mode" when
+    the mode it was judged in alone did."""
+    for reason in triggers or ("mode",):
+        ESCALATIONS.labels(reason, mode).inc()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,22 @@ class Verdict(StrEnum):
 
 
 class Trust(StrEnum):
-    NOVICE = "novice"
+    NEW = "new"
     PROFICIENT = "proficient"
     EXPERT = "expert"
+    NOVICE = "new"  # NEW's name before issue 34: an alias, for code that still says it
+
+    @classmethod
+    def _missing_(cls, value: object) -> Trust | None:
+        return cls.NEW if value == "novice" else None  # the level's name before issue 34
+
+
+# With [approvals] trust_sets_mode, the mode a persona's level asks for its calls.
+MODE_BY_TRUST = {
+    Trust.NEW: ApprovalMode.IN_COMMAND,
+    Trust.PROFICIENT: ApprovalMode.IN_THE_LOOP,
+    Trust.EXPERT: ApprovalMode.ON_THE_LOOP,
+}
 
 
 DEFAULT_SENSITIVE = ("publish", "send", "schedule", "delete", "pay", "share")
@@ -30,6 +43,7 @@ class PolicySettings:
     sensitive: Collection[str] = DEFAULT_SENSITIVE
     max_actions_per_turn: int = 3
     auto_relax: bool = False
+    trust_sets_mode: bool = False  # a persona's trust level chooses the mode of its calls (mode_for)
     max_cost: float = math.inf  # an action estimated to cost more always waits
     min_confidence: float = 0.0  # a call stated less sure than this (or not saying) always waits; 0 is off
     action_costs: Mapping[str, float] = field(default_factory=dict)  # the deployment's own estimates
@@ -60,22 +74,43 @@ def is_sensitive(action: str, sensitive: Collection[str]) -> bool:
     return action in sensitive or action.split("_", 1)[0] in sensitive
 
 
-def always_wait_reasons(
+def wait_triggers(
     *, actions_in_turn: int, cost: float, confidence: float | None, settings: PolicySettings
-) -> list[str]:
-    """The triggers that send an action to a person whatever the channel's mode."""
-    reasons = []
+) -> list[tuple[str, str]]:
+    """The triggers that send an action to a person whatever the channel's mode: (kind, why), the
+    kind burst, cost or confidence."""
+    found = []
     if actions_in_turn > settings.max_actions_per_turn:  # an unusual burst always gets a person's eyes
-        reasons.append(f"{actions_in_turn} actions in one turn > max_actions_per_turn {settings.max_actions_per_turn}")
+        why = f"{actions_in_turn} actions in one turn > max_actions_per_turn {settings.max_actions_per_turn}"
+        found.append(("burst", why))
     if cost > settings.max_cost:
-        reasons.append(f"estimated cost {cost:g} > max_cost {settings.max_cost:g}")
+        found.append(("cost", f"estimated cost {cost:g} > max_cost {settings.max_cost:g}"))
     if settings.min_confidence > 0:
         # A call that states no confidence has not shown it is sure enough: it waits too.
         if confidence is None:
-            reasons.append(f"no confidence stated (min_confidence {settings.min_confidence:g})")
+            found.append(("confidence", f"no confidence stated (min_confidence {settings.min_confidence:g})"))
         elif confidence < settings.min_confidence:
-            reasons.append(f"confidence {confidence:g} < min_confidence {settings.min_confidence:g}")
-    return reasons
+            found.append(("confidence", f"confidence {confidence:g} < min_confidence {settings.min_confidence:g}"))
+    return found
+
+
+def always_wait_reasons(
+    *, actions_in_turn: int, cost: float, confidence: float | None, settings: PolicySettings
+) -> list[str]:
+    """Why an action goes to a person whatever the channel's mode, one reason a trigger."""
+    found = wait_triggers(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
+    return [why for _, why in found]
+
+
+def mode_for(channel_mode: ApprovalMode, trust: Trust, *, trust_sets_mode: bool, mcp_tool: bool) -> ApprovalMode:
+    """The mode a persona's call is judged in. Without trust_sets_mode, the channel's. With it, the
+    persona's level chooses (new in-command, proficient in-the-loop, expert on-the-loop), except
+    that a channel set to in-command keeps every call there (how a manager takes trust back in one
+    channel), and an MCP tool is never judged looser than in-the-loop: trust never relaxes a tool."""
+    if not trust_sets_mode or channel_mode is ApprovalMode.IN_COMMAND:
+        return channel_mode
+    chosen = MODE_BY_TRUST[trust]
+    return ApprovalMode.IN_THE_LOOP if mcp_tool and chosen is ApprovalMode.ON_THE_LOOP else chosen
 
 
 def verdict(
@@ -98,6 +133,7 @@ def verdict(
     reasons = always_wait_reasons(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
     if reasons:
         return Decision(Verdict.WAIT, tuple(reasons))
+    mode = mode_for(mode, trust, trust_sets_mode=settings.trust_sets_mode, mcp_tool=tool is not None)  # trust's mode
     if mode is ApprovalMode.IN_COMMAND:
         return Decision(Verdict.WAIT)
     if mode is ApprovalMode.ON_THE_LOOP:

@@ -23,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from graph import planner
+from graph import observe, planner
 from graph.approval_flow import outcome
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
@@ -159,6 +159,8 @@ class TaskFlow:
         after (not when it would read the same)."""
         task_id = state["task_id"]
         await tasks.save(self.deps.db, task_id, status=status, plan=plan.model_dump_json() if plan else None, note=note)
+        if status in DONE and state["status"] not in DONE:  # the task ends with this move: count it on /metrics
+            observe.task_ended(status, cancelled=bool(state.get("cancelled_by")))
         record = await tasks.get(self.deps.db, task_id)
         shown_as = record.shown_as if record else None
         steering = steering_of(state)

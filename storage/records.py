@@ -134,3 +134,13 @@ class TrustCounts:
     failed: int = 0  # approved by a person, then the action failed
     incidents: int = 0  # rejections marked as incidents, ever: each starts the count again
     first_at: float | None = None  # the first counted decision
+    reset_at: float | None = None  # the last incident: tasks that ended before it do not count either
+
+
+@dataclass(frozen=True, slots=True)
+class EndedTask:
+    """A task that ended, for trust: its status, its plan (JSON, graph/tasks.py's) and when it ended."""
+
+    status: str
+    plan: str | None
+    ended_at: float

@@ -1,10 +1,11 @@
 """The trust count: people's decisions on each persona's actions, per workspace or guild, counted by the
-database from the audit log and the approvals it names."""
+database from the audit log and the approvals it names; and the tasks that ended there, whose steps
+graph/trust.py counts per persona."""
 
 from __future__ import annotations
 
 from storage.database import Database
-from storage.records import TrustCounts
+from storage.records import EndedTask, TrustCounts
 
 # A person's decision: an approval or rejection with the decider's user id, or the failure of an
 # action a person approved. Runs that needed nobody (read-only tools, on-the-loop) never count.
@@ -22,7 +23,7 @@ decided AS (
        OR (event = 'failed' AND approver IS NOT NULL)
 ),
 incidents AS (
-    SELECT persona_id, MAX(id) AS last_id, COUNT(*) AS n
+    SELECT persona_id, MAX(id) AS last_id, COUNT(*) AS n, MAX(at) AS last_at
     FROM decided WHERE event = 'rejected' AND detail LIKE 'incident%' GROUP BY persona_id
 )
 SELECT d.persona_id,
@@ -30,7 +31,8 @@ SELECT d.persona_id,
     SUM(CASE WHEN d.event = 'rejected' AND d.id > COALESCE(i.last_id, 0) THEN 1 ELSE 0 END) AS rejected,
     SUM(CASE WHEN d.event = 'failed' AND d.id > COALESCE(i.last_id, 0) THEN 1 ELSE 0 END) AS failed,
     MAX(COALESCE(i.n, 0)) AS incidents,
-    MIN(CASE WHEN d.id > COALESCE(i.last_id, 0) THEN d.at END) AS first_at
+    MIN(CASE WHEN d.id > COALESCE(i.last_id, 0) THEN d.at END) AS first_at,
+    MAX(i.last_at) AS reset_at
 FROM decided d LEFT JOIN incidents i ON i.persona_id = d.persona_id
 GROUP BY d.persona_id
 """
@@ -40,9 +42,24 @@ _TENANT = "COALESCE(NULLIF(c.tenant, ''), c.key)"  # a channel whose tenant is n
 async def trust_counts(db: Database, channel_key: str | None) -> dict[str, TrustCounts]:
     """People's decisions per persona in the workspace or guild of `channel_key` (None: everywhere,
     all tenants summed), counted by the database."""
+    where, params = _scope(channel_key)
+    rows = await db.fetch_all(_PEOPLES_DECISIONS.format(tenant=where), params)
+    return {str(r[0]): TrustCounts(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), r[5], r[6]) for r in rows}
+
+
+def _scope(channel_key: str | None) -> tuple[str, tuple[str, ...]]:
     if channel_key is None:
-        rows = await db.fetch_all(_PEOPLES_DECISIONS.format(tenant="1 = 1"))
-    else:
-        where = f"{_TENANT} = (SELECT {_TENANT} FROM channels c WHERE c.key = ?)"
-        rows = await db.fetch_all(_PEOPLES_DECISIONS.format(tenant=where), (channel_key,))
-    return {str(r[0]): TrustCounts(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), r[5]) for r in rows}
+        return "1 = 1", ()
+    return f"{_TENANT} = (SELECT {_TENANT} FROM channels c WHERE c.key = ?)", (channel_key,)
+
+
+async def ended_tasks(db: Database, channel_key: str | None) -> list[EndedTask]:
+    """The tasks that completed or failed in the workspace or guild of `channel_key` (None: everywhere),
+    oldest first. Tasks people stopped or cancelled count for nobody, so they are not read."""
+    where, params = _scope(channel_key)
+    rows = await db.fetch_all(
+        "SELECT t.status, t.plan, t.updated_at FROM tasks t JOIN channels c ON c.key = t.channel_key "
+        f"WHERE t.status IN ('completed', 'failed') AND {where} ORDER BY t.id",
+        params,
+    )
+    return [EndedTask(str(r[0]), r[1], float(r[2])) for r in rows]

@@ -389,6 +389,10 @@ async def test_approvals_lists_pending_requests_with_links_and_trust_answers(fak
     assert refusal["data"]["flags"] == 64 and "needs Manage Channels" in refusal["data"]["content"]
     assert channel is not None and channel.approval_mode is ApprovalMode.IN_COMMAND
     assert trust.json["flags"] == 64 and trust.json["content"].startswith("Trust levels:")
+    assert (
+        "Nova: new (0 decided by people, 0% approved, 0 finished tasks, 0 failed, 0 days) — 50 more decided "
+        "requests, 5 more finished tasks and 7 more days to reach proficient"
+    ) in trust.json["content"].splitlines()
 
 
 async def test_with_surface_slack_the_request_is_forwarded_and_the_channel_told(fake: FakeDiscord, open_bot) -> None:

@@ -23,7 +23,7 @@ NOTE_SCHEMA = {
 
 def _verdict(tool: ToolStanding, mode: ApprovalMode = ApprovalMode.IN_THE_LOOP, **extra: object) -> Verdict:
     return verdict(
-        "notes.write_note", mode=mode, actions_in_turn=1, trust=Trust.NOVICE, settings=SETTINGS, tool=tool, **extra
+        "notes.write_note", mode=mode, actions_in_turn=1, trust=Trust.NEW, settings=SETTINGS, tool=tool, **extra
     ).verdict  # type: ignore[arg-type]
 
 
@@ -40,7 +40,7 @@ def test_an_mcp_tool_waits_unless_config_lists_it_read_only_or_an_approver_appro
         "notes.read_note",
         mode=ApprovalMode.IN_THE_LOOP,
         actions_in_turn=1,
-        trust=Trust.NOVICE,
+        trust=Trust.NEW,
         settings=costly,
         cost=1.0,
         tool=ToolStanding(read_only=True),
@@ -52,7 +52,7 @@ def test_an_mcp_tool_waits_unless_config_lists_it_read_only_or_an_approver_appro
             "mail.send_report",
             mode=ApprovalMode.IN_THE_LOOP,
             actions_in_turn=1,
-            trust=Trust.NOVICE,
+            trust=Trust.NEW,
             settings=SETTINGS,
             tool=ToolStanding(read_only=True),
         ).verdict

@@ -456,6 +456,10 @@ async def test_approvals_and_trust_commands(slack: SlackHarness) -> None:
     assert listing["text"].startswith("Pending approvals")
     assert f"#{pending.id} Nova wants publish_post(channel='news', text='We launched!')" in listing["text"]
     assert trust["text"].startswith("Trust levels:") and "Nova: " in trust["text"]
+    assert (
+        "Nova: new (0 decided by people, 0% approved, 0 finished tasks, 0 failed, 0 days) — 50 more decided "
+        "requests, 5 more finished tasks and 7 more days to reach proficient"
+    ) in trust["text"].splitlines()
 
     posts_before = len(slack.posts())
     await slack.command("/approvals", "mode in-command")  # not an approver: refused
