@@ -14,6 +14,7 @@ it die without a word, every POLL_SECONDS.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -43,6 +44,7 @@ class SessionLocks:
     async def _connection(self) -> asyncpg.Connection:
         if self._conn is not None and not self._conn.is_closed():
             return self._conn
+        lost_claims = sorted(self._claims)
         if self._conn is not None:  # lost: PostgreSQL released everything it held
             log.error("the advisory lock connection was lost; PostgreSQL released its %d locks", len(self._held))
             self._held.clear()
@@ -50,6 +52,12 @@ class SessionLocks:
         conn = await self._connect()
         await conn.add_listener(UNLOCKED, self._heard_release)
         self._conn = conn
+        for name in lost_claims:  # held for the process's life: taken again, unless another took it meanwhile
+            if await conn.fetchval(TRY, name):
+                self._held.add(name)
+                self._claims.add(name)
+            else:
+                log.error("%s was taken by another process while this one's lock connection was down", name)
         return conn
 
     def _heard_release(self, _conn: object, _pid: int, _channel: str, name: str) -> None:
@@ -83,7 +91,12 @@ class SessionLocks:
     async def _release(self, name: str) -> None:
         """Shielded: a block cancelled on its way out still releases its lock."""
         self._held.discard(name)
-        await asyncio.shield(self._fetch(RELEASE, name))
+        try:
+            await asyncio.shield(self._fetch(RELEASE, name))
+        except Exception:
+            if self._conn is not None and not self._conn.is_closed():
+                raise
+            log.warning("%s went with the lost lock connection", name)  # released by PostgreSQL
 
     @asynccontextmanager
     async def exclusive(self, name: str) -> AsyncIterator[None]:
@@ -91,23 +104,29 @@ class SessionLocks:
         if local is None:
             local = self._local[name] = asyncio.Lock()
         async with local:
-            while True:
-                released = self._released.setdefault(name, asyncio.Event())
-                released.clear()  # before the try: a release between the try and the wait is heard
-                if await self._try(name):
-                    break
-                try:
-                    await asyncio.wait_for(released.wait(), POLL_SECONDS)
-                except TimeoutError:
-                    pass
-            self._released.pop(name, None)
+            try:
+                while True:
+                    released = self._released.setdefault(name, asyncio.Event())
+                    released.clear()  # before the try: a release between the try and the wait is heard
+                    if await self._try(name):
+                        break
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(released.wait(), POLL_SECONDS)
+            finally:
+                self._released.pop(name, None)
             self._held.add(name)
             try:
                 yield
             finally:
                 await self._release(name)
 
+    async def _connected(self) -> None:
+        """A lost connection replaced (and its claims taken again) before what this process holds is read."""
+        async with self._statement:
+            await self._connection()
+
     async def claim(self, name: str) -> bool:
+        await self._connected()
         if name in self._claims:
             return True
         if name in self._held or not await self._try(name):
@@ -117,6 +136,7 @@ class SessionLocks:
         return True
 
     async def held(self, name: str) -> bool:
+        await self._connected()
         if name in self._held:
             return True
         if await self._try(name):
