@@ -20,7 +20,7 @@ test: $(STAMP)
 
 # Three bot processes on one PostgreSQL behind a round-robin load balancer, one SIGKILLed at random
 # moments while 300 messages are answered (tests/chaos.py); prints the counts, fails on a lost or
-# doubled message, request or action. Then the outbox's outage tests again, with the fake Slack and
+# doubled message, request or action, or over 50 PostgreSQL connections at the peak. Then the outbox's outage tests again, with the fake Slack and
 # Discord refusing posts for two minutes instead of a few seconds (about 15 minutes in all).
 chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos

@@ -6,8 +6,10 @@ burst of messages (each channel's in order, the channels at once) is sent as sig
 Answered messages per second run from the first send to the last answer posted. During the burst
 the CPU time of every bot process, of the PostgreSQL server (the postmaster and its backends) and
 of this process (the load balancer, the fake Slack and the fake model) is read from /proc, and the
-peak number of model calls in flight is counted: a process runs at most 20 rounds at once
-(storage/postgres.py CHANNEL_LOCK_POOL_SIZE). The verdict names what ran out first.
+peak number of model calls in flight is counted: a process runs at most `[storage]
+max_rounds_at_once` rounds at once. So are PostgreSQL's client connections to the bench's database,
+sampled every 0.1 s from the first process's start to the last one's stop. The verdict names what
+ran out first.
 
 `python bench/scale.py` prints the table and rewrites it in docs/benchmarks.md (`--no-docs`: only prints).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -26,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.report import rewrite_block  # noqa: E402
-from storage.postgres import CHANNEL_LOCK_POOL_SIZE  # noqa: E402
+from bot.settings import StorageSection  # noqa: E402
 from tests.chaos import MAX_CONNECTIONS  # noqa: E402
 from tests.cluster import BotProcess, LoadBalancer, SlowModel, bot_processes  # noqa: E402
 from tests.fakes.slack_api import FakeSlackApi  # noqa: E402
@@ -38,6 +42,7 @@ from tests.fakes.slack_payloads import envelope, message  # noqa: E402
 from tests.postgres_server import PostgresServer  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
+ROUNDS_AT_ONCE = StorageSection().max_rounds_at_once  # per process, the default
 CORES = os.cpu_count() or 1
 
 
@@ -51,6 +56,7 @@ class Measured:
     harness_cpu: float
     peak_in_flight: int
     machine_cpu: float  # % of all cores busy, whoever used them
+    peak_connections: int  # PostgreSQL client connections of the bot processes, sampled every 0.1 s
 
     @property
     def per_second(self) -> float:
@@ -98,6 +104,23 @@ async def wait_answered(slack: FakeSlackApi, count: int, timeout: float) -> None
         await asyncio.sleep(0.05)
 
 
+async def count_connections(server: PostgresServer, database_url: str, peak: list[int], stop: asyncio.Event) -> None:
+    """The most client connections to the bench's database seen while it runs (this sampler's own not counted)."""
+    database = database_url.rsplit("/", 1)[1]
+    conn = await asyncpg.connect(server.url())
+    try:
+        while not stop.is_set():
+            count = await conn.fetchval(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = $1",
+                database,
+            )
+            peak[0] = max(peak[0], int(count))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.1)
+    finally:
+        await conn.close()
+
+
 async def burst(balancer: LoadBalancer, channels: int, per_channel: int, label: str) -> None:
     async def channel(number: int) -> None:
         name = f"C{label}{number:03d}"
@@ -119,6 +142,8 @@ async def measure(
         bots: list[BotProcess] = bot_processes(
             root / f"n{processes}", processes, database_url, slack.api_url, model.base_url, {}
         )
+        peak, stop_counting = [0], asyncio.Event()
+        counting = asyncio.create_task(count_connections(server, database_url, peak, stop_counting))
         try:
             for bot in bots:
                 await bot.start()
@@ -145,9 +170,12 @@ async def measure(
                 harness_cpu=100 * (time.process_time() - harness_before) / seconds,
                 peak_in_flight=model.busy_peak,
                 machine_cpu=busy_share(machine_before, machine_busy()),
+                peak_connections=peak[0],
             )
         finally:
             await asyncio.gather(*(bot.stop() for bot in bots))
+            stop_counting.set()
+            await counting
 
 
 def busy_share(before: tuple[float, float], after: tuple[float, float]) -> float:
@@ -156,7 +184,7 @@ def busy_share(before: tuple[float, float], after: tuple[float, float]) -> float
 
 def verdict(row: Measured, latency: float) -> str:
     busy = sum(row.bot_cpu) + row.postgres_cpu + row.harness_cpu
-    lock_cap = CHANNEL_LOCK_POOL_SIZE * row.processes
+    lock_cap = ROUNDS_AT_ONCE * row.processes
     if row.machine_cpu >= 85:
         return f"CPU: the machine was {row.machine_cpu:.0f}% busy, {busy / CORES:.0f}% of it ours"
     if busy >= 0.85 * 100 * CORES:
@@ -168,7 +196,9 @@ def verdict(row: Measured, latency: float) -> str:
         )
         return f"CPU: {busy:.0f}% of {100 * CORES}% in use, most of it {heaviest[0]}"
     if row.peak_in_flight >= lock_cap:
-        return f"locks: {row.peak_in_flight} model calls in flight = {CHANNEL_LOCK_POOL_SIZE} rounds x {row.processes} processes"
+        return (
+            f"rounds: {row.peak_in_flight} model calls in flight = {ROUNDS_AT_ONCE} rounds x {row.processes} processes"
+        )
     ideal = row.peak_in_flight / latency
     return f"the model's latency: {row.peak_in_flight} calls in flight at most, {ideal:.0f}/s at {latency} s each"
 
@@ -180,14 +210,14 @@ def table(rows: list[Measured], latency: float, load: str) -> str:
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, 1-minute load {load} at the start (shared machine). "
         f"Model latency {latency} s.",
         "",
-        "| processes | answered/s | ratio to 1 | CPU per bot process | PostgreSQL CPU | harness CPU | model calls in flight (peak) | limit |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| processes | answered/s | ratio to 1 | CPU per bot process | PostgreSQL CPU | harness CPU | model calls in flight (peak) | PostgreSQL connections (peak) | limit |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         cpu = ", ".join(f"{c:.0f}%" for c in row.bot_cpu)
         lines.append(
             f"| {row.processes} | {row.per_second:.1f} ({row.messages} in {row.seconds:.1f} s) | {row.per_second / base:.2f} "
-            f"| {cpu} | {row.postgres_cpu:.0f}% | {row.harness_cpu:.0f}% | {row.peak_in_flight} | {verdict(row, latency)} |"
+            f"| {cpu} | {row.postgres_cpu:.0f}% | {row.harness_cpu:.0f}% | {row.peak_in_flight} | {row.peak_connections} | {verdict(row, latency)} |"
         )
     return "\n".join(lines)
 

@@ -190,6 +190,7 @@ async def open_app(
             ),
             is_approver=config.settings.approvals.is_approver,
             approvals_surface=config.settings.approvals.surface,
+            max_rounds_at_once=config.settings.storage.max_rounds_at_once,
             flood=FloodGate(limits.user_messages_per_minute, limits.channel_rounds_per_minute),
             auto_detect_tasks=config.settings.tasks.auto_detect,
             permissions=Permissions(

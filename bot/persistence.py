@@ -20,11 +20,20 @@ from bot.config import Config
 from bot.timers import DurableTimers
 from storage.database import Database, open_database
 from storage.locks import SETUP_LOCK
+from storage.postgres import LOCK_CONNECTIONS, QUERY_POOL_SIZE
 
 DATABASE_FILE = "roundtable.sqlite3"
 CHECKPOINT_FILE = "checkpoints.sqlite3"
 TIMERS_FILE = "timers.sqlite3"
-CHECKPOINT_POOL_SIZE = 10
+# PostgreSQL connections of one process, all told: its statements (storage.postgres), one session
+# for its advisory locks, the checkpoints (approvals and tasks) and the timers' job store. Six
+# processes stay within PostgreSQL's default max_connections of 100, with room for an operator.
+CHECKPOINT_POOL_SIZE = 3
+TIMER_POOL_SIZE = 1  # APScheduler works the job store from the event loop, one call at a time
+TIMER_POOL_OVERFLOW = 1
+CONNECTIONS_PER_PROCESS = (
+    QUERY_POOL_SIZE + LOCK_CONNECTIONS + CHECKPOINT_POOL_SIZE + TIMER_POOL_SIZE + TIMER_POOL_OVERFLOW
+)
 
 
 @dataclass
@@ -59,9 +68,12 @@ async def _postgres(url: str) -> AsyncIterator[Persistence]:
     try:
         # The saver's own connection settings, as langgraph-checkpoint-postgres documents them.
         connection = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-        async with AsyncConnectionPool(url, kwargs=connection, max_size=CHECKPOINT_POOL_SIZE, open=False) as pool:
+        async with AsyncConnectionPool(
+            url, kwargs=connection, min_size=1, max_size=CHECKPOINT_POOL_SIZE, open=False
+        ) as pool:
             checkpointer = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
-            timers = DurableTimers(_sqlalchemy_url(url), db, shared=True)
+            timer_pool = {"pool_size": TIMER_POOL_SIZE, "max_overflow": TIMER_POOL_OVERFLOW}
+            timers = DurableTimers(_sqlalchemy_url(url), db, shared=True, engine_options=timer_pool)
             async with db.exclusive(SETUP_LOCK):  # processes starting together create tables one at a time
                 await checkpointer.setup()
             yield Persistence(db, checkpointer, timers)

@@ -87,6 +87,7 @@ class ChannelService:
         mcp: McpServers | None = None,
         settled: Callable[[], Awaitable[None]] | None = None,
         approvals_channel: Callable[[str], bool] = lambda key: False,
+        max_rounds_at_once: int = 200,
     ) -> None:
         self.db = db
         self.tokens = tokens
@@ -122,6 +123,8 @@ class ChannelService:
             withdraw=self.approval_desk.withdraw,
         )
         self._starts = RoundStarts()  # a burst of rounds must not stall the loop (and the acks) at once
+        # How many channels run at once ([storage] max_rounds_at_once), whatever the database's pool.
+        self._running = asyncio.Semaphore(max_rounds_at_once)
 
     async def handle(self, inbound: Inbound) -> CommandReply | None:
         """Take one inbound message: run it as a command, or record it and queue its round. The reply, if
@@ -221,7 +224,7 @@ class ChannelService:
                 item = queue.get_nowait()
                 await self._starts.turn()
                 try:
-                    async with self.db.exclusive(channel_lock(key)):
+                    async with self._running, self.db.exclusive(channel_lock(key)):
                         await self._work(item)
                 except Exception:
                     log.exception("queued work failed in %s", key)

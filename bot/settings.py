@@ -93,6 +93,7 @@ class LlmSection(_Section):
 class StorageSection(_Section):
     data_dir: str = "data"
     url: str = ""
+    max_rounds_at_once: Annotated[int, Field(ge=1, le=10_000)] = 200
 
     @field_validator("url")
     @classmethod

@@ -74,9 +74,18 @@ class DurableTimers:
     claim and, once it runs jobs, for jobs the others added.
     """
 
-    def __init__(self, jobstore_url: str, db: Database, *, shared: bool = False, poll_seconds: float = 2.0) -> None:
+    def __init__(
+        self,
+        jobstore_url: str,
+        db: Database,
+        *,
+        shared: bool = False,
+        poll_seconds: float = 2.0,
+        engine_options: dict[str, int] | None = None,
+    ) -> None:
+        jobstore = SQLAlchemyJobStore(url=jobstore_url, engine_options=engine_options)
         self.scheduler = AsyncIOScheduler(
-            jobstores={"default": SQLAlchemyJobStore(url=jobstore_url), "upkeep": MemoryJobStore()},
+            jobstores={"default": jobstore, "upkeep": MemoryJobStore()},
             job_defaults={"misfire_grace_time": None, "coalesce": True},
             timezone=timezone.utc,
         )

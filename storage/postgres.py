@@ -1,8 +1,10 @@
 """The PostgreSQL backend, through asyncpg: pooled connections, advisory locks, the same migrations.
 
 Several bot processes may share one database. Advisory locks make that safe beyond plain
-transactions: `Tx.serialize` takes one for a transaction, `exclusive` holds one on a connection of
-its own for as long as a block runs (a channel's round), and `claim` keeps one until close.
+transactions: `Tx.serialize` takes one for a transaction, `exclusive` holds one for as long as a
+block runs (a channel's round), and `claim` keeps one until close. The last two are held by one
+session of the process's own (storage.session_locks), so a round holds a connection only while one
+of its statements runs, and a process's connections stay few however many rounds it runs.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import lru_cache
 
 import asyncpg
@@ -19,12 +21,11 @@ from storage.database import Params, Row, joined, storable
 from storage.dialects import migration_sql
 from storage.locks import SETUP_LOCK
 from storage.migrations import MIGRATIONS
+from storage.session_locks import SessionLocks
 
-QUERY_POOL_SIZE = 10
-# Each running round holds one of these connections, so this caps the channels one process
-# runs at a time; rounds beyond it wait their turn. Kept apart from the query pool so that
-# rounds holding locks can never starve the queries they need to finish.
-CHANNEL_LOCK_POOL_SIZE = 20
+# Statements and transactions, each holding a connection only while it runs; none waits on a model.
+QUERY_POOL_SIZE = 5
+LOCK_CONNECTIONS = 1  # every exclusive block and claim of the process (storage.session_locks)
 
 
 @lru_cache(maxsize=512)
@@ -62,22 +63,18 @@ class PostgresTx:
 class PostgresDatabase:
     dialect = "postgresql"
 
-    def __init__(self, queries: asyncpg.Pool, locks: asyncpg.Pool) -> None:
+    def __init__(self, queries: asyncpg.Pool, locks: SessionLocks) -> None:
         self._queries = queries
         self._locks = locks
-        self._claims: list[asyncpg.Connection] = []
 
     @classmethod
     async def open(cls, url: str) -> PostgresDatabase:
         queries = await asyncpg.create_pool(url, min_size=1, max_size=QUERY_POOL_SIZE)
-        locks = await asyncpg.create_pool(url, min_size=0, max_size=CHANNEL_LOCK_POOL_SIZE)
-        db = cls(queries, locks)
+        db = cls(queries, SessionLocks(lambda: asyncpg.connect(url)))
         await db._migrate()
         return db
 
     async def close(self) -> None:
-        for conn in self._claims:
-            await self._locks.release(conn)
         await self._locks.close()
         await self._queries.close()
 
@@ -114,29 +111,14 @@ class PostgresDatabase:
         async with self._queries.acquire() as conn, conn.transaction():
             yield PostgresTx(conn)
 
-    @asynccontextmanager
-    async def exclusive(self, name: str) -> AsyncIterator[None]:
-        async with self._locks.acquire() as conn:
-            await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", name)
-            try:
-                yield
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", name)
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
+        return self._locks.exclusive(name)
 
     async def claim(self, name: str) -> bool:
-        conn = await self._locks.acquire()
-        if await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", name):
-            self._claims.append(conn)  # the session holds the lock until this connection closes
-            return True
-        await self._locks.release(conn)
-        return False
+        return await self._locks.claim(name)
 
     async def held(self, name: str) -> bool:
-        async with self._locks.acquire() as conn:
-            if await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", name):
-                await conn.fetchval("SELECT pg_advisory_unlock(hashtextextended($1, 0))", name)
-                return False
-            return True
+        return await self._locks.held(name)
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
         if (open_tx := joined(self)) is not None:  # sees what the open transaction wrote

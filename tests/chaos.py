@@ -45,7 +45,8 @@ from tests.fakes.slack_payloads import button_click, buttons_of, envelope, messa
 from tests.postgres_server import PostgresServer
 
 APPROVER = "UAPPROVER"
-MAX_CONNECTIONS = 300
+MAX_CONNECTIONS = 100  # PostgreSQL's default
+CONNECTION_BUDGET = 50  # client connections at the peak, for three processes and this harness
 OUTBOX_CLAIM_SECONDS = 10
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
@@ -257,7 +258,8 @@ async def judge(run: Run) -> Verdict:
         f"approved actions: {len(executed_once)} ran once, {len(unknown)} reported outcome unknown, "
         f"run twice {len(run_twice)}, not run {len(not_run)}",
         "kills: " + ", ".join(f"{name} at {at:.1f} s" for at, name in run.kills),
-        f"PostgreSQL client connections: {run.peak_connections} at the peak",
+        f"PostgreSQL client connections: {run.peak_connections} at the peak "
+        f"(at most {CONNECTION_BUDGET} for {o.processes} processes and this harness)",
     ]
     for tag in lost:
         lines.append(f"  lost: {tag}: {await why_lost(run, tag)}")
@@ -272,6 +274,9 @@ async def judge(run: Run) -> Verdict:
         )
     failures = len(lost) + len(doubled) + len(out_of_order) + len(run_twice) + len(not_run)
     failures += len(lost_requests) + len(doubled_requests) + len(run.undelivered)
+    if o.processes <= 3 and run.peak_connections > CONNECTION_BUDGET:
+        lines.append(f"  too many connections: {run.peak_connections}, over {CONNECTION_BUDGET}")
+        failures += 1
     return Verdict(lines, failures)
 
 
@@ -296,8 +301,8 @@ async def why_lost(run: Run, tag: str) -> str:
 
 
 async def chaos(options: Options, root: Path) -> Verdict:
-    # Each process holds a few dozen connections (queries, channel locks, checkpoints, timers), and a
-    # killed one's linger until PostgreSQL notices: three exceed the default max_connections of 100.
+    # Each process holds at most bot.persistence.CONNECTIONS_PER_PROCESS connections (statements,
+    # its locks' session, checkpoints, timers), so three fit PostgreSQL's default max_connections.
     server = await asyncio.to_thread(PostgresServer.start, max_connections=MAX_CONNECTIONS)
     try:
         database_url = await server.new_database()

@@ -176,6 +176,63 @@ async def test_postgres_claim_is_held_by_one_process_until_it_closes(postgres_se
     await second.close()
 
 
+async def test_postgres_locks_of_one_process_share_one_connection_and_still_exclude(postgres_server):
+    """Two blocks of one process on one channel run one at a time, though the session's advisory
+    locks are re-entrant; many channels held at once take one connection; a claim is held by its
+    own process (and seen so by it); and a process whose lock connection is lost holds nothing."""
+    url = await postgres_server.new_database()
+    first, second = await open_database(url), await open_database(url)
+    order: list[str] = []
+
+    async def hold(name: str, key: str = KEY) -> None:
+        async with first.exclusive(channel_lock(key)):
+            order.append(f"{name} in")
+            await asyncio.sleep(0)
+            order.append(f"{name} out")
+
+    await asyncio.gather(hold("a"), hold("b"))
+    assert order == ["a in", "a out", "b in", "b out"]
+
+    def lock_sessions() -> str:
+        return "SELECT COUNT(DISTINCT pid) FROM pg_locks WHERE locktype = 'advisory'"
+
+    entered, release = asyncio.Event(), asyncio.Event()
+    inside = 0
+
+    async def hold_until_released(key: str) -> None:
+        nonlocal inside
+        async with first.exclusive(channel_lock(key)):
+            inside += 1
+            if inside == 30:
+                entered.set()
+            await release.wait()
+
+    holders = [asyncio.create_task(hold_until_released(f"console:many{n}")) for n in range(30)]
+    await entered.wait()
+    assert (await second.fetch_one(lock_sessions()))[0] == 1
+    release.set()
+    await asyncio.gather(*holders)
+
+    assert await first.claim("outbox-sender:first")
+    assert await first.claim("outbox-sender:first")  # still its own
+    assert await first.held("outbox-sender:first")
+    assert await second.held("outbox-sender:first")
+    assert not await second.claim("outbox-sender:first")
+
+    behind = second.exclusive(channel_lock(KEY))
+    async with first.exclusive(channel_lock(KEY)):
+        waiting = asyncio.create_task(behind.__aenter__())
+        await second.fetch_one("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'")
+        await waiting  # the lost connection's locks went with it
+    await behind.__aexit__(None, None, None)
+    assert await first.claim("outbox-sender:first")  # a new connection takes the process's claims again
+    assert await second.held("outbox-sender:first")
+    await first.close()
+    assert not await second.held("outbox-sender:first")
+    assert await second.claim("outbox-sender:first")
+    await second.close()
+
+
 async def test_sqlite_uses_wal_and_reads_history_through_the_index(tmp_path):
     db = await open_database(tmp_path / "db.sqlite3")
     assert (await db.fetch_one("PRAGMA journal_mode"))[0] == "wal"
