@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.command_values import TaskCommand, parse_task
+from bot.discord_bot.runner import DiscordBot
+from bot.slack.text import unescape_from_slack
 from graph.mcp import McpTool, ToolCatalog
 from graph.rollback import rollback_plan
 from storage.records import Approval, ApprovalStatus, TaskStep
 from tests.conftest import run_console, write_config
+from tests.discord_harness import settle
+from tests.fakes import discord_payloads as p
+from tests.fakes.discord_server import FakeDiscord
 from tests.mcp_setup import calls_received, notes_environment, stdio_sections
+from tests.slack_harness import SlackHarness
 
 PUBLISH = '!!act publish_post {"channel": "news", "text": "We launched!"}'
 WRITE = '!!act write_note {"title": "launch", "text": "Ship on Friday"}'
@@ -159,3 +165,77 @@ def test_without_auto_approve_the_same_low_risk_tool_waits(tmp_path: Path, notes
     assert request.startswith("[approval 1] Rex wants notes.write_note(title='launch', text='Ship on Friday')")
     assert "· risk low" in request
     assert calls_received(notes_with_delete) == []
+
+
+# -- Slack -----------------------------------------------------------------------------------------------
+
+
+async def test_slack_rollback_deletes_the_published_post_after_approval(slack: SlackHarness) -> None:
+    slack.fake.channel_names["C0NEWS"] = "news"
+    await slack.command("/task", f"Announce the launch {PUBLISH}")
+    [request] = slack.approval_requests()
+    await slack.click("approval_approve", request)
+    [(where, ts)] = [k for k, m in slack.fake.messages.items() if m.get("text") == "We launched!"]
+    assert where == "C0NEWS" and slack.fake.messages[(where, ts)]["username"] == "Nova"
+
+    await slack.command("/task", "cancel rollback")
+    assert slack.replies_to_command()[-1]["text"] == (
+        "Rollback of task #1 waits for approval, newest first: #2 undoes #1 publish_post."
+    )
+    [_, undo] = slack.approval_requests()
+    assert "delete_post" in undo["text"] and "Step 1 of 1 of task #1" in unescape_from_slack(undo["text"])
+    assert (where, ts) in slack.fake.messages  # nothing undone before the approval
+    await slack.click("approval_approve", undo)
+    await slack.bot.wait_idle()
+    assert (where, ts) not in slack.fake.messages  # the post is gone from #news
+    [deleted] = slack.fake.calls_to("chat.delete")
+    assert deleted.args == {"channel": "C0NEWS", "ts": ts}
+
+
+# -- Discord ---------------------------------------------------------------------------------------------
+
+DISCORD_APPROVERS = {"approvals": {"approvers": {"discord": [str(p.OWNER_USER_ID)]}}}
+
+
+async def discord_task(fake: FakeDiscord, bot: DiscordBot, text: str) -> str:
+    asked = await fake.send_slash_command("task", {"text": text}, permissions=p.MEMBER_PERMISSIONS)
+    [answer] = await fake.wait_for_calls("POST", rf"/webhooks/{p.APPLICATION_ID}/interaction-token-{asked}")
+    await settle(bot)
+    return str(answer.json["content"])
+
+
+async def decide_on_discord(fake: FakeDiscord, bot: DiscordBot, approval_id: int, verb: str, shows: str) -> None:
+    [message_id] = [i for i, m in fake.messages.items() if f"**Approval #{approval_id}**" in m["content"]]
+    await fake.click_button(message_id, f"approval:{approval_id}:{verb}", clicker=p.user(p.OWNER_USER_ID, "Owner"))
+    await fake.wait_for_calls(
+        "PATCH",
+        rf"/channels/{p.TEXT_CHANNEL_ID}/messages/{message_id}",
+        where=lambda c: shows in c.json.get("content", ""),
+    )
+    await settle(bot)
+
+
+def news_posts(fake: FakeDiscord) -> list[str]:
+    return [m["content"] for m in fake.history if m["channel_id"] == str(p.NEWS_CHANNEL_ID) and m.get("webhook_id")]
+
+
+async def test_discord_rollback_deletes_the_published_post_after_approval(
+    fake: FakeDiscord, open_bot: Callable[..., Any]
+) -> None:
+    async with open_bot(sections=DISCORD_APPROVERS) as bot:
+        await discord_task(fake, bot, f"Announce the launch {PUBLISH}")
+        await decide_on_discord(fake, bot, 1, "approve", "executed")
+        assert news_posts(fake) == ["We launched!"]
+        asked = await discord_task(fake, bot, "cancel rollback")
+        assert asked == "Rollback of task #1 waits for approval, newest first: #2 undoes #1 publish_post."
+        [request] = [m for m in fake.messages.values() if "**Approval #2**" in m["content"]]
+        assert request["content"].splitlines()[:2] == [
+            "**Approval #2**: Nova wants to run `delete_post`",
+            "Step 1 of 1 of task #1 “Announce the launch” · risk high",
+        ]
+        assert news_posts(fake) == ["We launched!"]  # nothing undone before the approval
+        await decide_on_discord(fake, bot, 2, "approve", "executed")
+    assert news_posts(fake) == []  # gone from #news
+    news_hook = next(str(i) for i, w in fake.webhooks.items() if w["channel_id"] == str(p.NEWS_CHANNEL_ID))
+    [deleted] = fake.find_calls("DELETE", r"/webhooks/\d+/[^/]+/messages/\d+")
+    assert deleted.path.startswith(f"/webhooks/{news_hook}/")  # through the webhook that posted it
