@@ -1,4 +1,4 @@
-"""Approval records and the append-only audit log. A decision is one atomic UPDATE: the first wins."""
+"""Approval records: requested, decided, claimed and run. A decision is one atomic UPDATE: the first wins; each change is audited (storage/audit.py)."""
 
 from __future__ import annotations
 

@@ -114,6 +114,18 @@ def test_console_rollback_deletes_the_published_post_after_approval_and_audits_i
     assert undo == [("requested", "high"), ("approved", "high"), ("executed", "high")]
 
 
+def test_console_cancel_rollback_of_a_running_task_cancels_it_and_asks_for_the_undo(tmp_path: Path) -> None:
+    steps = f"/task Announce the launch; research the reactions; review them {PUBLISH}\n/task pause\n/approve 1\n"
+    transcript = run_console(write_config(tmp_path), f"{steps}/task cancel rollback changed plans\n/approve 2\n")
+    assert (
+        "[system] Task #1 is cancelled (changed plans). Rollback of task #1 waits for approval, newest first: "
+        "#2 undoes #1 publish_post." in transcript
+    )
+    assert "[system] Task #1: Cancelled by you: changed plans. 1 of 3 steps completed, 0 failed." in transcript
+    assert DELETED in transcript.split("[you] /approve 2", 1)[1]
+    assert "[Sage]" not in transcript  # the cancelled task ran no further step
+
+
 def test_console_a_rejected_rollback_undoes_nothing(tmp_path: Path) -> None:
     script = f"/task Announce the launch {PUBLISH}\n/approve 1\n/task cancel rollback\n/reject 2 keep it\n"
     transcript = run_console(write_config(tmp_path), script)
