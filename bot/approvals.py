@@ -49,9 +49,11 @@ def already_decided(approval: Approval) -> str:
 
 
 def wanted(approval: Approval, persona_name: str, clean: Callable[[str], str] = str) -> str:
-    """ "#3 Nova wants publish_post(channel='news', text='We launched!')"; `clean` makes the call safe for markup."""
+    """ "#3 Nova wants publish_post(channel='news', text='We launched!') (risk high)"; `clean` makes the call
+    safe for markup."""
     call = ActionCall(approval.call_id, approval.action, approval.args)
-    return f"#{approval.id} {persona_name} wants {clean(call.describe())}"
+    context = request_context(approval, clean)
+    return f"#{approval.id} {persona_name} wants {clean(call.describe())}" + (f" ({context})" if context else "")
 
 
 def serves(approval: Approval, clean: Callable[[str], str] = str) -> str:

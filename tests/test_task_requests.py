@@ -31,12 +31,15 @@ def stored(tmp_path: Path, query: str) -> list[dict[str, Any]]:
 
 
 def test_console_a_request_in_a_task_names_its_step_and_risk_and_both_are_stored(tmp_path: Path) -> None:
-    transcript = run_console(write_config(tmp_path), f"/task {TASK}\nNova, please. {ACT}\n")
+    transcript = run_console(write_config(tmp_path), f"/task {TASK}\nNova, please. {ACT}\n/approvals\n")
     [in_task] = [line for line in transcript.splitlines() if line.startswith("[approval 1] ")]
     assert in_task.startswith("[approval 1] Nova wants publish_post(channel='news', text='We launched!')")
     assert in_task.endswith(f" - {SERVES}")
     [outside] = [line for line in transcript.splitlines() if line.startswith("[approval 2] ")]
     assert outside.endswith(" - risk high") and "task" not in outside  # a plain round's request
+    listing = transcript.split("[you] /approvals", 1)[1]
+    assert f"#1 Nova wants publish_post(channel='news', text='We launched!') ({SERVES})" in listing
+    assert "#2 Nova wants publish_post(channel='news', text='We launched!') (risk high)" in listing
 
     first, second = stored(tmp_path, "SELECT * FROM approvals ORDER BY id")
     assert (first["risk"], first["task_id"], first["task_title"], first["task_step"], first["task_steps"]) == (
