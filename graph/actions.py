@@ -120,11 +120,11 @@ class Remember(_Args):
 
 ACTIONS: dict[str, type[_Args]] = {
     "publish_post": PublishPost,
-    "delete_post": DeletePost,
     "send_message": SendMessage,
     "schedule_post": SchedulePost,
     "note_to": NoteTo,  # delivered by graph/mailbox.py, never through the approval policy
     "remember": Remember,  # kept by graph/memory.py, never through the approval policy
+    "delete_post": DeletePost,  # publish_post's undo (graph/rollback.py)
 }
 
 
