@@ -32,6 +32,7 @@ from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
 from graph.policy import PolicySettings
 from graph.port import OutboundPort
+from graph.risk import Risk
 from graph.settings import EngineSettings, MemorySettings
 from personas import Persona, load_personas
 from storage.database import Database
@@ -117,6 +118,7 @@ def policy_settings(config: Config) -> PolicySettings:
         min_confidence=a.min_confidence,
         action_costs=dict(a.action_costs),
         announce_immediate=config.settings.actions.announce_immediate,
+        auto_approve_risk=None if a.auto_approve_risk == "none" else Risk(a.auto_approve_risk),
     )
 
 

@@ -49,9 +49,24 @@ def already_decided(approval: Approval) -> str:
 
 
 def wanted(approval: Approval, persona_name: str, clean: Callable[[str], str] = str) -> str:
-    """ "#3 Nova wants publish_post(channel='news', text='We launched!')"; `clean` makes the call safe for markup."""
+    """ "#3 Nova wants publish_post(channel='news', text='We launched!') (risk high)"; `clean` makes the call
+    safe for markup."""
     call = ActionCall(approval.call_id, approval.action, approval.args)
-    return f"#{approval.id} {persona_name} wants {clean(call.describe())}"
+    context = request_context(approval, clean)
+    return f"#{approval.id} {persona_name} wants {clean(call.describe())}" + (f" ({context})" if context else "")
+
+
+def serves(approval: Approval, clean: Callable[[str], str] = str) -> str:
+    """ "Step 2 of 4 of task #7 “Launch post”": the task step a request serves; "" outside a task."""
+    task = approval.task
+    return f"Step {task.step} of {task.steps} of task #{task.task_id} “{clean(task.title)}”" if task else ""
+
+
+def request_context(approval: Approval, clean: Callable[[str], str] = str) -> str:
+    """What a request is for and how risky it is, in the one wording every surface shows beside it:
+    "Step 2 of 4 of task #7 “Launch post” · risk high" (either part left out when it has none)."""
+    risk = f"risk {approval.risk}" if approval.risk else ""
+    return " · ".join(part for part in (serves(approval, clean), risk) if part)
 
 
 def unknown_outcome_line(approval: Approval, persona_name: str, clean: Callable[[str], str] = str) -> str:

@@ -271,6 +271,7 @@ class TaskCommand:
     verb: TaskVerb
     text: str = ""  # the task, the replan's instruction, a takeover's or cancellation's reason, a step's result
     step: int = 0  # /task done N
+    rollback: bool = False  # /task cancel rollback: also ask to undo what the task did
 
     @property
     def permission(self) -> str:
@@ -290,6 +291,8 @@ def parse_task(rest: str) -> TaskCommand:
         raise CommandError(f"the task is {len(text)} characters; the most is {TASK_TEXT_LIMIT}")
     if verb in ("status", "stop", "pause", "resume") and not more:
         return TaskCommand(verb)  # type: ignore[arg-type]
+    if verb == "cancel" and more.partition(" ")[0].lower() == "rollback":
+        return TaskCommand("cancel", more.partition(" ")[2].strip(), rollback=True)
     if verb in ("replan", "takeover", "cancel"):
         return TaskCommand(verb, more)  # type: ignore[arg-type]
     if verb == "done":

@@ -305,14 +305,14 @@ COMMANDS: tuple[Spec, ...] = (
     Spec(
         "task",
         "/task TEXT | status | stop | replan TEXT | pause | resume | takeover [reason] | done N [result]"
-        " | cancel [reason]",
+        " | cancel [rollback] [reason]",
         "give the team a task done step by step; show, stop, replan, pause, take over or cancel it",
         parse_task,
         {TaskCommand: run.task},
         options=(
             Option(
                 "text",
-                "the task; or status, stop, replan TEXT, pause, resume, takeover, done N, cancel",
+                "the task; or status, stop, replan TEXT, pause, resume, takeover, done N, cancel [rollback]",
                 required=True,
             ),
         ),

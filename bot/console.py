@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 from bot.app import App
+from bot.approvals import request_context
 from bot.inbound import Inbound
 from graph.actions import ActionCall
 from personas import Persona
@@ -35,6 +36,8 @@ class ConsolePort:
         self.verbose = verbose
         self.user = user
         self.interactive = write is write_stdout and sys.stdout.isatty()
+        # What publish_post put up this session, (persona id, channel, text), for delete_post to take down.
+        self.posts: list[tuple[str, str, str]] = []
 
     async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
         self.write(f"[{persona.display_name}] {text}")
@@ -79,8 +82,10 @@ class ConsolePort:
         expires = datetime.fromtimestamp(approval.expires_at).strftime("%H:%M")
         revises = f" (revises #{approval.revises})" if approval.revises else ""
         waits = f" - waits: {approval.reason}" if approval.reason else ""
+        context = f" - {request_context(approval)}" if request_context(approval) else ""
         self.write(
-            f"[approval {approval.id}] {persona.display_name} wants {call.describe()}{revises} (expires {expires}){waits}"
+            f"[approval {approval.id}] {persona.display_name} wants {call.describe()}{revises} (expires {expires})"
+            f"{context}{waits}"
         )
 
     async def show_decision(self, approval: Approval, persona: Persona) -> None:
@@ -109,7 +114,16 @@ class ConsolePort:
         if call.name == "publish_post":
             target = "#" + call.args["channel"].lstrip("#")
             self.write(f"[{persona.display_name} in {target}] {call.args['text']}")
+            self.posts.append((persona.id, target, call.args["text"]))
             return f"posted in {target}"
+        if call.name == "delete_post":
+            target = "#" + call.args["channel"].lstrip("#")
+            post = (persona.id, target, call.args["text"])
+            if post not in self.posts:  # the console keeps no posts across a restart
+                raise ValueError(f"{persona.display_name} has no post in {target} with that text")
+            self.posts.remove(post)
+            self.write(f"[{persona.display_name} deleted their post in {target}] {call.args['text']}")
+            return f"deleted the post in {target}"
         if call.name == "send_message":
             self.write(f"[{persona.display_name} to {call.args['to']}] {call.args['text']}")
             return f"sent to {call.args['to']}"

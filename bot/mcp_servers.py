@@ -70,7 +70,12 @@ class McpServers:
 
     @staticmethod
     def catalog_for(config: Config) -> ToolCatalog:
-        return ToolCatalog({name: s.read_only for name, s in config.settings.mcp.servers.items()})
+        servers = config.settings.mcp.servers
+        return ToolCatalog(
+            {name: s.read_only for name, s in servers.items()},
+            risks={name: s.risk for name, s in servers.items() if s.risk is not None},
+            undos={name: s.undo for name, s in servers.items()},
+        )
 
     def names(self) -> list[str]:
         return list(self._servers)

@@ -17,15 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.approval_desk import (
-    Actor,
-    ApprovalDesk,
-    CommandReply,
-    IsApprover,
-    ResumeApprovals,
-    RunApproved,
-    nobody,
-)
+from bot.approval_desk import Actor, ApprovalDesk, CommandReply, IsApprover, ResumeApprovals, RunApproved, nobody
 from bot.command_handlers import Call
 from bot.command_help import help_text
 from bot.command_values import Command, CommandError

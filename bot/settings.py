@@ -189,6 +189,7 @@ class ApprovalsSection(_Section):
     max_cost: Annotated[float, Field(ge=0)] = math.inf
     action_costs: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
     min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.0
+    auto_approve_risk: Literal["none", "low", "medium", "high", "critical"] = "none"
     # Counts model failures in a row (not approvals); it lives here because only an approver resumes.
     failures_before_pause: Annotated[int, Field(ge=0, le=100)] = 5
 
@@ -246,6 +247,9 @@ class MemorySection(_Section):
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
+RiskLevel = Literal["low", "medium", "high", "critical"]
+
+
 class McpServerSection(_Section):
     """One MCP server: a stdio child process (`command`) or a streamable HTTP endpoint (`url`)."""
 
@@ -256,6 +260,10 @@ class McpServerSection(_Section):
     )  # names only: values stay in the environment
     read_only: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30
+    # One risk for every tool of the server, or one per tool ({ TOOL = "low" }); unset: graph/risk.py's default.
+    risk: RiskLevel | dict[Annotated[str, Field(min_length=1)], RiskLevel] | None = None
+    # The tool that takes a call of another back: { TOOL = "OTHER_TOOL" } (`/task cancel rollback`).
+    undo: dict[Annotated[str, Field(min_length=1)], Annotated[str, Field(min_length=1)]] = Field(default_factory=dict)
 
     @field_validator("url")
     @classmethod

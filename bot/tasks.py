@@ -6,7 +6,9 @@ A task runs in its channel's queue like a round (graph/task_flow.py supervises i
 of it is stored at once and taken by the supervisor between steps; a task that waits for a person
 (a pause, a takeover, an approval) is queued again here when that person acts. Only the task's
 requester or an approver may pause, resume, take over, finish steps of or cancel it. Cancelling
-rejects the approvals its steps are waiting for, with the reason, through the approvals core.
+rejects the approvals its steps are waiting for, with the reason, through the approvals core;
+`/task cancel rollback` also asks approval to undo what it did (bot/task_rollback.py), and works on
+a task that has ended too.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from bot.approval_desk import Actor
 from bot.command_values import TaskCommand
+from bot.task_rollback import TaskRollback
 from graph.engine import RoundEngine
 from graph.task_text import handover, render_plan
 from graph.tasks import Plan, Steering, TaskStatus, why_not_hand_in
@@ -69,6 +72,7 @@ class TaskDesk:
         self.auto_detect = auto_detect
         self.may_decide = may_decide
         self.withdraw = withdraw
+        self.rollback = TaskRollback(db, engine)
 
     async def command(self, key: str, command: TaskCommand, thread: str | None, actor: Actor) -> tuple[str, bool]:
         """What to answer the person who typed it (privately), and whether it was done."""
@@ -81,6 +85,10 @@ class TaskDesk:
         latest = await tasks.latest(self.db, key)
         if command.verb == "status":
             return (self.status_text(latest), True) if latest else ("No task here yet: /task TEXT starts one.", False)
+        if command.rollback and latest is not None and not latest.active:  # what a finished task did
+            if not (actor.id and actor.id == latest.author_id) and not self.may_decide(key, actor):
+                return steering_refusal(command.verb, latest.id), False
+            return await self.rollback.ask(latest), True
         if latest is None or not latest.active:
             return "No task is running here.", False
         if command.verb == "stop":
@@ -123,7 +131,8 @@ class TaskDesk:
             return f"Task #{number} is being cancelled already.", False
         rejected = await self.withdraw(await self._pending_approvals(task), actor, reason)
         told = f" Rejected its pending approvals: {', '.join(f'#{n}' for n in rejected)}." if rejected else ""
-        return f"Task #{number} is cancelled ({reason}).{told}", True
+        undo = f" {await self.rollback.ask(task)}" if command.rollback else ""
+        return f"Task #{number} is cancelled ({reason}).{told}{undo}", True
 
     async def _pending_approvals(self, task: TaskRecord) -> list[int]:
         """The approvals the task's steps raised that are still pending."""

@@ -10,18 +10,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph import observe, tracing
-from graph.actions import ActionCall, check_call, cost_of
+from graph.actions import ActionCall, check_call, cost_of, declared_risk
 from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
 from graph.memory import REMEMBER_ACTION, Notebook
-from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, mode_for, revision_of, verdict, wait_triggers
+from graph.policy import (
+    PolicySettings,
+    ToolStanding,
+    Trust,
+    Verdict,
+    is_sensitive,
+    mode_for,
+    revision_of,
+    verdict,
+    wait_triggers,
+)
 from graph.port import OutboundPort, Timers
+from graph.risk import Risk, risk_of
 from graph.trust import task_counts, trust_record
 from personas import Persona
 from storage import approvals, channels, history, tool_grants
 from storage import trust as stored_trust
 from storage.database import Database, one_transaction
-from storage.records import Approval, ApprovalMode, ToolCall
+from storage.records import Approval, ApprovalMode, TaskStep, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +76,15 @@ class ActionRunner:
         persona: Persona,
         tool_calls: Sequence[ToolCall],
         rejected: Sequence[Approval] = (),
+        *,
+        task: TaskStep | None = None,
     ) -> dict[str, Any] | None:
         """Run or refuse what may go now; return the batch that must wait for approval, if any.
 
         Every call that is refused or run gets its result in the persona's history at once; a
         waiting call gets its result when it is decided. `rejected` are the persona's proposals
-        that were just turned down: a new call revises one of them.
+        that were just turned down: a new call revises one of them. `task`: the task step the turn
+        is, named by every request and claim it makes.
         """
         checked: list[ActionCall] = []
         for call in tool_calls:
@@ -111,6 +125,7 @@ class ActionRunner:
         trust = await self._trust(persona, channel_key) if judged_by_trust else Trust.NEW
         waiting: list[tuple[ActionCall, str]] = []  # with why it waits
         for action in checked:
+            risk = self.risk(action.name)
             decision = verdict(
                 action.name,
                 mode=mode,
@@ -120,12 +135,13 @@ class ActionRunner:
                 cost=cost_of(action.name, self.policy.action_costs),
                 confidence=action.confidence,
                 tool=await self._standing(channel_key, action.name),
+                risk=risk,
             )
             if decision.verdict is Verdict.WAIT:
                 self._count_escalation(action, mode, trust, len(checked))
                 waiting.append((action, self._why(action.name, decision.reason)))
                 continue
-            outcome = await self.run_at_once(channel_key, thread, persona, action)
+            outcome = await self.run_at_once(channel_key, thread, persona, action, task=task)
             if decision.verdict is Verdict.ANNOUNCE or self.policy.announce_immediate:
                 await self.port.notice(
                     channel_key, f"{persona.display_name} ran {action.describe()}: {outcome.shown}", thread
@@ -137,6 +153,7 @@ class ActionRunner:
             "channel_key": channel_key,
             "thread": thread,
             "persona_id": persona.id,
+            "task": task.as_dict() if task else None,
             "calls": [
                 {
                     "call_id": c.call_id,
@@ -145,6 +162,7 @@ class ActionRunner:
                     "revises": revision_of(c.name, rejected),
                     "reason": reason,
                     "confidence": c.confidence,
+                    "risk": self.risk(c.name).value,
                 }
                 for c, reason in waiting
             ],
@@ -156,13 +174,27 @@ class ActionRunner:
         hints = tool.hints() if tool else ""
         return "; ".join(part for part in (reason, f"server hints (untrusted): {hints}" if hints else "") if part)
 
+    def risk(self, name: str) -> Risk:
+        """The risk a call of `name` carries (graph/risk.py): declared by a built-in action, configured
+        for an MCP tool (whose sensitivity is its own name's, without the server's)."""
+        if not is_mcp_action(name):
+            return risk_of(declared=declared_risk(name), sensitive=is_sensitive(name, self.policy.sensitive))
+        tool = name.partition(QUALIFIER)[2]
+        return risk_of(
+            declared=self.tools.declared_risk(name) if self.tools else None,
+            sensitive=is_sensitive(tool, self.policy.sensitive),
+            mcp_read_only=self.tools is not None and self.tools.is_read_only(name),
+        )
+
     async def _standing(self, channel_key: str, name: str) -> ToolStanding | None:
         if not is_mcp_action(name):
             return None
         read_only = self.tools is not None and self.tools.is_read_only(name)
         return ToolStanding(read_only, not read_only and await tool_grants.is_granted(self.db, channel_key, name))
 
-    async def run_at_once(self, channel_key: str, thread: str | None, persona: Persona, action: ActionCall) -> Ran:
+    async def run_at_once(
+        self, channel_key: str, thread: str | None, persona: Persona, action: ActionCall, task: TaskStep | None = None
+    ) -> Ran:
         """Run an action that needs no approval, outside any transaction: its claim (with its
         arguments, audited) commits first, then it runs, then its outcome and the persona's result
         commit together. A stop in between leaves a claim start-up reports as an unknown outcome."""
@@ -177,6 +209,8 @@ class ActionRunner:
             args=action.args,
             runner=self.runner_id,
             confidence=action.confidence,
+            risk=self.risk(action.name).value,
+            task=task,
         )
         ran = await self.run(channel_key, persona, action, approval_id=claim.id, thread=thread, claimed=True)
         finished = await approvals.get(self.db, claim.id)

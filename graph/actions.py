@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from graph.mcp import ToolCatalog, check_arguments
 from graph.models.signatures import call_signatures
+from graph.risk import Risk
 from personas import Persona
 from storage.records import ToolCall
 
@@ -25,6 +26,10 @@ class _Args(BaseModel):
     # Cost points: what one call is estimated to cost, on a scale by reach (1 is one direct
     # message). A deployment may set its own figures, in its own unit, with [approvals] action_costs.
     estimated_cost: ClassVar[float] = 1.0
+    # How much harm a mistaken call does (graph/risk.py); a sensitive action is raised to at least high.
+    risk: ClassVar[Risk] = Risk.MEDIUM
+    # The action that takes a run back (`/task cancel rollback`), called with the run's own arguments.
+    undo: ClassVar[str | None] = None
 
     @field_validator("channel", mode="before", check_fields=False)
     @classmethod
@@ -42,9 +47,20 @@ class PublishPost(_Args):
     you to post, publish or announce something in a channel."""
 
     estimated_cost: ClassVar[float] = 2.0  # everyone in the channel sees it
+    undo: ClassVar[str | None] = "delete_post"
 
     channel: str = _CHANNEL
     text: str = _TEXT
+
+
+class DeletePost(_Args):
+    """Delete a post you published in a channel: the one with exactly this text. Use it only when
+    someone asks you to delete, remove or take back a post of yours."""
+
+    risk: ClassVar[Risk] = Risk.HIGH  # what it removes is not brought back
+
+    channel: str = _CHANNEL
+    text: str = Field(min_length=1, max_length=8000, description="the exact text of the post to delete")
 
 
 class SendMessage(_Args):
@@ -71,6 +87,8 @@ class NoteTo(_Args):
     turn, and it never appears in the channel. Use it only when someone asks you to send, leave or
     pass another persona a note, or to tell them something privately."""
 
+    risk: ClassVar[Risk] = Risk.LOW  # never through the approval policy
+
     persona: str = Field(min_length=1, max_length=100, description="the persona's name, e.g. Rex")
     text: str = Field(min_length=1, max_length=2000, description="the note, as the persona should read it")
 
@@ -85,6 +103,8 @@ class Remember(_Args):
     """Keep a note for yourself: it is shown to you in every later prompt, under "What you noted",
     numbered. Use it when someone asks you to remember or note something, or not to forget it. To
     drop a note that no longer holds, give its number as `forget` (with or without a new text)."""
+
+    risk: ClassVar[Risk] = Risk.LOW  # never through the approval policy
 
     text: str = Field(
         default="", max_length=500, description="the note, in your own words, e.g. Ana's deadline is Friday"
@@ -104,6 +124,7 @@ ACTIONS: dict[str, type[_Args]] = {
     "schedule_post": SchedulePost,
     "note_to": NoteTo,  # delivered by graph/mailbox.py, never through the approval policy
     "remember": Remember,  # kept by graph/memory.py, never through the approval policy
+    "delete_post": DeletePost,  # publish_post's undo (graph/rollback.py)
 }
 
 
@@ -126,6 +147,12 @@ def cost_of(name: str, overrides: Mapping[str, float]) -> float:
     (an MCP tool, "SERVER.TOOL", costs 1 unless [approvals] action_costs names it)."""
     spec = ACTIONS.get(name)
     return overrides.get(name, spec.estimated_cost if spec else _Args.estimated_cost)
+
+
+def declared_risk(name: str) -> Risk | None:
+    """A built-in action's declared risk; None for an MCP tool (its risk is config's, graph/mcp.py)."""
+    spec = ACTIONS.get(name)
+    return spec.risk if spec else None
 
 
 def action_description(name: str) -> str:

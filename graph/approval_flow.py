@@ -21,7 +21,7 @@ from graph.state import RoundInput
 from graph.tool_steps import ToolSteps
 from storage import approvals, history
 from storage.database import one_transaction
-from storage.records import Approval, ApprovalStatus, ToolCall
+from storage.records import Approval, ApprovalStatus, TaskStep, ToolCall
 
 
 class ApprovalState(TypedDict):
@@ -29,7 +29,9 @@ class ApprovalState(TypedDict):
     channel_key: str
     thread: str | None
     persona_id: str
-    calls: list[dict[str, Any]]  # call_id, name, args, revises, reason, confidence
+    task: dict[str, Any] | None  # the task step the calls serve (storage.records.TaskStep.as_dict)
+    calls: list[dict[str, Any]]  # call_id, name, args, revises, reason, confidence, risk (a rollback: persona_id, task)
+    rollback: bool  # undos of a cancelled task (graph/rollback.py): no persona reads their outcome
     outcomes: list[str]
     new_batches: list[dict[str, Any]]
 
@@ -83,9 +85,9 @@ class ApprovalFlow:
         self.tool_steps = tool_steps
 
     async def request(self, state: ApprovalState) -> dict[str, Any]:
-        persona = self.deps.personas[state["persona_id"]]
         ids: list[int] = []
         for call in state["calls"]:
+            persona = self.deps.personas[call.get("persona_id") or state["persona_id"]]
             # The approval and its request (the outbox) commit together: a crash between them would
             # leave a request nobody sees, since the node run again finds the approval already made.
             async with one_transaction(self.deps.db):
@@ -102,6 +104,8 @@ class ApprovalFlow:
                     revises=call.get("revises"),
                     reason=call.get("reason", ""),
                     confidence=call.get("confidence"),
+                    risk=call.get("risk", ""),
+                    task=TaskStep.of(call.get("task", state.get("task"))),
                 )
                 if created:
                     if self.deps.timers is not None:
@@ -113,11 +117,12 @@ class ApprovalFlow:
         return {}
 
     async def execute(self, state: ApprovalState) -> dict[str, Any]:
-        """Run what was approved, and give the persona each call's result as a tool result."""
-        persona = self.deps.personas[state["persona_id"]]
+        """Run what was approved, and give the persona each call's result as a tool result (a
+        rollback's undos are no call of the persona's: their outcomes are shown, not handed back)."""
         key = state["channel_key"]
         outcomes: list[str] = []
         for approval in await approvals.in_batch(self.deps.db, state["batch"]):
+            persona = self.deps.personas[approval.persona_id]
             call = ActionCall(call_id=approval.call_id, name=approval.action, args=approval.args)
             answer: str | None = None
             if approval.status is ApprovalStatus.APPROVED:
@@ -128,6 +133,8 @@ class ApprovalFlow:
             if approval.status in (ApprovalStatus.PENDING, ApprovalStatus.RUNNING):
                 continue  # not decided, or another process is running it right now
             await self.deps.port.show_decision(approval, persona)
+            if state.get("rollback"):
+                continue
             result = outcome(approval, for_persona=True)
             if approval.original_args is not None:  # the persona learns what really ran
                 result += f" ({approval.decided_by} edited the arguments before approving: {json.dumps(call.args)})"
@@ -141,13 +148,16 @@ class ApprovalFlow:
     async def follow_up(self, state: ApprovalState) -> dict[str, Any]:
         """The persona hears how its actions ended, as tool results, and finishes its turn on the
         round's own tool steps (graph/tool_steps.py): it may call more tools, or propose a revised
-        call in place of a rejected one."""
+        call in place of a rejected one. A rollback has no follow-up: nobody asked a persona anything."""
+        if state.get("rollback"):
+            return {"new_batches": []}
         persona = self.deps.personas[state["persona_id"]]
         key, thread = state["channel_key"], state["thread"]
         decided = await approvals.in_batch(self.deps.db, state["batch"])
         rejected = [a for a in decided if a.status is ApprovalStatus.REJECTED]
         # No human line starts a follow-up: nobody is addressed, and the review compares with nothing.
-        steps = await self.tool_steps.run(RoundInput(key, "", "", thread=thread), persona.id, rejected)
+        follow = RoundInput(key, "", "", thread=thread, task=TaskStep.of(state.get("task")))
+        steps = await self.tool_steps.run(follow, persona.id, rejected)
         if steps.draft.failed:
             return {"new_batches": []}
         async with one_transaction(self.deps.db):

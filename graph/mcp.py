@@ -23,6 +23,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from graph.risk import Risk
 from personas import Persona
 
 QUALIFIER = "."
@@ -91,9 +92,17 @@ def is_mcp_action(name: str) -> bool:
 class ToolCatalog:
     """What every configured server offers, as last listed, and which of its tools run without approval."""
 
-    def __init__(self, read_only: Mapping[str, Iterable[str]] | None = None) -> None:
+    def __init__(
+        self,
+        read_only: Mapping[str, Iterable[str]] | None = None,
+        *,
+        risks: Mapping[str, str | Mapping[str, str]] | None = None,
+        undos: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self.servers: dict[str, list[McpTool]] = {name: [] for name in (read_only or {})}
         self._read_only = {server: frozenset(tools) for server, tools in (read_only or {}).items()}
+        self._risks = dict(risks or {})  # [mcp.servers.X] risk: one level, or one per tool
+        self._undos = {server: dict(pairs) for server, pairs in (undos or {}).items()}
         self._listed: set[str] = set()
 
     def update(self, server: str, tools: Sequence[McpTool]) -> None:
@@ -116,6 +125,20 @@ class ToolCatalog:
     def is_read_only(self, qualified: str) -> bool:
         server, _, tool = qualified.partition(QUALIFIER)
         return tool in self._read_only.get(server, frozenset())
+
+    def declared_risk(self, qualified: str) -> Risk | None:
+        """The risk config gives the tool ([mcp.servers.X] risk), if it gives one."""
+        server, _, tool = qualified.partition(QUALIFIER)
+        level = self._risks.get(server)
+        if isinstance(level, Mapping):
+            level = level.get(tool)
+        return Risk(level) if level else None
+
+    def undo_of(self, qualified: str) -> str | None:
+        """The tool that takes a call of this one back ([mcp.servers.X] undo), as "SERVER.TOOL"."""
+        server, _, tool = qualified.partition(QUALIFIER)
+        other = self._undos.get(server, {}).get(tool)
+        return f"{server}{QUALIFIER}{other}" if other else None
 
     def tool(self, qualified: str) -> McpTool | None:
         server, _, name = qualified.partition(QUALIFIER)

@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from graph.risk import Risk
 from storage.records import Approval, ApprovalMode
 
 
@@ -48,6 +49,7 @@ class PolicySettings:
     min_confidence: float = 0.0  # a call stated less sure than this (or not saying) always waits; 0 is off
     action_costs: Mapping[str, float] = field(default_factory=dict)  # the deployment's own estimates
     announce_immediate: bool = False  # say in the channel what ran at once, read-only tools too
+    auto_approve_risk: Risk | None = None  # in-the-loop: a call at or below this risk runs at once; None is off
 
 
 @dataclass(frozen=True)
@@ -123,13 +125,15 @@ def verdict(
     cost: float = 0.0,
     confidence: float | None = None,
     tool: ToolStanding | None = None,
+    risk: Risk = Risk.HIGH,
 ) -> Decision:
     """Whether `action` waits, runs, or runs and is announced; and, when a trigger beyond the
     channel's mode makes it wait, why (requests waiting for the mode's own reason say nothing more).
 
     An MCP tool (`tool` given) is sensitive unless config lists it read-only, whatever its server's
     annotations say; one an approver chose to "Approve always" in this channel runs like a read-only one.
-    Trust (auto_relax) relaxes only the built-in sensitive actions, never an MCP tool."""
+    Trust (auto_relax) relaxes only the built-in sensitive actions, never an MCP tool. In the loop, a
+    call whose `risk` (graph/risk.py) is at or below [approvals] auto_approve_risk runs at once."""
     reasons = always_wait_reasons(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
     if reasons:
         return Decision(Verdict.WAIT, tuple(reasons))
@@ -140,6 +144,8 @@ def verdict(
         return Decision(Verdict.ANNOUNCE)
     sensitive = is_sensitive(action, settings.sensitive) if tool is None else not tool.read_only
     if not sensitive or tool is not None and tool.approved_always:
+        return Decision(Verdict.RUN)
+    if risk.at_most(settings.auto_approve_risk):
         return Decision(Verdict.RUN)
     if settings.auto_relax and trust is Trust.EXPERT and tool is None:  # trust never relaxes an MCP tool
         return Decision(Verdict.ANNOUNCE)

@@ -9,6 +9,8 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
+from storage.records import TaskStep
+
 Batch = dict[str, Any]
 """A persona turn's actions waiting for approval, started after the round (graph.approval_flow)."""
 
@@ -22,6 +24,7 @@ class RoundInput:
     author_name: str
     mentions: tuple[str, ...] = ()
     thread: str | None = None
+    task: TaskStep | None = None  # the task step this turn is (graph/task_flow.py): its actions' requests name it
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ from graph.tasks import (
 )
 from personas import Persona
 from storage import approvals, channels, tasks
+from storage.records import TaskStep
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +273,8 @@ class TaskFlow:
         reply = await tasks.reply_after(self.deps.db, key, persona.id, note) if begun_before else None
         stopped, delivered, batches = False, reply is not None, []
         if reply is None:
-            asking = RoundInput(key, step.instruction, state["author_name"], (persona.id,), state["thread"])
+            serves = TaskStep(state["task_id"], plan.title, step.id, len(plan.steps))  # named by its requests
+            asking = RoundInput(key, step.instruction, state["author_name"], (persona.id,), state["thread"], serves)
             after, turn = await self.nodes.turn(asking, Floor(speaker=persona.id, planned_turns=STEP_PLANNED_TURNS))
             stopped, delivered, batches = after.stopped, turn.delivered, [turn.batch] if turn.batch else []
             reply = await tasks.reply_after(self.deps.db, key, persona.id, note)

@@ -96,7 +96,7 @@ class ToolSteps:
             await history.append_persona_turn(
                 self.deps.db, key, persona.id, persona.display_name, draft.text, calls, draft.signature
             )
-            batch = await self.runner.handle(key, thread, persona, calls, rejected)
+            batch = await self.runner.handle(key, thread, persona, calls, rejected, task=round_input.task)
             rejected = ()
             if batch:
                 return Steps(draft, batch=batch, stored=True)

@@ -1,17 +1,18 @@
-"""Approval records and the append-only audit log. A decision is one atomic UPDATE: the first wins."""
+"""Approval records: requested, decided, claimed and run. A decision is one atomic UPDATE: the first wins; each change is audited (storage/audit.py)."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from storage.database import Database, Row, Tx
-from storage.records import Approval, ApprovalStatus, AuditEvent, RequestPlace
-
-Person = tuple[str, str | None]
-"""(platform user id, Slack team or None): who decided, as the platform knows them; names can change."""
+from storage.audit import Person as Person
+from storage.audit import audit as audit
+from storage.audit import audit_events as audit_events
+from storage.audit import write_audit as _audit
+from storage.database import Database, Row
+from storage.records import Approval, ApprovalStatus, RequestPlace, TaskStep
 
 
 def _approval(row: Row) -> Approval:
@@ -39,38 +40,18 @@ def _approval(row: Row) -> Approval:
         original_args=json.loads(row["original_args"]) if row["original_args"] is not None else None,
         decided_by_id=row["decided_by_id"],
         decided_by_team=row["decided_by_team"],
+        risk=row["risk"],
+        task=TaskStep(row["task_id"], row["task_title"], row["task_step"], row["task_steps"])
+        if row["task_id"] is not None
+        else None,
     )
 
 
-async def _audit(
-    tx: Tx,
-    approval: Approval | None,
-    *,
-    channel_key: str,
-    persona_id: str,
-    action: str,
-    event: str,
-    actor: str | None,
-    detail: str = "",
-    person: Person | None = None,
-) -> None:
-    actor_id, actor_team = person or (None, None)
-    await tx.execute(
-        "INSERT INTO audit_log (at, channel_key, persona_id, approval_id, action, event, actor, detail, actor_id, "
-        "actor_team) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            time.time(),
-            channel_key,
-            persona_id,
-            approval.id if approval else None,
-            action,
-            event,
-            actor,
-            detail,
-            actor_id,
-            actor_team,
-        ),
-    )
+_TAGS = "risk, task_id, task_title, task_step, task_steps"
+
+
+def _tags(risk: str, task: TaskStep | None) -> tuple[Any, ...]:
+    return (risk, *((task.task_id, task.title, task.step, task.steps) if task else (None,) * 4))
 
 
 async def request(
@@ -87,16 +68,19 @@ async def request(
     revises: int | None = None,
     reason: str = "",
     confidence: float | None = None,
+    risk: str = "",
+    task: TaskStep | None = None,
 ) -> tuple[Approval, bool]:
     """The approval for (batch, call_id), created and audited only the first time: (approval, created).
-    `reason` says why it waits; `confidence` is what the model stated with the call."""
+    `reason` says why it waits; `confidence` is what the model stated with the call; `task` the
+    task step it serves."""
     now = time.time()
     async with db.transaction() as tx:
         created = (
             await tx.execute(
                 "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, "
-                "requested_at, expires_at, revises, reason, confidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (batch, call_id) DO NOTHING",
+                f"requested_at, expires_at, revises, reason, confidence, {_TAGS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch, call_id) DO NOTHING",
                 (
                     batch,
                     call_id,
@@ -110,6 +94,7 @@ async def request(
                     revises,
                     reason,
                     confidence,
+                    *_tags(risk, task),
                 ),
             )
             == 1
@@ -246,6 +231,8 @@ async def claim_immediate(
     runner: str,
     reason: str = "",
     confidence: float | None = None,
+    risk: str = "",
+    task: TaskStep | None = None,
 ) -> Approval:
     """The durable claim of an action that needs no approval, committed (with its audit entry and
     arguments) before it runs: it is then finished like an approved run, and a stop before the
@@ -254,8 +241,8 @@ async def claim_immediate(
     async with db.transaction() as tx:
         row = await tx.fetch_one(
             "INSERT INTO approvals (batch, call_id, channel_key, thread, persona_id, action, args, requested_at, "
-            "expires_at, reason, confidence, status, decided_by, decided_at, runner, started_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) RETURNING *",
+            f"expires_at, reason, confidence, status, decided_by, decided_at, runner, started_at, {_TAGS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
             (
                 batch,
                 call_id,
@@ -272,6 +259,7 @@ async def claim_immediate(
                 now,
                 runner,
                 now,
+                *_tags(risk, task),
             ),
         )
         approval = _approval(row)
@@ -370,24 +358,7 @@ async def _transition(
     return approval
 
 
-async def audit(
-    db: Database, *, channel_key: str, persona_id: str, action: str, event: str, actor: str | None, detail: str = ""
-) -> None:
-    """An audit entry with no approval behind it (an action that did not need one, or a refused call)."""
-    async with db.transaction() as tx:
-        await _audit(
-            tx,
-            None,
-            channel_key=channel_key,
-            persona_id=persona_id,
-            action=action,
-            event=event,
-            actor=actor,
-            detail=detail,
-        )
-
-
-async def audit_events(db: Database, persona_ids: Sequence[str] | None = None) -> list[AuditEvent]:
-    rows = await db.fetch_all("SELECT * FROM audit_log ORDER BY id")
-    events = [AuditEvent(**{k: row[k] for k in row.keys()}) for row in rows]
-    return [e for e in events if persona_ids is None or e.persona_id in persona_ids]
+async def in_task(db: Database, task_id: int) -> list[Approval]:
+    """Every approval a task's steps (and its rollback) made, oldest first."""
+    rows = await db.fetch_all("SELECT * FROM approvals WHERE task_id = ? ORDER BY id", (task_id,))
+    return [_approval(r) for r in rows]

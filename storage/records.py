@@ -107,6 +107,28 @@ class Approval:
     original_args: dict[str, Any] | None = None  # as the persona asked, when an approver edited `args`
     decided_by_id: str | None = None  # the decider's platform user id (decided_by is only a display name)
     decided_by_team: str | None = None  # and, on Slack, their workspace
+    risk: str = ""  # low, medium, high or critical (graph/risk.py); "" for one requested before risks
+    task: TaskStep | None = None  # the task step it serves, when a task's step asked for it
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStep:
+    """The task step an action serves: step `step` of `steps` of task #`task_id`, titled `title`."""
+
+    task_id: int
+    title: str
+    step: int
+    steps: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "title": self.title, "step": self.step, "steps": self.steps}
+
+    @classmethod
+    def of(cls, value: dict[str, Any] | None) -> TaskStep | None:
+        """From as_dict's form (a batch, a checkpoint), or None."""
+        return (
+            cls(int(value["task_id"]), str(value["title"]), int(value["step"]), int(value["steps"])) if value else None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +144,7 @@ class AuditEvent:
     detail: str
     actor_id: str | None = None  # a person's platform user id, when a person acted
     actor_team: str | None = None  # their Slack workspace
+    risk: str | None = None  # the risk of the approval it concerns
 
 
 @dataclass(frozen=True, slots=True)

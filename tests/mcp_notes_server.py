@@ -7,7 +7,8 @@
 What the tests observe comes through the environment, whose names config.toml passes ([mcp.servers]
 env): every tools/call it receives is appended to $NOTES_CALL_LOG (one JSON line, written before the
 tool answers), its pid is written to $NOTES_PID_FILE, and write_note waits $NOTES_WRITE_DELAY
-seconds before answering (a call still running when the bot is killed). $NOTES_SEED names a JSON file
+seconds before answering (a call still running when the bot is killed). With $NOTES_DELETE set, it also
+offers delete_note, write_note's undo (tests/test_rollback.py). $NOTES_SEED names a JSON file
 of more notes ({"title": "text"}) the notebook starts with (bench/tool_answers.py's).
 """
 
@@ -55,6 +56,18 @@ def write_note(title: str, text: str) -> str:
     time.sleep(float(os.environ.get("NOTES_WRITE_DELAY") or 0))
     NOTES[title.lower()] = text
     return f"Saved the note {title!r} ({len(text)} characters)."
+
+
+def delete_note(title: str) -> str:
+    """Delete the note with this title from the team notebook."""
+    _record("delete_note", {"title": title})
+    if NOTES.pop(title.lower(), None) is None:
+        return f"There is no note titled {title!r}."
+    return f"Deleted the note {title!r}."
+
+
+if os.environ.get("NOTES_DELETE"):  # offered only where a test asks: write_note's undo ([mcp.servers] undo)
+    server.tool()(delete_note)
 
 
 if __name__ == "__main__":

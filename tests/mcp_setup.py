@@ -19,7 +19,7 @@ from tests.conftest import REPO
 NOTES_SERVER = REPO / "tests" / "mcp_notes_server.py"
 # Rex may use every tool of the notes server, Sage only its read-only one; Nova and Pixel none.
 TOOLS = {"rex": '["notes"]', "sage": '["notes.read_note"]'}
-ENV = ["NOTES_CALL_LOG", "NOTES_PID_FILE", "NOTES_WRITE_DELAY"]
+ENV = ["NOTES_CALL_LOG", "NOTES_PID_FILE", "NOTES_WRITE_DELAY", "NOTES_DELETE"]
 
 
 def personas_with_tools(directory: Path) -> Path:

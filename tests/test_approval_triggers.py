@@ -329,5 +329,6 @@ async def test_a_discord_request_says_why_it_waits(fake: FakeDiscord, open_bot: 
         message_id, approval_id = await approval_request(fake)
         request = fake.messages[message_id]["content"].splitlines()
     assert request[0] == f"**Approval #{approval_id}**: Nova wants to run `publish_post`"
-    assert request[1] == "Waits: estimated cost 2 > max\\_cost 1"  # markdown made inert
-    assert request[2:4] == ["> channel: news", "> text: We launched!"]
+    assert request[1] == "risk medium"  # nothing is sensitive here: publish_post's declared risk
+    assert request[2] == "Waits: estimated cost 2 > max\\_cost 1"  # markdown made inert
+    assert request[3:5] == ["> channel: news", "> text: We launched!"]

@@ -270,6 +270,7 @@ async def test_an_approval_request_has_buttons_and_only_an_approver_decides_it_o
         expires = int(pending.expires_at)
         assert original["content"].splitlines() == [
             f"**Approval #{approval_id}**: Nova wants to run `publish_post`",
+            "risk high",  # publish_post is sensitive: at least high
             "> channel: news",
             "> text: We launched!",
             f"Expires <t:{expires}:t> (<t:{expires}:R>). Approvers: use the buttons below.",

@@ -498,7 +498,7 @@ async def test_port_uses_the_approvals_channel_and_posts_a_decision_it_cannot_up
     assert request["blocks"][0]["elements"][-1]["text"].endswith(" in <#C1>")
     [update] = [c.args for c in fake.calls_to("chat.update")]
     posted_at = fake.calls_to("chat.postMessage")[0].answer["ts"]
-    assert (update["channel"], update["ts"]) == ("approvals", posted_at)
+    assert (update["channel"], update["ts"]) == ("C0APPROVALS", posted_at)  # the ID Slack answered the post with
     assert update["text"] == "Approval #7: Rejected by <@UAPPROVER>: no"
     # The decider is mentioned by the id stored with the decision, also by a port that remembers nothing.
     assert fallback["channel"] == "approvals" and fallback["text"] == "Approval #7: Rejected by <@UAPPROVER>: no"

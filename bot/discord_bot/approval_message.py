@@ -11,7 +11,7 @@ import re
 
 import discord
 
-from bot.approvals import outcome
+from bot.approvals import outcome, request_context
 from bot.discord_bot.delivery import MESSAGE_LIMIT
 from bot.discord_bot.inbound import channel_id_of
 from bot.request_places import Place, RequestPlaces
@@ -45,6 +45,8 @@ def approval_text(approval: Approval, persona: Persona, *, decider_id: str | Non
     head = f"**Approval #{approval.id}**: {_safe(persona.display_name, 80)} wants to run `{action}`"
     if approval.revises:
         head += f" (revises #{approval.revises})"
+    if context := request_context(approval, lambda text: _safe(text, 80)):
+        head += f"\n{context}"
     if approval.reason:
         head += f"\nWaits: {_safe(approval.reason, 200)}"
     last = status_line(approval, decider_id)

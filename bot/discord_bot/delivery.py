@@ -113,6 +113,29 @@ class Delivery:
                 log.warning("the webhook of channel %s is gone; making a new one", where.webhook_channel_id)
                 self._webhooks.forget(where.webhook_channel_id)
 
+    async def remove_as_persona(self, where: Destination, persona: Persona, text: str) -> None:
+        """Delete the persona's newest post reading `text` (each piece it was split into), found among the
+        channel's newest messages as one of the channel webhook's under the persona's name, through
+        that webhook (Delete Webhook Message: https://discord.com/developers/docs/resources/webhook#delete-webhook-message).
+        Raises LookupError when it is not there."""
+        webhook = await self._webhook(where)
+        if webhook is None:
+            raise LookupError("this channel has no webhook of the bot's, so no post of a persona's")
+        chunks, name = split_message(text), webhook_username(persona.display_name)
+        found: dict[str, int] = {}
+        channel = self._client.get_partial_messageable(where.channel_id)
+        async for message in channel.history(limit=REMOVAL_LOOKBACK):  # newest first
+            ours = message.webhook_id == webhook.id and message.author.name.casefold() == name.casefold()
+            if ours and message.content in chunks and message.content not in found:
+                found[message.content] = message.id
+        if len(found) < len(set(chunks)):
+            raise LookupError(f"no post of {persona.display_name}'s with that text is among the newest here")
+        async with aiohttp.ClientSession() as session:
+            executing = discord.Webhook.partial(webhook.id, webhook.token or "", session=session)
+            thread = discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING
+            for message_id in found.values():
+                await executing.delete_message(message_id, thread=thread)
+
     async def _posted_before(self, where: Destination, webhook: discord.Webhook, chunks: list[str]) -> set[int]:
         """The pieces an earlier attempt of unknown outcome posted through the webhook (webhooks take no nonce)."""
         return await self.posted_before(where.channel_id, chunks, lambda message: message.webhook_id == webhook.id)
@@ -213,6 +236,7 @@ async def _server_error_ends_the_attempt(response: aiohttp.ClientResponse) -> No
 
 
 CLOCK_MARGIN = 60.0  # seconds looked back before the attempt began, for a clock that differs from Discord's
+REMOVAL_LOOKBACK = 100  # the newest messages delete_post looks through: one page
 LOOKBACK_LIMIT = 1000  # messages read back at most when an attempt's outcome is unknown (10 pages)
 
 

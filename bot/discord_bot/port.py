@@ -217,7 +217,7 @@ class DiscordPort:
         return True
 
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
-        if call.name == "publish_post":
+        if call.name in ("publish_post", "delete_post"):
             named = call.args["channel"]
         elif call.name == "send_message":
             named = call.args["to"]  # a channel; Roundtable does not direct-message people on Discord
@@ -225,6 +225,9 @@ class DiscordPort:
             raise ValueError(f"Discord cannot run {call.name}")
         target = await target_channel(self._client, channel_id_of(channel_key), named)
         where = await self._delivery.destination(key_for_channel(target.id))
+        if call.name == "delete_post":
+            await self._delivery.remove_as_persona(where, persona, call.args["text"])
+            return f"deleted the post in #{target.name}"
         await self._delivery.as_persona(where, persona, call.args["text"])
         return f"posted in #{target.name}"
 

@@ -1,4 +1,4 @@
-"""Where a persona's publish_post or send_message goes on Slack. Pure: no I/O."""
+"""Where a persona's publish_post or send_message goes, or delete_post takes a post from, on Slack. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ def is_user_id(text: str) -> bool:
 
 def target_of(call: ActionCall) -> Target:
     """Raises ActionFailed for an action Slack does not run or a blank destination."""
-    if call.name == "publish_post":
+    if call.name in ("publish_post", "delete_post"):
         channel = _channel_name(str(call.args.get("channel", "")))
-        return Target(channel, f"posted in #{channel}")
+        return Target(channel, f"{'posted in' if call.name == 'publish_post' else 'deleted the post in'} #{channel}")
     if call.name == "send_message":
         to = str(call.args.get("to", "")).strip()
         mention = _USER_MENTION.match(to)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from bot.approvals import outcome
+from bot.approvals import outcome, request_context
 from bot.revisions import FORM_HINT, arguments_json, more_arguments, more_characters
 from bot.slack.keys import channel_id_of
 from bot.slack.text import escape_clipped, escape_for_slack
@@ -49,7 +49,8 @@ def request_text(approval: Approval, persona: Persona) -> str:
     name = escape_for_slack(persona.display_name)
     revises = f" (revises #{approval.revises})" if approval.revises else ""
     return (
-        f"Approval #{approval.id}: {name} wants to run {escape_for_slack(approval.action)}{revises}{_waits(approval)}"
+        f"Approval #{approval.id}: {name} wants to run {escape_for_slack(approval.action)}{revises}"
+        f"{_serves(approval)}{_waits(approval)}"
     )
 
 
@@ -57,7 +58,9 @@ def request_blocks(approval: Approval, persona: Persona, *, name_the_channel: bo
     expires = slack_time(approval.expires_at, "{date_short_pretty} at {time}")
     return [
         *_description(approval, persona, name_the_channel),
-        _context(f"Approval #{approval.id}{_revises(approval)} · expires {expires}{_waits(approval)}"),
+        _context(
+            f"Approval #{approval.id}{_revises(approval)} · expires {expires}{_serves(approval)}{_waits(approval)}"
+        ),
         {
             "type": "actions",
             "block_id": f"approval_{approval.id}",
@@ -158,6 +161,12 @@ def _description(approval: Approval, persona: Persona, name_the_channel: bool) -
 def _waits(approval: Approval) -> str:
     """Why the policy asks a person (`estimated cost 3 > max_cost 2`), when it said."""
     return f" · waits: {escape_clipped(approval.reason, CONTEXT_LIMIT)}" if approval.reason else ""
+
+
+def _serves(approval: Approval) -> str:
+    """The task step it serves and its risk, when it has them."""
+    context = request_context(approval, lambda text: escape_clipped(text, 80))
+    return f" · {context}" if context else ""
 
 
 def _revises(approval: Approval) -> str:

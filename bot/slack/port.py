@@ -26,6 +26,7 @@ from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blo
 from bot.slack.delivery import failure_of, is_gone, outbox_metadata, posted_before, shows_already
 from bot.slack.inbound import message_of
 from bot.slack.keys import channel_id_of, thread_ts_of
+from bot.slack.post_removal import delete_post
 from bot.slack.slack_bot import UserNames
 from bot.slack.text import escape_clipped, escape_for_slack, slack_messages
 from graph.actions import ActionCall
@@ -267,6 +268,8 @@ class SlackPort:
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         target = target_of(call)
         identity = persona_identity(persona)
+        if call.name == "delete_post":
+            return await delete_post(self.client, target, identity["username"], str(call.args.get("text", "")))
         for piece in slack_messages(str(call.args.get("text", ""))):
             try:
                 await self.client.chat_postMessage(

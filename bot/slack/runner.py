@@ -11,11 +11,11 @@ import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
 from bot.config import Config, ConfigError
 from bot.slack.app import build_slack_app, make_web_client
+from bot.slack.channel_names import channel_id_named, is_channel_id
 from bot.slack.http_server import serving_http
 from bot.slack.port import SlackPort, slack_port
 from storage.database import Database
@@ -98,30 +98,6 @@ class SlackAdapter:
         if self._socket is not None:
             return None if await self._socket.client.is_connected() else "Socket Mode is not connected"
         return None if self._serving else "not connected yet"
-
-
-# -- channel names ---------------------------------------------------------------------------------
-
-
-def is_channel_id(name: str) -> bool:
-    """A Slack conversation ID (C…, G…, D…, upper case); channel names are lower case."""
-    return name[:1] in ("C", "G", "D") and name.isalnum() and name == name.upper()
-
-
-async def channel_id_named(client: AsyncWebClient, name: str) -> str | None:
-    """The ID of the unarchived public or private channel called `name` that the app can see, read page by
-    page with conversations.list (https://docs.slack.dev/reference/methods/conversations.list)."""
-    cursor = ""
-    while True:
-        page = await client.conversations_list(
-            types="public_channel,private_channel", exclude_archived=True, limit=200, cursor=cursor or None
-        )
-        for channel in page.get("channels") or []:
-            if channel.get("name") == name:
-                return str(channel["id"])
-        cursor = str((page.get("response_metadata") or {}).get("next_cursor") or "")
-        if not cursor:
-            return None
 
 
 # -- Socket Mode -------------------------------------------------------------------------------------

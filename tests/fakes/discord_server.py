@@ -181,6 +181,7 @@ class FakeDiscord(LoopbackServer):
             ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message),
             ("POST", "/webhooks/{webhook_id}/{webhook_token}", self._execute_webhook),
             ("PATCH", "/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}", self._edit_followup),
+            ("DELETE", "/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}", self._delete_webhook_message),
             ("POST", "/interactions/{interaction_id}/{interaction_token}/callback", self._interaction_callback),
         ]
         for method, path, handler in api:
@@ -638,6 +639,19 @@ class FakeDiscord(LoopbackServer):
     def someone_says(self, channel_id: int, content: str) -> None:
         """A person's message in the channel, which Get Channel Messages lists (no gateway event)."""
         self.history.append(p.message(channel_id, content, author=p.user(p.HUMAN_USER_ID, "ana")))
+
+    async def _delete_webhook_message(self, request: web.Request) -> web.Response:
+        """Delete Webhook Message (https://discord.com/developers/docs/resources/webhook#delete-webhook-message):
+        a message that webhook created, in the channel or the `thread_id` thread; 204 No Content."""
+        webhook = self.webhooks.get(int(request.match_info["webhook_id"]))
+        if webhook is None or webhook["token"] != request.match_info["webhook_token"]:
+            return _error(404, 10015, "Unknown Webhook")
+        message_id = request.match_info["message_id"]
+        made = [m for m in self.history if m["id"] == message_id and m.get("webhook_id") == str(webhook["id"])]
+        if not made:
+            return _error(404, 10008, "Unknown Message")
+        self.history.remove(made[0])
+        return web.Response(status=204)
 
     async def _edit_followup(self, request: web.Request) -> web.Response:
         return _json(self._followup_message(request[BODY]))

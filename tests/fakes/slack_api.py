@@ -7,7 +7,7 @@ answer was scripted with `rate_limit_next` or `fail_next`, or an `outage` is und
 channel is one of `missing_channels` (channel_not_found). chat.postMessage hands out increasing
 ts values from the clock and remembers each message in `messages` with its thread_ts and metadata, which
 conversations.history and conversations.replies answer from (metadata only with include_all_metadata;
-chat.update echoes the message and edits a remembered one, views.open the view). Posts to `fake.response_url(name)`
+chat.update echoes the message and edits a remembered one, chat.delete removes one of the bot's, views.open the view). Posts to `fake.response_url(name)`
 are recorded as method "response_url". `apps.connections.open` hands out `ws_url`, whose endpoint
 says `hello`, records what the client sends back and can push envelopes with `send_envelope`.
 """
@@ -273,6 +273,10 @@ class FakeSlackApi(LoopbackServer):
                 "is_enterprise_install": False,
             }
         if method == "chat.postMessage":
+            # A channel may be named ("news"): Slack posts in the channel of that name and answers with its
+            # ID (https://docs.slack.dev/reference/methods/chat.postMessage, `channel` "an encoded ID or name").
+            by_name = {name: id_ for id_, name in self.channel_names.items()}
+            args = {**args, "channel": by_name.get(str(args.get("channel")).lstrip("#"), args.get("channel"))}
             ts = self._next_ts()
             message = {
                 "type": "message",
@@ -297,6 +301,16 @@ class FakeSlackApi(LoopbackServer):
             page = self._history(args, thread=str(args["ts"]))
             first = [] if args.get("cursor") else [parent]  # the parent opens the first page
             return {"ok": True, **page, "messages": [*first, *page["messages"]]}
+        if method == "chat.delete":
+            # https://docs.slack.dev/reference/methods/chat.delete: channel (an ID) and ts; a bot token deletes only
+            # that bot's messages; the answer names both, or says message_not_found.
+            key = (str(args.get("channel")), str(args.get("ts")))
+            if key not in self.messages:
+                return {"ok": False, "error": "message_not_found"}
+            if not self.messages[key].get("bot_id"):
+                return {"ok": False, "error": "cant_delete_message"}
+            del self.messages[key]
+            return {"ok": True, "channel": key[0], "ts": key[1]}
         if method == "chat.update":
             if known := self.messages.get((str(args.get("channel")), str(args.get("ts")))):
                 known.update({k: args[k] for k in ("text", "blocks") if k in args})  # edited in place
