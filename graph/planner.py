@@ -38,6 +38,7 @@ def plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[str, Any]:
             "instruction": {"type": "string"},
             "capability": {"type": "string", "enum": list(capabilities)},
             "depends_on": {"type": "array", "items": {"type": "integer"}},
+            "optional": {"type": "boolean"},
         },
         "required": list(PLANNED_FIELDS),
         "additionalProperties": False,
@@ -121,6 +122,7 @@ def _examples(capabilities: Mapping[str, Sequence[str]]) -> str:
                     "instruction": text,
                     "capability": capability.format(first, second),
                     "depends_on": [after] if after else [],
+                    "optional": False,
                 }
                 for number, (text, capability, after) in enumerate(steps, start=1)
             ],
@@ -136,8 +138,10 @@ def planner_system(capabilities: Mapping[str, Sequence[str]], max_steps: int) ->
         f"{max_steps} small steps; each step is one persona's single message. Each step needs one "
         f"capability from this list (the personas who have it are named):\n{who}\n"
         "Reply with JSON only: a short title, and the steps, each with an id (1, 2, ...), a title, an "
-        "instruction for the persona, its capability and depends_on (the ids of steps that must finish "
-        "first; a step may use their results).\n\nExamples:\n" + _examples(capabilities)
+        "instruction for the persona, its capability, depends_on (the ids of steps that must finish "
+        "first; a step may use their results) and optional (true only for a step the task can do "
+        "without: if people reject its action, it is skipped; otherwise the task fails).\n\nExamples:\n"
+        + _examples(capabilities)
     )
 
 
