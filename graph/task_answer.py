@@ -18,7 +18,7 @@ during the turn takes the answer already committed instead of posting another.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from graph.deps import EngineDeps
@@ -121,6 +121,34 @@ class TaskAnswer:
     def __init__(self, deps: EngineDeps, nodes: RoundNodes) -> None:
         self.deps = deps
         self.nodes = nodes
+
+    async def keep(self, task_id: int, step_id: int, author_id: str, result: str) -> None:
+        """A step's whole result, as the task's artifact (bounded by [tasks] max_artifact_chars)."""
+        text = bounded(result, self.deps.settings.max_artifact_chars)
+        await task_artifacts.put(self.deps.db, task_id, step_id, author_id, text)
+
+    async def conclude(
+        self, state: Mapping[str, Any], plan: Plan | None, status: str, note: str, show: Callable[[], Awaitable[None]]
+    ) -> list[dict[str, Any]]:
+        """The task's end in the channel: how it ended (a notice), its answer when one is due, and
+        `show` (which stores the task's end and shows its plan) after the answer, so a task cut short
+        before its answer is stored runs its end again. A completed task's answer is its last word;
+        without one, the notice says how it ended. The approval batches the answer's turn raised."""
+        key, thread = state["channel_key"], state["thread"]
+        told = f"Task #{state['task_id']}: {note}"
+        due = answer_due(plan, bool(state.get("cancelled_by")))
+        if status != "completed" or not due:
+            await self.deps.port.notice(key, told, thread)
+        answer: Artifact | None = None
+        batches: list[dict[str, Any]] = []
+        if due and plan is not None:
+            answer, batches = await self.write(
+                state["task_id"], key, thread, state["request"], state["author_name"], plan, note
+            )
+        await show()
+        if status == "completed" and due and answer is None:
+            await self.deps.port.notice(key, told, thread)
+        return batches
 
     async def write(
         self, task_id: int, key: str, thread: str | None, request: str, author_name: str, plan: Plan, ending: str

@@ -29,7 +29,7 @@ from graph.approval_flow import outcome
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
 from graph.state import Floor, RoundInput
-from graph.task_answer import TaskAnswer, answer_due, bounded, step_inputs, with_outcomes
+from graph.task_answer import TaskAnswer, step_inputs, with_outcomes
 from graph.task_text import outcome_note, render_plan
 from graph.tasks import (
     FINAL_APPROVAL,
@@ -61,7 +61,6 @@ from graph.tasks import (
 )
 from personas import Persona
 from storage import approvals, channels, task_artifacts, tasks
-from storage.task_artifacts import Artifact
 
 log = logging.getLogger(__name__)
 
@@ -290,10 +289,10 @@ class TaskFlow:
             plan = with_step(plan, step.id, "failed", "it only repeated its instruction")
         elif batches:  # its actions wait for approval, and the step with them
             plan = with_waiting(plan, step.id, [b["batch"] for b in batches], summary_of(reply))
-            await self._keep(state, step.id, persona.id, reply)  # what its actions did joins it later
+            await self.answer.keep(state["task_id"], step.id, persona.id, reply)  # what its actions did joins it later
         else:
             plan = with_step(plan, step.id, "completed", summary_of(reply))
-            await self._keep(state, step.id, persona.id, reply)
+            await self.answer.keep(state["task_id"], step.id, persona.id, reply)
         await self._show(state, plan, "running")
         return {"plan": plan.model_dump(), "stop": stopped, "new_batches": batches}
 
@@ -311,7 +310,7 @@ class TaskFlow:
         if next(s for s in plan.steps if s.id == step.id).status == "completed":
             kept = (await task_artifacts.of_task(self.deps.db, state["task_id"])).get(step.id)
             reply = kept.text if kept is not None else step.result_summary
-            await self._keep(state, step.id, step.assignee or "", with_outcomes(reply, ended))
+            await self.answer.keep(state["task_id"], step.id, step.assignee or "", with_outcomes(reply, ended))
         await self._show(state, plan, "running")
         return {"plan": plan.model_dump(), "new_batches": []}
 
@@ -324,15 +323,10 @@ class TaskFlow:
             plan = handed_in(plan, int(given["step"]), str(given["by"]), str(given["result"]))
             if plan != before:
                 by, result = str(given["by"]), str(given["result"]).strip()
-                await self._keep(state, int(given["step"]), by, result or f"done by {by}")
+                await self.answer.keep(state["task_id"], int(given["step"]), by, result or f"done by {by}")
         await self._show(state, plan, "running")
         await tasks.clear_handed_in(self.deps.db, state["task_id"], [int(g["step"]) for g in state["handed_in"]])
         return {"plan": plan.model_dump(), "handed_in": [], "new_batches": []}
-
-    async def _keep(self, state: TaskState, step_id: int, author_id: str, result: str) -> None:
-        """A step's whole result, as the task's artifact (bounded by [tasks] max_artifact_chars)."""
-        text = bounded(result, self.deps.settings.max_artifact_chars)
-        await task_artifacts.put(self.deps.db, state["task_id"], step_id, author_id, text)
 
     def _instruction(self, state: TaskState, plan: Plan, step: Step, results: list[str]) -> tuple[str, str]:
         """The assigned persona's private note (its step, and the whole results of the steps it builds
@@ -371,25 +365,11 @@ class TaskFlow:
             else:
                 why = "no step can run any more"
             note = f"Stopped: {why}. {outcome_note(plan, names)}"
-        told = f"Task #{state['task_id']}: {note}"
-        due = answer_due(plan, bool(state.get("cancelled_by")))
-        if status != "completed" or not due:  # how it ended; an answer, when due, is the last word
-            await self.deps.port.notice(state["channel_key"], told, state["thread"])
-        answer: Artifact | None = None
-        batches: list[Batch] = []
-        if due and plan is not None:
-            answer, batches = await self.answer.write(
-                state["task_id"],
-                state["channel_key"],
-                state["thread"],
-                state["request"],
-                state["author_name"],
-                plan,
-                note,
-            )
-        await self._show(state, plan, status, note)  # stored last: a task cut short before runs its end again
-        if status == "completed" and due and answer is None:
-            await self.deps.port.notice(state["channel_key"], told, state["thread"])
+
+        async def show() -> None:
+            await self._show(state, plan, status, note)
+
+        batches = await self.answer.conclude(state, plan, status, note, show)
         return {"status": status, "note": note, "new_batches": batches, "plan": plan.model_dump() if plan else None}
 
     async def _withdrawn(self, plan: Plan | None, by: str) -> str:
