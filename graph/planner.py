@@ -75,7 +75,9 @@ def numbered_plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[st
         )
         properties = {**step["properties"], "id": {"const": number}, "depends_on": depends_on}
         places.append({**step, "properties": properties})
-    schema["properties"]["steps"].update(prefixItems=places, items=False)
+    # No `items: false` after them: maxItems (max_steps) already ends the list with the last place,
+    # and llama.cpp's chat-template parser (Qwen2.5's) rejects a boolean schema there.
+    schema["properties"]["steps"].update(prefixItems=places)
     return schema
 
 
