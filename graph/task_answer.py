@@ -41,8 +41,10 @@ def bounded(text: str, limit: int) -> str:
 
 
 def with_outcomes(result: str, ended: Sequence[Ended]) -> str:
-    """A step's result followed by what its actions did, one line each."""
-    return "\n".join([result, *(f"({e.outcome})" for e in ended)]).strip()
+    """A step's result followed by what its actions did, one line each (once: a settle run again
+    after a stop finds them there already)."""
+    outcomes = "\n".join(f"({e.outcome})" for e in ended)
+    return result if result.endswith(outcomes) else f"{result}\n{outcomes}".strip()
 
 
 def _who(step: Step, names: Mapping[str, str]) -> str:

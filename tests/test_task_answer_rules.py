@@ -110,9 +110,9 @@ def test_a_result_is_kept_whole_up_to_its_bound_and_then_cut_with_a_note() -> No
     assert bounded(LONG, 4000) == LONG.strip()
     cut = bounded(LONG, 200)
     assert len(cut) <= 200 and cut.endswith(" … [cut at 200 characters]") and LONG.startswith(cut[:150])
-    assert with_outcomes("I drafted the post.", [Ended(7, "executed", "publish_post: posted in #news")]) == (
-        "I drafted the post.\n(publish_post: posted in #news)"
-    )
+    ran = [Ended(7, "executed", "publish_post: posted in #news")]
+    assert with_outcomes("I drafted the post.", ran) == "I drafted the post.\n(publish_post: posted in #news)"
+    assert with_outcomes(with_outcomes("I drafted the post.", ran), ran) == with_outcomes("I drafted the post.", ran)
 
 
 def test_a_step_gets_the_whole_results_of_the_steps_it_depends_on() -> None:
