@@ -95,6 +95,8 @@ def engine_settings(config: Config) -> EngineSettings:
         team_cap=s.moderation.team_cap,
         mailbox_max_pending=s.mailbox.max_pending,
         max_task_steps=s.tasks.max_steps,
+        max_artifact_chars=s.tasks.max_artifact_chars,
+        task_integrator=s.tasks.integrator,
         failures_before_pause=s.approvals.failures_before_pause,
         timezone=s.bot.timezone,
         memory=MemorySettings(

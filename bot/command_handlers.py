@@ -345,6 +345,9 @@ async def usage(call: Call, command: ShowUsage) -> CommandReply:
 
 async def task(call: Call, command: TaskCommand) -> CommandReply:
     reply, ok = await call.service.tasks.command(call.key, command, call.thread, call.who)
+    if ok and command.verb == "result":  # the answer is posted again, for everyone
+        await call.service.notice(call.key, reply, call.thread)
+        return CommandReply(reply, announced=True)
     return CommandReply(reply, ok=ok)
 
 

@@ -262,8 +262,8 @@ def parse_revise(rest: str) -> Revise:
     return Revise(approval_id, args)
 
 
-TaskVerb = Literal["start", "status", "stop", "replan", "pause", "resume", "takeover", "done", "cancel"]
-TASK_VERBS: tuple[str, ...] = ("status", "stop", "replan", "pause", "resume", "takeover", "done", "cancel")
+TaskVerb = Literal["start", "status", "result", "stop", "replan", "pause", "resume", "takeover", "done", "cancel"]
+TASK_VERBS: tuple[str, ...] = ("status", "result", "stop", "replan", "pause", "resume", "takeover", "done", "cancel")
 
 
 @dataclass(frozen=True)
@@ -289,7 +289,7 @@ def parse_task(rest: str) -> TaskCommand:
         raise UsageError()
     if len(text) > TASK_TEXT_LIMIT:
         raise CommandError(f"the task is {len(text)} characters; the most is {TASK_TEXT_LIMIT}")
-    if verb in ("status", "stop", "pause", "resume") and not more:
+    if verb in ("status", "result", "stop", "pause", "resume") and not more:
         return TaskCommand(verb)  # type: ignore[arg-type]
     if verb == "cancel" and more.partition(" ")[0].lower() == "rollback":
         return TaskCommand("cancel", more.partition(" ")[2].strip(), rollback=True)

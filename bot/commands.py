@@ -304,15 +304,15 @@ COMMANDS: tuple[Spec, ...] = (
     ),
     Spec(
         "task",
-        "/task TEXT | status | stop | replan TEXT | pause | resume | takeover [reason] | done N [result]"
+        "/task TEXT | status | result | stop | replan TEXT | pause | resume | takeover [reason] | done N [result]"
         " | cancel [rollback] [reason]",
-        "give the team a task done step by step; show, stop, replan, pause, take over or cancel it",
+        "give the team a task step by step; show it or its answer, stop, replan, pause, take over, cancel it",
         parse_task,
         {TaskCommand: run.task},
         options=(
             Option(
                 "text",
-                "the task; or status, stop, replan TEXT, pause, resume, takeover, done N, cancel [rollback]",
+                "the task; or status, result, stop, replan TEXT, pause, resume, takeover, done N, cancel [rollback]",
                 required=True,
             ),
         ),

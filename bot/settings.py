@@ -230,6 +230,8 @@ def slack_approver(entry: str, channel_team: str) -> tuple[str, str]:
 class TasksSection(_Section):
     auto_detect: bool = False
     max_steps: Annotated[int, Field(ge=1, le=20)] = 8
+    max_artifact_chars: Annotated[int, Field(ge=200, le=100_000)] = 4000
+    integrator: str = ""
 
 
 class MailboxSection(_Section):

@@ -1,4 +1,4 @@
-"""Task mode in a channel: /task TEXT, status, stop, replan TEXT; the people steering a running task
+"""Task mode in a channel: /task TEXT, status, result (the task's answer, posted again), stop, replan TEXT; the people steering a running task
 (pause, resume, takeover, done N, cancel); and the coordinator's reading of human lines when
 [tasks] auto_detect is on.
 
@@ -22,7 +22,7 @@ from bot.task_rollback import TaskRollback
 from graph.engine import RoundEngine
 from graph.task_text import handover, render_plan
 from graph.tasks import Plan, Steering, TaskStatus, why_not_hand_in
-from storage import approvals, tasks
+from storage import approvals, task_artifacts, tasks
 from storage.database import Database
 from storage.tasks import TaskRecord
 
@@ -83,8 +83,14 @@ class TaskDesk:
             self.enqueue(RunTask(key, task.id))
             return f"Task #{task.id} taken: the planner splits it into steps now.", True
         latest = await tasks.latest(self.db, key)
+        if latest is None and command.verb in ("status", "result"):
+            return "No task here yet: /task TEXT starts one.", False
         if command.verb == "status":
-            return (self.status_text(latest), True) if latest else ("No task here yet: /task TEXT starts one.", False)
+            assert latest is not None
+            return await self.status_text(latest), True
+        if command.verb == "result":
+            assert latest is not None
+            return await self._answer_text(latest)
         if command.rollback and latest is not None and not latest.active:  # what a finished task did
             if not (actor.id and actor.id == latest.author_id) and not self.may_decide(key, actor):
                 return steering_refusal(command.verb, latest.id), False
@@ -152,11 +158,29 @@ class TaskDesk:
     def _names(self) -> dict[str, str]:
         return {p.id: p.display_name for p in self.engine.deps.personas.values()}
 
-    def status_text(self, task: TaskRecord) -> str:
+    async def status_text(self, task: TaskRecord) -> str:
+        """The task's plan as it stands, then its answer once it has one."""
         plan = Plan.model_validate_json(task.plan) if task.plan else None
         status: TaskStatus = task.status  # type: ignore[assignment]  # the table's CHECK keeps it one of them
         steering = Steering(task.paused_by, task.taken_by, task.cancelled_by, task.cancel_reason)
-        return render_plan(task.id, plan, status, self._names(), task.note, steering=steering)
+        text = render_plan(task.id, plan, status, self._names(), task.note, steering=steering)
+        answer = await task_artifacts.answer(self.db, task.id)
+        return f"{text}\n{self._answer_line(task, answer)}" if answer else text
+
+    def _answer_line(self, task: TaskRecord, answer: task_artifacts.Artifact) -> str:
+        return f"Task #{task.id}'s answer ({self._names().get(answer.author_id, answer.author_id)}): {answer.text}"
+
+    async def _answer_text(self, task: TaskRecord) -> tuple[str, bool]:
+        """The task's answer, to post again; else why there is none."""
+        answer = await task_artifacts.answer(self.db, task.id)
+        if answer is not None:
+            return self._answer_line(task, answer), True
+        if task.active:
+            return f"Task #{task.id} has no answer yet: it is written after its last step.", False
+        return (
+            f"Task #{task.id} has no answer: no step of it was completed, it was cancelled, or no persona could write one.",
+            False,
+        )
 
     async def start_if_task(self, key: str, thread: str | None, text: str, author_name: str) -> bool:
         """With auto_detect on, a human line the coordinator reads as a task runs as one, in place of

@@ -38,6 +38,7 @@ def plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[str, Any]:
             "instruction": {"type": "string"},
             "capability": {"type": "string", "enum": list(capabilities)},
             "depends_on": {"type": "array", "items": {"type": "integer"}},
+            "optional": {"type": "boolean"},
         },
         "required": list(PLANNED_FIELDS),
         "additionalProperties": False,
@@ -74,7 +75,9 @@ def numbered_plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[st
         )
         properties = {**step["properties"], "id": {"const": number}, "depends_on": depends_on}
         places.append({**step, "properties": properties})
-    schema["properties"]["steps"].update(prefixItems=places, items=False)
+    # No `items: false` after them: maxItems (max_steps) already ends the list with the last place,
+    # and llama.cpp's chat-template parser (Qwen2.5's) rejects a boolean schema there.
+    schema["properties"]["steps"].update(prefixItems=places)
     return schema
 
 
@@ -121,6 +124,7 @@ def _examples(capabilities: Mapping[str, Sequence[str]]) -> str:
                     "instruction": text,
                     "capability": capability.format(first, second),
                     "depends_on": [after] if after else [],
+                    "optional": False,
                 }
                 for number, (text, capability, after) in enumerate(steps, start=1)
             ],
@@ -136,8 +140,10 @@ def planner_system(capabilities: Mapping[str, Sequence[str]], max_steps: int) ->
         f"{max_steps} small steps; each step is one persona's single message. Each step needs one "
         f"capability from this list (the personas who have it are named):\n{who}\n"
         "Reply with JSON only: a short title, and the steps, each with an id (1, 2, ...), a title, an "
-        "instruction for the persona, its capability and depends_on (the ids of steps that must finish "
-        "first; a step may use their results).\n\nExamples:\n" + _examples(capabilities)
+        "instruction for the persona, its capability, depends_on (the ids of steps that must finish "
+        "first; a step may use their results) and optional (true only for a step the task can do "
+        "without: if people reject its action, it is skipped; otherwise the task fails).\n\nExamples:\n"
+        + _examples(capabilities)
     )
 
 

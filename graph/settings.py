@@ -37,6 +37,8 @@ class EngineSettings:
     team_cap: int = 10  # the most personas a channel may hold through recruitment
     mailbox_max_pending: int = 5  # undelivered notes one persona may have waiting; more are dropped
     max_task_steps: int = 8  # the most steps in a task's plan
+    max_artifact_chars: int = 4000  # the most of one step's result kept whole for the steps after it
+    task_integrator: str = ""  # the persona who writes a task's answer when present ("": graph/task_answer.py's rule)
     memory: MemorySettings = field(default_factory=MemorySettings)
     timezone: str = "UTC"  # the channel's: the scene tells the date and time there, each turn
     max_tool_steps: int = 4  # the most model calls in one persona turn that uses tools ([actions] max_steps)

@@ -10,7 +10,8 @@ A step is a persona turn like any other (RoundNodes.turn: draft, review, deliver
 private note to the assigned persona with the step's instruction and the results it builds on. The
 note and the step's start are stored together; a step begun before (a stop cut it short) takes the
 persona's committed answer to that note, if there is one, rather than running the turn again, so
-nothing of a step is posted twice.
+nothing of a step is posted twice. A step's whole result is kept as the task's artifact, and the
+task's end brings its answer (graph/task_answer.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from graph.approval_flow import outcome
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
 from graph.state import Floor, RoundInput
+from graph.task_answer import TaskAnswer, step_inputs, with_outcomes
 from graph.task_text import outcome_note, render_plan
 from graph.tasks import (
     FINAL_APPROVAL,
@@ -50,6 +52,7 @@ from graph.tasks import (
     only_repeats,
     people_wait,
     plan_problem,
+    rejected_required,
     summary_of,
     too_many_failed,
     waiting_step,
@@ -57,7 +60,7 @@ from graph.tasks import (
     with_waiting,
 )
 from personas import Persona
-from storage import approvals, channels, tasks
+from storage import approvals, channels, task_artifacts, tasks
 from storage.records import TaskStep
 
 log = logging.getLogger(__name__)
@@ -115,7 +118,7 @@ def next_move(state: TaskState, *, undecided: bool = False) -> Next:
         return "hand_in"
     if state["instruction"]:
         return "replan"
-    if too_many_failed(plan) or all_completed(plan):
+    if too_many_failed(plan) or all_completed(plan) or rejected_required(plan):
         return "finish"
     if people_wait(plan, steering_of(state)):
         return "wait"
@@ -130,6 +133,7 @@ class TaskFlow:
     def __init__(self, deps: EngineDeps, nodes: RoundNodes) -> None:
         self.deps = deps
         self.nodes = nodes
+        self.answer = TaskAnswer(deps, nodes)
         self._shown: dict[int, str] = {}  # each task's plan message as last shown
 
     async def show_now(self, state: TaskState) -> None:
@@ -267,7 +271,8 @@ class TaskFlow:
         )
         plan = with_step(plan, step.id, "in_progress")
         await self._show(state, plan, "running")
-        note_text, asked = self._instruction(state, plan, step)
+        artifacts = await task_artifacts.of_task(self.deps.db, state["task_id"])
+        note_text, asked = self._instruction(state, plan, step, step_inputs(plan, step, artifacts, self._names()))
         note, begun_before = await tasks.begin_step(self.deps.db, state["task_id"], step.id, persona.id, note_text)
         # A step a stop cut short after its persona answered is not run again: its answer stands.
         reply = await tasks.reply_after(self.deps.db, key, persona.id, note) if begun_before else None
@@ -286,8 +291,10 @@ class TaskFlow:
             plan = with_step(plan, step.id, "failed", "it only repeated its instruction")
         elif batches:  # its actions wait for approval, and the step with them
             plan = with_waiting(plan, step.id, [b["batch"] for b in batches], summary_of(reply))
+            await self.answer.keep(state["task_id"], step.id, persona.id, reply)  # what its actions did joins it later
         else:
             plan = with_step(plan, step.id, "completed", summary_of(reply))
+            await self.answer.keep(state["task_id"], step.id, persona.id, reply)
         await self._show(state, plan, "running")
         return {"plan": plan.model_dump(), "stop": stopped, "new_batches": batches}
 
@@ -302,6 +309,10 @@ class TaskFlow:
             return {"new_batches": []}  # not decided yet after all
         ended = [Ended(a.id, a.status.value, f"{a.action}: {outcome(a, for_persona=True)}") for a in found]
         plan = after_approvals(plan, step.id, ended)
+        if next(s for s in plan.steps if s.id == step.id).status == "completed":
+            kept = (await task_artifacts.of_task(self.deps.db, state["task_id"])).get(step.id)
+            reply = kept.text if kept is not None else step.result_summary
+            await self.answer.keep(state["task_id"], step.id, step.assignee or "", with_outcomes(reply, ended))
         await self._show(state, plan, "running")
         return {"plan": plan.model_dump(), "new_batches": []}
 
@@ -310,21 +321,19 @@ class TaskFlow:
         assert state["plan"] is not None
         plan = Plan.model_validate(state["plan"])
         for given in state["handed_in"]:
+            before = plan
             plan = handed_in(plan, int(given["step"]), str(given["by"]), str(given["result"]))
+            if plan != before:
+                by, result = str(given["by"]), str(given["result"]).strip()
+                await self.answer.keep(state["task_id"], int(given["step"]), by, result or f"done by {by}")
         await self._show(state, plan, "running")
         await tasks.clear_handed_in(self.deps.db, state["task_id"], [int(g["step"]) for g in state["handed_in"]])
         return {"plan": plan.model_dump(), "handed_in": [], "new_batches": []}
 
-    def _instruction(self, state: TaskState, plan: Plan, step: Step) -> tuple[str, str]:
-        """The assigned persona's private note (its step, and the results of the steps it builds on),
-        and what it was asked: the task's request and its step, without those results."""
-        done = {s.id: s for s in plan.steps if s.status == "completed"}
+    def _instruction(self, state: TaskState, plan: Plan, step: Step, results: list[str]) -> tuple[str, str]:
+        """The assigned persona's private note (its step, and the whole results of the steps it builds
+        on), and what it was asked: the task's request and its step, without those results."""
         names = self._names()
-        results = [
-            f"step {d} ({names.get(done[d].assignee or '', '?')}): {done[d].result_summary}"
-            for d in step.depends_on
-            if d in done
-        ]
         # Said as the requester asking the persona, last: a small model answers a request it is
         # asked far more often than it carries out an instruction it was told about.
         header = f"Task #{state['task_id']} ({plan.title}), step {step.id} of {len(plan.steps)}."
@@ -351,11 +360,19 @@ class TaskFlow:
         else:
             assert plan is not None
             status = "failed"
-            why = "more than half of its steps failed" if too_many_failed(plan) else "no step can run any more"
+            if (refused := rejected_required(plan)) is not None:
+                why = f"required step {refused.id} was rejected ({refused.result_summary})"
+            elif too_many_failed(plan):
+                why = "more than half of its steps failed"
+            else:
+                why = "no step can run any more"
             note = f"Stopped: {why}. {outcome_note(plan, names)}"
-        await self._show(state, plan, status, note)
-        await self.deps.port.notice(state["channel_key"], f"Task #{state['task_id']}: {note}", state["thread"])
-        return {"status": status, "note": note, "new_batches": [], "plan": plan.model_dump() if plan else None}
+
+        async def show() -> None:
+            await self._show(state, plan, status, note)
+
+        batches = await self.answer.conclude(state, plan, status, note, show)
+        return {"status": status, "note": note, "new_batches": batches, "plan": plan.model_dump() if plan else None}
 
     async def _withdrawn(self, plan: Plan | None, by: str) -> str:
         """The approvals a cancellation rejects (bot/ rejects those still pending once the task ends)."""

@@ -14,6 +14,7 @@ MARKS: Mapping[str, str] = {
     "completed": "[x]",
     "blocked": "[-]",
     "failed": "[!]",
+    "skipped": "[~]",
 }
 
 NO_STEERING = Steering()
@@ -73,12 +74,17 @@ def outcome_note(plan: Plan, names: Mapping[str, str] | None = None) -> str:
     done = sum(1 for s in plan.steps if s.status == "completed")
     failed = sum(1 for s in plan.steps if s.status == "failed")
     blocked = sum(1 for s in plan.steps if s.status == "blocked")
+    skipped = sum(1 for s in plan.steps if s.status == "skipped")
     if done == total:
         told = f"Done: all {total} steps completed."
+    elif done + skipped == total:
+        told = f"Done: {done} of {total} steps completed, {skipped} optional skipped."
     else:
         parts = [f"{done} of {total} steps completed", f"{failed} failed"]
         if blocked:
             parts.append(f"{blocked} blocked")
+        if skipped:
+            parts.append(f"{skipped} optional skipped")
         told = ", ".join(parts) + "."
     return told + credits(plan, names or {})
 

@@ -2,9 +2,10 @@
 when a task stops, how a revised plan keeps the finished work, and how a plan reads in the channel.
 
 A step's status is pending, in_progress, completed, blocked (a step it depends on failed or was
-blocked, so it can never run) or failed (its persona's turn failed, or an action it asked for was
-not carried out). A step whose actions wait for approval stays in_progress, with their batches,
-until every one of them has ended. The supervisor in graph/task_flow.py runs the plan step by step
+blocked, so it can never run), failed (its persona's turn failed, or an action it asked for was
+not carried out) or skipped (an optional step whose action was rejected: the steps after it run as
+if it had completed). A step whose actions wait for approval stays in_progress, with their batches,
+until every one of them has ended; a required step whose action was rejected fails the task. The supervisor in graph/task_flow.py runs the plan step by step
 with these rules; what people ask of a running task (pause, takeover, /task done, cancel) is
 `Steering`, and how a plan reads in the channel is in graph/task_text.py.
 """
@@ -21,15 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from graph.review import repeats
 from personas import Persona
 
-StepStatus = Literal["pending", "in_progress", "completed", "blocked", "failed"]
+StepStatus = Literal["pending", "in_progress", "completed", "blocked", "failed", "skipped"]
 TaskStatus = Literal["planning", "running", "completed", "failed", "stopped"]
-FINISHED_STEP: frozenset[str] = frozenset({"completed", "blocked", "failed"})
+FINISHED_STEP: frozenset[str] = frozenset({"completed", "blocked", "failed", "skipped"})
+GOES_ON: frozenset[str] = frozenset({"completed", "skipped"})  # the steps after it may run
 SUMMARY_CHARS = 100
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 
 
-PLANNED_FIELDS = ("id", "title", "instruction", "capability", "depends_on")
+PLANNED_FIELDS = ("id", "title", "instruction", "capability", "depends_on", "optional")
 """What the planner gives a step (graph/planner.py's plan_schema); the rest is the task's own record."""
 
 
@@ -41,11 +43,13 @@ class Step(BaseModel):
     instruction: Text
     capability: Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1)]
     depends_on: list[int] = Field(default_factory=list)
+    optional: bool = False  # a rejected optional step is skipped; a rejected required one fails the task
     status: StepStatus = "pending"
     result_summary: str = ""
     assignee: str | None = None  # a persona id, set by assign()
     batches: list[str] = Field(default_factory=list)  # its actions' approval batches, while they wait
     done_by: str | None = None  # the person who did it (/task done), instead of its assignee
+    rejected: bool = False  # a required step failed because a person rejected its action
 
 
 class Plan(BaseModel):
@@ -144,8 +148,8 @@ def assign_all(plan: Plan, personas: Sequence[Persona]) -> Plan:
 
 
 def next_runnable(plan: Plan) -> Step | None:
-    """The first pending step whose dependencies are all completed."""
-    completed = {step.id for step in plan.steps if step.status == "completed"}
+    """The first pending step whose dependencies are all completed (or skipped)."""
+    completed = {step.id for step in plan.steps if step.status in GOES_ON}
     return next(
         (s for s in plan.steps if s.status == "pending" and all(d in completed for d in s.depends_on)),
         None,
@@ -188,7 +192,13 @@ def too_many_failed(plan: Plan) -> bool:
 
 
 def all_completed(plan: Plan) -> bool:
-    return all(step.status == "completed" for step in plan.steps)
+    """Every step completed, or skipped: the task is done."""
+    return all(step.status in GOES_ON for step in plan.steps)
+
+
+def rejected_required(plan: Plan) -> Step | None:
+    """The required step whose action a person rejected: the task fails with it."""
+    return next((s for s in plan.steps if s.rejected and s.status == "failed"), None)
 
 
 def merge_replan(old: Plan, revised: Plan) -> Plan:
@@ -314,14 +324,27 @@ def with_waiting(plan: Plan, step_id: int, batches: Sequence[str], reply_summary
 
 def after_approvals(plan: Plan, step_id: int, ended: Sequence[Ended]) -> Plan:
     """The step whose approvals have all ended: completed, with what its actions did, when every
-    one was carried out; otherwise failed with why (its dependents are blocked)."""
+    one was carried out. A rejection skips an optional step (the steps after it run) and fails a
+    required one, marked `rejected` (the task fails: rejected_required). Any other end (expired,
+    failed, unknown) fails the step with why, and its dependents are blocked."""
     step = next(s for s in plan.steps if s.id == step_id)
-    lost = next((e for e in ended if e.status != "executed"), None)
+    refused = next((e for e in ended if e.status == "rejected"), None)
+    lost = refused or next((e for e in ended if e.status != "executed"), None)
     cleared = plan.model_copy(
-        update={"steps": [s.model_copy(update={"batches": []}) if s.id == step_id else s for s in plan.steps]}
+        update={
+            "steps": [
+                s.model_copy(update={"batches": [], "rejected": refused is not None and not s.optional})
+                if s.id == step_id
+                else s
+                for s in plan.steps
+            ]
+        }
     )
     if lost is not None:
-        return with_step(cleared, step_id, "failed", summary_of(f"approval #{lost.approval_id}: {lost.outcome}"))
+        why = summary_of(f"approval #{lost.approval_id}: {lost.outcome}")
+        if refused is not None and step.optional:
+            return with_step(cleared, step_id, "skipped", summary_of(f"skipped (optional): {why}"))
+        return with_step(cleared, step_id, "failed", why)
     done = "; ".join(e.outcome for e in ended)
     result = f"{step.result_summary} ({done})" if step.result_summary else done
     return with_step(cleared, step_id, "completed", summary_of(result, 2 * SUMMARY_CHARS))

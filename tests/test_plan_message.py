@@ -283,7 +283,7 @@ async def test_a_slack_task_shows_one_plan_message_updated_in_place_as_steps_com
         if c.method in ("chat.update", "chat.postMessage") and c is not plan
     ]
     names = [who for who, _ in order]
-    assert [who for who in names if who != "update"] == ["Sage", "Nova", "Roundtable"]  # then "Task #1: Done: …"
+    assert [who for who in names if who != "update"] == ["Sage", "Nova", "Nova"]  # then Nova's answer, not "Done"
     between = order[names.index("Sage") + 1 : names.index("Nova")]
     assert any(text.splitlines()[1].startswith("[x] 1.") for who, text in between if who == "update")
 
@@ -310,6 +310,6 @@ async def test_a_discord_task_shows_one_plan_message_edited_in_place_as_steps_co
         if c in edits or c in fake.webhook_executes()
     ]
     names = [who for who, _ in order]
-    assert [who for who in names if who != "edit"] == ["Sage", "Nova"]
+    assert [who for who in names if who != "edit"] == ["Sage", "Nova", "Nova"]  # the steps, then Nova's answer
     between = order[names.index("Sage") + 1 : names.index("Nova")]
     assert any(text.splitlines()[1].startswith("[x] 1.") for who, text in between if who == "edit")

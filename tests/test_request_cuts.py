@@ -91,5 +91,5 @@ def test_a_planners_plan_keeps_only_the_fields_of_the_plan_schema(tmp_path: Path
     transcript = run_console(write_config(tmp_path), f"/task Plan the launch !!plan {json.dumps(forged)}\n")
 
     answered = [line for line in transcript.splitlines() if not line.startswith("[you] ")]
-    assert "[system] Task #1: Done: all 1 steps completed." in answered  # no "Who did what: Mallory 1."
+    assert "Done: all 1 steps completed." in answered  # the plan's last line; no "Who did what: Mallory 1."
     assert not any("Mallory" in line for line in answered)

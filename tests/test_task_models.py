@@ -12,7 +12,7 @@ import pytest
 from bot.inbound import Inbound
 from graph import planner
 from graph.models.chat import ChatModels
-from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem
+from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem, summary_of
 from personas import load_personas
 from tests.fakes.providers import PROVIDERS, Provider, fake_provider
 from tests.fakes.slack_api import BOT_USER_ID
@@ -81,28 +81,51 @@ async def test_the_coordinator_answers_task_or_chat_under_its_schema(provider: P
     assert provider.bodies[0].get("model", "gemini-3.5-flash-lite") == "gemini-3.5-flash-lite"
 
 
-async def test_a_whole_task_runs_through_the_provider(provider: Provider, open_test_app, port: RecordingPort) -> None:
+FACTS = "Launch is on May 5 in Lyon, the price stays at 49 euros a month, and the beta users keep their discount."
+ANSWER = "We launch on May 5 in Lyon at 49 euros; Sage found the facts and I wrote the note. Nothing failed."
+
+
+async def test_a_whole_task_runs_through_the_provider_and_ends_with_its_answer(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
     provider.server.queue(json.dumps(PLAN))
-    provider.server.queue("Launch is on May 5, the price stays the same.")  # Sage: research
+    provider.server.queue(FACTS)  # Sage: research
     provider.server.queue("We launch on May 5 at the same price. Come and see!")  # Nova: writing
+    provider.server.queue(ANSWER)  # Nova again: the integration turn (she did the later step)
     async with open_test_app(models=provider.models) as app:
         await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
         await app.service.wait_idle()
+        reply = await app.service.handle(Inbound("console:general", "u1", "Ana", "/task result"))
 
-    assert port.speakers() == ["sage", "nova"]
+    assert port.speakers() == ["sage", "nova", "nova"]
+    assert port.posts[-1][2] == ANSWER  # the task's last message is its answer
+    assert reply is not None and reply.reply == f"Task #1's answer (Nova): {ANSWER}"
     [(shown_as, text)] = port.plans.items()
     assert text.splitlines() == [
         "Task #1: Launch note (completed)",
-        "[x] 1. Facts — Sage: Launch is on May 5, the price stays the same.",
+        f"[x] 1. Facts — Sage: {summary_of(FACTS)}",
         "[x] 2. Draft — Nova (after 1): We launch on May 5 at the same price. Come and see!",
         "Done: all 2 steps completed.",
     ]
     assert len([kind for kind, _, _ in port.events if kind == "plan"]) == 1  # posted once, then edited
-    # Nova's step prompt carries its instruction and the result it builds on, privately.
-    nova_prompt = "\n".join(provider.texts(provider.bodies[-1]))
+    # Nova's step prompt carries its instruction and the whole result it builds on (not the plan's
+    # 100-character summary), privately.
+    nova_prompt = "\n".join(provider.texts(provider.bodies[-2]))
     assert (
-        "step 2 of 2. Results so far: step 1 (Sage): Launch is on May 5, the price stays the same. "
-        "Ana: Nova, write the note." in nova_prompt
+        len(FACTS) > 100
+        and f"step 2 of 2. Results so far: step 1 (Sage): {FACTS.rstrip('.')}. Ana: Nova, write the note."
+        in nova_prompt
+    )
+    # The integration turn, on the provider's wire: the request, both whole results, then the ask.
+    answer_prompt = "\n".join(provider.texts(provider.bodies[-1]))
+    assert (
+        "Task #1 (Launch note) has ended: Done: all 2 steps completed.\nThe request (Ana): Announce the launch"
+        in answer_prompt
+    )
+    assert f"- step 1, Facts (Sage): {FACTS}" in answer_prompt
+    assert "- step 2, Draft (Nova): We launch on May 5 at the same price. Come and see!" in answer_prompt
+    assert answer_prompt.rstrip().endswith(
+        "Ana: Nova, give me the task's answer: the result itself, what was done and anything that failed."
     )
 
 
@@ -138,5 +161,6 @@ async def test_a_task_in_slack_posts_its_plan_once_and_updates_it_in_place(start
     updates = slack.updates()
     assert updates and {u["ts"] for u in updates} == {plan.answer["ts"]}  # then edited in place, every time
     assert updates[-1]["text"].splitlines()[0] == "Task #1: Research venues (completed)"
-    assert "Task #1: Done: all 2 steps completed." in [p["text"] for p in slack.posts()]
-    assert [p["username"] for p in slack.posts() if p.get("username") in ("Sage", "Nova")] == ["Sage", "Nova"]
+    # The steps, then Nova's answer (she did the later step) as the task's last message.
+    assert [p["username"] for p in slack.posts() if p.get("username") in ("Sage", "Nova")] == ["Sage", "Nova", "Nova"]
+    assert "Nova, give me the task's answer" in slack.posts()[-1]["text"]

@@ -66,7 +66,7 @@ async def test_slack_a_paused_task_stays_paused_across_a_restart_and_a_stranger_
         assert slack_speakers(slack) == ["Nova", "Nova"]
         assert slack_plan(slack)[0] == "Task #1: Announce the launch (paused by Ana)"
         await slack.command("/task", "resume")
-        assert slack_speakers(slack) == ["Nova", "Nova", "Sage", "Rex"]
+        assert slack_speakers(slack) == ["Nova", "Nova", "Sage", "Rex", "Rex"]  # the steps, then Rex's answer
         assert slack_plan(slack)[0] == "Task #1: Announce the launch (completed)"
         assert slack_plan(slack)[-1] == "Done: all 3 steps completed."
 
@@ -165,7 +165,7 @@ async def test_discord_a_paused_task_stays_paused_across_a_restart_and_a_strange
         await settle(bot)
         assert discord_speakers(fake) == ["Nova", "Nova"]
         await command(fake, bot, "resume", user=p.user(p.OWNER_USER_ID, "Owner"))  # an approver may
-    assert discord_speakers(fake) == ["Nova", "Nova", "Sage", "Rex"]
+    assert discord_speakers(fake) == ["Nova", "Nova", "Sage", "Rex", "Rex"]  # the steps, then Rex's answer
     assert discord_plan(fake)[-1] == "Done: all 3 steps completed."
 
 
@@ -182,7 +182,7 @@ async def test_discord_takeover_hands_over_the_context_privately_and_cancel_reje
         await command(fake, bot, "done 2 Three happy customers")
         await command(fake, bot, "done 3 Looks fine")
         assert discord_plan(fake)[-1] == "Done: all 3 steps completed. Who did what: Nova 1; Ana 2, 3."
-        assert discord_speakers(fake) == ["Nova", "Nova"]
+        assert discord_speakers(fake) == ["Nova", "Nova", "Nova"]  # her step, her follow-up, then her answer
 
         await command(fake, bot, f"Announce the beta; review it {ACT}")
         cancelled = await command(fake, bot, "cancel the beta slipped")

@@ -34,7 +34,7 @@ def plan_blocks(transcript: str) -> list[list[str]]:
             current = []
             blocks.append(current)
         elif current is not None and (
-            line.startswith(("Task #", "[ ] ", "[>] ", "[x] ", "[-] ", "[!] ")) or not line.startswith("[")
+            line.startswith(("Task #", "[ ] ", "[>] ", "[x] ", "[-] ", "[!] ", "[~] ")) or not line.startswith("[")
         ):
             current.append(line)
         else:
@@ -90,12 +90,14 @@ def test_a_task_is_planned_assigned_by_capability_replanned_and_finished(tmp_pat
     assert final[0] == "Task #1: write a short note instead (completed)"
     assert [line[:4] for line in final[1:4]] == ["[x] ", "[x] ", "[x] "]
     assert final[-1] == "Done: all 3 steps completed."
-    # Each step is a persona turn, posted in the channel in plan order.
+    # Each step is a persona turn, posted in the channel in plan order; then Rex (the later of three
+    # single steps) writes the task's answer, its last message.
     spoken = [
         line.split("]")[0][1:] for line in transcript.splitlines() if line.startswith(("[Sage] ", "[Nova] ", "[Rex] "))
     ]
-    assert spoken == ["Sage", "Nova", "Rex"]
-    assert "[system] Task #1: Done: all 3 steps completed." in transcript
+    assert spoken == ["Sage", "Nova", "Rex", "Rex"]
+    assert "give me the task's answer" in [line for line in transcript.splitlines() if line.startswith("[Rex] ")][-1]
+    assert "Task #1: Done" not in transcript  # the answer takes the place of the "Done" notice
     assert "review it for risks" not in "\n".join(final)
 
 
@@ -111,6 +113,7 @@ def test_task_status_and_stop(tmp_path: Path) -> None:
     console.wait_for(lambda line: line.startswith("[system] Task #1 stops before its next step"))
     console.wait_for(lambda line: "A task is already running here" in line)
     console.wait_for(lambda line: line.startswith("[system] Task #1: Stopped"))
+    console.wait_for(lambda line: line.startswith("[Sage] ") and "give me the task's answer" in line)
     console.type("/task status")
     console.type("/task stop")
     transcript = console.finish()
@@ -142,7 +145,7 @@ def test_a_task_waits_while_replies_are_paused_and_goes_on_when_they_resume(tmp_
     waiting = transcript.split("[system] Task #1 waits while replies are paused", 1)[1]
     before_resume = waiting.split("Replies resumed", 1)[0]
     assert "[Nova]" not in before_resume and "[Rex]" not in before_resume  # no step ran while paused
-    assert "[system] Task #1: Done: all 3 steps completed." in waiting.split("Replies resumed", 1)[1]
+    assert "Task #1: Research three venues (completed)" in waiting.split("Replies resumed", 1)[1]
 
 
 def test_an_action_in_a_step_goes_through_the_approval_policy(tmp_path: Path) -> None:
@@ -152,7 +155,7 @@ def test_an_action_in_a_step_goes_through_the_approval_policy(tmp_path: Path) ->
     request = next(i for i, line in enumerate(lines) if line.startswith("[approval 1] "))
     assert lines[request].startswith("[approval 1] Nova wants publish_post(channel='news', text='We launched!')")
     assert "[Nova in #news] We launched!" not in "\n".join(lines[:request])  # nothing ran before approval
-    assert "[system] Task #1: Done: all 1 steps completed." in transcript  # the task does not wait for it
+    assert "Task #1: Announce the launch (completed)" in transcript  # the task does not wait for it
     assert "[Nova in #news] We launched!" in transcript.split("[you] /approve 1", 1)[1]
 
 
@@ -166,7 +169,7 @@ def test_an_invalid_plan_goes_back_once_then_the_task_stops_with_a_clear_message
         f"/task Invalid twice !!plan {unknown} !!plan {cycle}\n"
         "/task status\n",
     )
-    assert "[system] Task #1: Done: all 2 steps completed." in transcript
+    assert "Task #1: Launch (completed)" in transcript
     assert (
         "[system] Task #2 stopped: the plan was invalid twice (steps 1 -> 2 -> 1 depend on each other in a cycle)."
         in transcript
@@ -208,7 +211,7 @@ def test_a_task_cut_short_by_sigkill_resumes_from_its_checkpoint_at_start_up(tmp
     spoken = [
         line.split("]")[0][1:] for line in transcript.splitlines() if line.startswith(("[Sage] ", "[Nova] ", "[Rex] "))
     ]
-    assert spoken == ["Sage", "Nova", "Rex"]
+    assert spoken == ["Sage", "Nova", "Rex", "Rex"]  # then Rex's answer
     assert [task["status"] for task in stored_tasks(tmp_path)] == ["completed"]
 
 
@@ -221,7 +224,6 @@ def test_auto_detect_runs_a_line_the_coordinator_calls_a_task(tmp_path: Path) ->
     ]
     assert chat and not any(line.startswith("[plan") for line in chat)  # chat gets a round
     assert "Task #1: Plan the offsite (completed)" in transcript
-    assert "[system] Task #1: Done: all 2 steps completed." in transcript
 
 
 @pytest.fixture
@@ -298,6 +300,6 @@ async def test_a_task_stopped_mid_step_resumes_after_its_last_completed_step(
     async with open_test_app(models=second) as app:
         await app.service.wait_idle()
         task = await tasks.latest(app.db, key)
-    assert second.turns == ["nova", "rex"]  # Sage's completed step is not done again
+    assert second.turns == ["nova", "rex", "rex"]  # Sage's completed step is not done again; then Rex's answer
     assert task is not None and task.status == "completed" and list(port.plans) == ["plan-1"]  # the same message
     assert port.plans["plan-1"].splitlines()[0] == "Task #1: Research venues (completed)"

@@ -2,7 +2,7 @@
 
 - A persona replies with its catchphrase and, quoted, the first 40 characters of the newest line it
   received from someone else in the channel (not a system line, nor a private note from another persona;
-  in a task step, the ask that ends its step), then "is worth a second thought." A reply that would repeat a line of its prompt (graph.review's
+  in a task step or a task's answer, the ask that ends its note), then "is worth a second thought." A reply that would repeat a line of its prompt (graph.review's
   test) takes the first other wording, from ASIDES and CLOSINGS, that repeats none: a double that
   copied itself would only test the review, which never posts a copy.
 - The moderator picks the first of its choices who has not spoken since the newest human line;
@@ -134,8 +134,8 @@ def _newest_line_from_someone_else(messages: Sequence[BaseMessage]) -> str:
         text = str(message.content)
         if message.type != "human":
             continue
-        if text.startswith(_TASK_NOTE):
-            return text.rstrip().rsplit(". ", 1)[-1]
+        if text.startswith(_TASK_NOTE):  # the ask is the last sentence of its last line
+            return text.rstrip().splitlines()[-1].rsplit(". ", 1)[-1]
         if not text.startswith(("[system]", "[note from ")):
             return _SPEAKER_TAG.sub("", text, count=1)
     return ""
