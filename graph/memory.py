@@ -45,11 +45,6 @@ NOTES_HEADING = "What you noted (your own notes, numbered):"
 SUMMARY_HEADING = "What you recall of this conversation before the lines below (your own summary):"
 FOLD_AT_LEAST = 10  # lines out of the window before a model is asked to fold them in
 FOLD_AT_MOST = 60  # lines one model call folds in (a long backlog takes several)
-SUMMARY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"summary": {"type": "string"}},
-    "required": ["summary"],
-}
 LINES_OPENING = "Lines to add (oldest first):"
 SUMMARY_OPENING = "Summary so far:"
 
@@ -127,16 +122,29 @@ class Notebook:
         return result
 
 
+def summary_schema(tokens: int) -> dict[str, Any]:
+    """The summary's JSON, its text as long as the bound allows (a model that constrains its JSON would
+    otherwise cut a free-text string short, see graph/models/local.py)."""
+    return {
+        "type": "object",
+        "properties": {"summary": {"type": "string", "maxLength": tokens * 4}},
+        "required": ["summary"],
+    }
+
+
 def fold_prompt(persona: Persona, previous: str, lines: Sequence[Line], tokens: int) -> list[BaseMessage]:
     """The summary model's prompt: in the persona's own point of view, from the lines it witnessed."""
+    name = persona.display_name
     shown = "\n".join(_as_seen(line, persona.id) for line in lines if line.text.strip())
     return [
         SystemMessage(
             content=(
-                f"You keep {persona.display_name}'s memory of a group chat. Write {persona.display_name}'s "
-                f"summary of the conversation so far, in the first person, as {persona.display_name} "
-                "remembers it: the summary so far, with the new lines folded in. Keep names, decisions, "
-                f"dates, numbers and facts; drop small talk. At most {tokens * 3 // 4} words. "
+                f"You keep {name}'s memory of a group chat: what {name} reads later, once these lines are gone. "
+                f"Write {name}'s summary of the conversation so far, in the first person, as {name} remembers "
+                "it: the summary so far, with the new lines folded in. Keep every fact someone stated, one short "
+                'sentence each with its exact name, number, day, place or word ("Ana told me the kickoff is on 3 '
+                'May in room B."), and every decision; keep each fact of the summary so far unless a new line changes '
+                f"it. Drop greetings and small talk. At most {tokens * 3 // 4} words. "
                 'Answer as JSON: {"summary": "..."}.'
             )
         ),
@@ -241,7 +249,7 @@ class MemoryKeeper:
                 return stored
             # Never more than a quarter of the prompt's budget: the window must keep room to speak from.
             tokens = min(self.settings.summary_tokens, self.deps.settings.token_budget // 4)
-            model = self.deps.models.summary_model(SUMMARY_SCHEMA, tokens)
+            model = self.deps.models.summary_model(summary_schema(tokens), tokens)
             reply = await ainvoke_with_retry(
                 model,
                 fold_prompt(persona, previous.text if previous else "", lines, tokens),
