@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from graph.actions import ActionCall
+from graph.models.base import ChatRunnable
 from graph.models.retry import ainvoke_with_retry
 from graph.port import OutboundPort
 from graph.prompt import speaker_name
@@ -45,8 +46,8 @@ NOTES_HEADING = "What you noted (your own notes, numbered):"
 SUMMARY_HEADING = "What you recall of this conversation before the lines below (your own summary):"
 FOLD_AT_LEAST = 10  # lines out of the window before a model is asked to fold them in
 FOLD_AT_MOST = 60  # lines one model call folds in (a long backlog takes several)
-LINES_OPENING = "Lines to add (oldest first):"
-SUMMARY_OPENING = "Summary so far:"
+LINES_OPENING = "Lines leaving the window (oldest first):"
+MEMORY_OPENING = "The memory to shorten:"
 
 
 def note_scope(channel_key: str, share: str) -> str:
@@ -132,23 +133,40 @@ def summary_schema(tokens: int) -> dict[str, Any]:
     }
 
 
-def fold_prompt(persona: Persona, previous: str, lines: Sequence[Line], tokens: int) -> list[BaseMessage]:
-    """The summary model's prompt: in the persona's own point of view, from the lines it witnessed."""
+def fold_prompt(persona: Persona, lines: Sequence[Line], tokens: int) -> list[BaseMessage]:
+    """The summary model's prompt: in the persona's own point of view, what it should keep from the lines
+    it witnessed that are leaving its window. The summary so far is not shown: it is kept as it is."""
     name = persona.display_name
     shown = "\n".join(_as_seen(line, persona.id) for line in lines if line.text.strip())
     return [
         SystemMessage(
             content=(
                 f"You keep {name}'s memory of a group chat: what {name} reads later, once these lines are gone. "
-                f"Write {name}'s summary of the conversation so far, in the first person, as {name} remembers "
-                "it: the summary so far, with the new lines folded in. Keep every fact someone stated, one short "
-                'sentence each with its exact name, number, day, place or word ("Ana told me the kickoff is on 3 '
-                'May in room B."), and every decision; keep each fact of the summary so far unless a new line changes '
-                f"it. Drop greetings and small talk. At most {tokens * 3 // 4} words. "
+                f"Write what {name} should remember from them, in the first person, as {name} remembers it. "
+                "Keep every fact someone stated, one short sentence each with its exact name, number, day, "
+                'place or word ("Ana told me the kickoff is on 3 May in room B."), and every decision. '
+                "Drop greetings and small talk: a line that states nothing new needs no sentence. "
+                f"At most {tokens * 3 // 4} words. "
                 'Answer as JSON: {"summary": "..."}.'
             )
         ),
-        HumanMessage(content=f"{SUMMARY_OPENING}\n{previous.strip() or '(none yet)'}\n\n{LINES_OPENING}\n{shown}"),
+        HumanMessage(content=f"{LINES_OPENING}\n{shown}"),
+    ]
+
+
+def condense_prompt(persona: Persona, text: str, tokens: int) -> list[BaseMessage]:
+    """Asked only when the summary so far and what the new lines added outgrow the bound."""
+    name = persona.display_name
+    return [
+        SystemMessage(
+            content=(
+                f"You keep {name}'s memory of a group chat. It has grown too long: shorten it to at most "
+                f"{tokens * 3 // 4} words, in the first person. Keep every fact with its exact name, number, "
+                "day, place or word, and every decision; merge repeated sentences and drop what matters least. "
+                'Answer as JSON: {"summary": "..."}.'
+            )
+        ),
+        HumanMessage(content=f"{MEMORY_OPENING}\n{text}"),
     ]
 
 
@@ -250,13 +268,13 @@ class MemoryKeeper:
             # Never more than a quarter of the prompt's budget: the window must keep room to speak from.
             tokens = min(self.settings.summary_tokens, self.deps.settings.token_budget // 4)
             model = self.deps.models.summary_model(summary_schema(tokens), tokens)
-            reply = await ainvoke_with_retry(
-                model,
-                fold_prompt(persona, previous.text if previous else "", lines, tokens),
-                attempts=self.deps.settings.model_attempts,
-                backoff_seconds=self.deps.settings.backoff_seconds,
-            )
-            text = bounded(summary_of(reply), tokens)
+            added = summary_of(await self._ask(model, fold_prompt(persona, lines, tokens)))
+            # The summary so far is kept word for word (a small model rewriting it drops facts at random);
+            # only when it outgrows its bound is the model asked to shorten it.
+            text = " ".join(f"{previous.text if previous else ''} {added}".split())
+            if len(text) > tokens * 4:
+                text = summary_of(await self._ask(model, condense_prompt(persona, text, tokens)))
+            text = bounded(text, tokens)
             saved = await memory.save_summary(
                 db, channel_key, persona.id, text, covers_through=lines[-1].id, previous_through=through
             )
@@ -265,6 +283,12 @@ class MemoryKeeper:
             stored += 1
             if len(lines) < FOLD_AT_MOST:
                 return stored
+
+    async def _ask(self, model: ChatRunnable, prompt: list[BaseMessage]) -> BaseMessage:
+        settings = self.deps.settings
+        return await ainvoke_with_retry(
+            model, prompt, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
+        )
 
 
 def _line_id(message: BaseMessage) -> int:
