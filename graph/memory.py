@@ -133,6 +133,16 @@ def summary_schema(tokens: int) -> dict[str, Any]:
     }
 
 
+def facts_schema(tokens: int) -> dict[str, Any]:
+    """What the lines leaving the window add: a list of short sentences (a small model lists facts it
+    would blur into a paragraph)."""
+    return {
+        "type": "object",
+        "properties": {"facts": {"type": "array", "items": {"type": "string"}, "maxItems": max(1, tokens // 10)}},
+        "required": ["facts"],
+    }
+
+
 def fold_prompt(persona: Persona, lines: Sequence[Line], tokens: int) -> list[BaseMessage]:
     """The summary model's prompt: in the persona's own point of view, what it should keep from the lines
     it witnessed that are leaving its window. The summary so far is not shown: it is kept as it is."""
@@ -142,12 +152,11 @@ def fold_prompt(persona: Persona, lines: Sequence[Line], tokens: int) -> list[Ba
         SystemMessage(
             content=(
                 f"You keep {name}'s memory of a group chat: what {name} reads later, once these lines are gone. "
-                f"Write what {name} should remember from them, in the first person, as {name} remembers it. "
-                "Keep every fact someone stated, one short sentence each with its exact name, number, day, "
-                'place or word ("Ana told me the kickoff is on 3 May in room B."), and every decision. '
-                "Drop greetings and small talk: a line that states nothing new needs no sentence. "
-                f"At most {tokens * 3 // 4} words. "
-                'Answer as JSON: {"summary": "..."}.'
+                "List every fact someone stated in them, and every decision, each as one short sentence in "
+                f"{name}'s first person with its exact name, number, day, place or word (\"Ana told me the "
+                'kickoff is on 3 May in room B."). Skip greetings and small talk: a line that states nothing '
+                f"new gives no fact. At most {tokens * 3 // 4} words in all. "
+                'Answer as JSON: {"facts": ["...", "..."]}.'
             )
         ),
         HumanMessage(content=f"{LINES_OPENING}\n{shown}"),
@@ -181,12 +190,18 @@ def _as_seen(line: Line, persona_id: str) -> str:
 
 
 def summary_of(reply: BaseMessage) -> str:
+    """The text of a summary, or of a list of facts (each a sentence)."""
     text = str(reply.content).strip()
     try:
         answer = json.loads(text)
     except ValueError:
         return text
-    return str(answer.get("summary", "")) if isinstance(answer, dict) else text
+    if not isinstance(answer, dict):
+        return text
+    if isinstance(answer.get("facts"), list):
+        facts = (" ".join(str(fact).split()) for fact in answer["facts"])
+        return " ".join(fact if fact[-1] in ".!?" else f"{fact}." for fact in facts if fact)
+    return str(answer.get("summary", ""))
 
 
 class MemoryKeeper:
@@ -267,13 +282,14 @@ class MemoryKeeper:
                 return stored
             # Never more than a quarter of the prompt's budget: the window must keep room to speak from.
             tokens = min(self.settings.summary_tokens, self.deps.settings.token_budget // 4)
-            model = self.deps.models.summary_model(summary_schema(tokens), tokens)
+            model = self.deps.models.summary_model(facts_schema(tokens), tokens)
             added = summary_of(await self._ask(model, fold_prompt(persona, lines, tokens)))
             # The summary so far is kept word for word (a small model rewriting it drops facts at random);
             # only when it outgrows its bound is the model asked to shorten it.
             text = " ".join(f"{previous.text if previous else ''} {added}".split())
             if len(text) > tokens * 4:
-                text = summary_of(await self._ask(model, condense_prompt(persona, text, tokens)))
+                shortener = self.deps.models.summary_model(summary_schema(tokens), tokens)
+                text = summary_of(await self._ask(shortener, condense_prompt(persona, text, tokens)))
             text = bounded(text, tokens)
             saved = await memory.save_summary(
                 db, channel_key, persona.id, text, covers_through=lines[-1].id, previous_through=through

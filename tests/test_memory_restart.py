@@ -23,7 +23,7 @@ from tests.fakes.openai_server import FakeOpenAI
 SUMMARY_REQUEST = "memory of a group chat"  # graph/memory.py's fold prompt
 # What the model adds from the lines leaving the window; the summary so far is kept word for word beside it,
 # and as the two outgrow the bound (300 tokens here) the model is asked to shorten them.
-FOLDED = '{"summary": "Then a long run of mild weather."}'
+FOLDED = '{"facts": ["Then a long run of mild weather"]}'
 SHORTENED = '{"summary": "I recall the boat Marigold, then a long run of mild weather."}'
 
 

@@ -302,7 +302,7 @@ class ScriptedSummaryModel(_ScriptedModel):
             words = _DIRECTIVE.sub("", said).split()[:16]
             if words:
                 sentences.append(f"{author}: {' '.join(words).rstrip('.!?')}.")
-        return AIMessage(content=json.dumps({"summary": " ".join(sentences)}))
+        return AIMessage(content=json.dumps({"facts": sentences}))
 
 
 class ScriptedModels:
