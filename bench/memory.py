@@ -77,7 +77,7 @@ FILLER = (  # the weekly chat that follows, a person's line then Sage's: no fact
 
 def recalls(answer: str, word: str) -> bool:
     """The rule: the key word as a whole word of the answer, or its plural or possessive."""
-    return re.search(rf"\\b{re.escape(word)}(s|'s|’s)?\\b", answer.casefold()) is not None
+    return re.search(rf"\b{re.escape(word)}(s|'s|’s)?\b", answer.casefold()) is not None
 
 
 async def run(
