@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from graph.actions import ActionCall
+from graph.models.base import ChatRunnable
 from graph.models.retry import ainvoke_with_retry
 from graph.port import OutboundPort
 from graph.prompt import speaker_name
@@ -45,13 +46,8 @@ NOTES_HEADING = "What you noted (your own notes, numbered):"
 SUMMARY_HEADING = "What you recall of this conversation before the lines below (your own summary):"
 FOLD_AT_LEAST = 10  # lines out of the window before a model is asked to fold them in
 FOLD_AT_MOST = 60  # lines one model call folds in (a long backlog takes several)
-SUMMARY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"summary": {"type": "string"}},
-    "required": ["summary"],
-}
-LINES_OPENING = "Lines to add (oldest first):"
-SUMMARY_OPENING = "Summary so far:"
+LINES_OPENING = "Lines leaving the window (oldest first):"
+MEMORY_OPENING = "The memory to shorten:"
 
 
 def note_scope(channel_key: str, share: str) -> str:
@@ -127,20 +123,59 @@ class Notebook:
         return result
 
 
-def fold_prompt(persona: Persona, previous: str, lines: Sequence[Line], tokens: int) -> list[BaseMessage]:
-    """The summary model's prompt: in the persona's own point of view, from the lines it witnessed."""
+def summary_schema(tokens: int) -> dict[str, Any]:
+    """The summary's JSON, its text as long as the bound allows (a model that constrains its JSON would
+    otherwise cut a free-text string short, see graph/models/local.py)."""
+    return {
+        "type": "object",
+        "properties": {"summary": {"type": "string", "maxLength": tokens * 4}},
+        "required": ["summary"],
+    }
+
+
+def facts_schema(tokens: int) -> dict[str, Any]:
+    """What the lines leaving the window add: a list of short sentences (a small model lists facts it
+    would blur into a paragraph)."""
+    return {
+        "type": "object",
+        "properties": {"facts": {"type": "array", "items": {"type": "string"}, "maxItems": max(1, tokens // 10)}},
+        "required": ["facts"],
+    }
+
+
+def fold_prompt(persona: Persona, lines: Sequence[Line], tokens: int) -> list[BaseMessage]:
+    """The summary model's prompt: in the persona's own point of view, what it should keep from the lines
+    it witnessed that are leaving its window. The summary so far is not shown: it is kept as it is."""
+    name = persona.display_name
     shown = "\n".join(_as_seen(line, persona.id) for line in lines if line.text.strip())
     return [
         SystemMessage(
             content=(
-                f"You keep {persona.display_name}'s memory of a group chat. Write {persona.display_name}'s "
-                f"summary of the conversation so far, in the first person, as {persona.display_name} "
-                "remembers it: the summary so far, with the new lines folded in. Keep names, decisions, "
-                f"dates, numbers and facts; drop small talk. At most {tokens * 3 // 4} words. "
+                f"You keep {name}'s memory of a group chat: what {name} reads later, once these lines are gone. "
+                "List every fact someone stated in them, and every decision, each as one short sentence in "
+                f"{name}'s first person with its exact name, number, day, place or word (\"Ana told me the "
+                'kickoff is on 3 May in room B."). Skip greetings and small talk: a line that states nothing '
+                f"new gives no fact. At most {tokens * 3 // 4} words in all. "
+                'Answer as JSON: {"facts": ["...", "..."]}.'
+            )
+        ),
+        HumanMessage(content=f"{LINES_OPENING}\n{shown}"),
+    ]
+
+
+def condense_prompt(persona: Persona, text: str, tokens: int) -> list[BaseMessage]:
+    """Asked only when the summary so far and what the new lines added outgrow the bound."""
+    name = persona.display_name
+    return [
+        SystemMessage(
+            content=(
+                f"You keep {name}'s memory of a group chat. It has grown too long: shorten it to at most "
+                f"{tokens * 3 // 4} words, in the first person. Keep every fact with its exact name, number, "
+                "day, place or word, and every decision; merge repeated sentences and drop what matters least. "
                 'Answer as JSON: {"summary": "..."}.'
             )
         ),
-        HumanMessage(content=f"{SUMMARY_OPENING}\n{previous.strip() or '(none yet)'}\n\n{LINES_OPENING}\n{shown}"),
+        HumanMessage(content=f"{MEMORY_OPENING}\n{text}"),
     ]
 
 
@@ -155,12 +190,18 @@ def _as_seen(line: Line, persona_id: str) -> str:
 
 
 def summary_of(reply: BaseMessage) -> str:
+    """The text of a summary, or of a list of facts (each a sentence)."""
     text = str(reply.content).strip()
     try:
         answer = json.loads(text)
     except ValueError:
         return text
-    return str(answer.get("summary", "")) if isinstance(answer, dict) else text
+    if not isinstance(answer, dict):
+        return text
+    if isinstance(answer.get("facts"), list):
+        facts = (" ".join(str(fact).split()) for fact in answer["facts"])
+        return " ".join(fact if fact[-1] in ".!?" else f"{fact}." for fact in facts if fact)
+    return str(answer.get("summary", ""))
 
 
 class MemoryKeeper:
@@ -241,14 +282,15 @@ class MemoryKeeper:
                 return stored
             # Never more than a quarter of the prompt's budget: the window must keep room to speak from.
             tokens = min(self.settings.summary_tokens, self.deps.settings.token_budget // 4)
-            model = self.deps.models.summary_model(SUMMARY_SCHEMA, tokens)
-            reply = await ainvoke_with_retry(
-                model,
-                fold_prompt(persona, previous.text if previous else "", lines, tokens),
-                attempts=self.deps.settings.model_attempts,
-                backoff_seconds=self.deps.settings.backoff_seconds,
-            )
-            text = bounded(summary_of(reply), tokens)
+            model = self.deps.models.summary_model(facts_schema(tokens), tokens)
+            added = summary_of(await self._ask(model, fold_prompt(persona, lines, tokens)))
+            # The summary so far is kept word for word (a small model rewriting it drops facts at random);
+            # only when it outgrows its bound is the model asked to shorten it.
+            text = " ".join(f"{previous.text if previous else ''} {added}".split())
+            if len(text) > tokens * 4:
+                shortener = self.deps.models.summary_model(summary_schema(tokens), tokens)
+                text = summary_of(await self._ask(shortener, condense_prompt(persona, text, tokens)))
+            text = bounded(text, tokens)
             saved = await memory.save_summary(
                 db, channel_key, persona.id, text, covers_through=lines[-1].id, previous_through=through
             )
@@ -257,6 +299,12 @@ class MemoryKeeper:
             stored += 1
             if len(lines) < FOLD_AT_MOST:
                 return stored
+
+    async def _ask(self, model: ChatRunnable, prompt: list[BaseMessage]) -> BaseMessage:
+        settings = self.deps.settings
+        return await ainvoke_with_retry(
+            model, prompt, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
+        )
 
 
 def _line_id(message: BaseMessage) -> int:

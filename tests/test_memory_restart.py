@@ -4,7 +4,8 @@ The console runs for real. The history is written first with the scripted double
 off, so lines wait to be folded in); then the bot runs on the OpenAI-compatible provider
 (langchain-openai on the fake Chat Completions server), which holds the first summary request of the
 start-up's catch-up: the kill surely lands while an update is under way, before it stored anything.
-Nothing is timed."""
+What the model adds names nothing from before: it is appended to the summary so far, and the two
+are shortened by the model together. Nothing is timed."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from graph.memory import LINES_OPENING, MEMORY_OPENING
 from tests.conftest import REPO, run_console, write_config
 from tests.fakes.openai_server import FakeOpenAI
 
 SUMMARY_REQUEST = "memory of a group chat"  # graph/memory.py's fold prompt
-FOLDED = '{"summary": "I recall the boat Marigold, and a long run of mild weather."}'
+# What the model adds from the lines leaving the window; the summary so far is kept word for word beside it,
+# and as the two outgrow the bound (300 tokens here) the model is asked to shorten them.
+FOLDED = '{"facts": ["Then a long run of mild weather"]}'
+SHORTENED = '{"summary": "I recall the boat Marigold, then a long run of mild weather."}'
 
 
 def summaries(data: Path) -> dict[str, tuple[str, int]]:
@@ -81,8 +86,9 @@ async def test_a_summary_update_cut_by_sigkill_leaves_the_old_summary_and_runs_a
         assert summaries(tmp_path / "data") == before  # nothing stored, nothing half-stored
 
         cut = len(model.requests)
-        for _ in range(3):
+        for _ in range(3):  # one persona after another: its fold, then its shortening
             model.queue(FOLDED)
+            model.queue(SHORTENED)
         await model.let_through(None)
         restarted = await console(config, "/memory sage\n")  # no round: only start-up's catch-up folds
         assert await asyncio.wait_for(restarted.wait(), 120) == 0
@@ -94,9 +100,14 @@ async def test_a_summary_update_cut_by_sigkill_leaves_the_old_summary_and_runs_a
         once = len(model.requests)
 
     assert all(is_summary_request(body) for body in again)
-    assert sorted(persona_of(body) for body in again) == ["Nova", "Rex", "Sage"]  # once each
+    folds = [body for body in again if LINES_OPENING in str(body["messages"][-1]["content"])]
+    shortenings = [str(body["messages"][-1]["content"]) for body in again if body not in folds]
+    assert sorted(persona_of(body) for body in folds) == ["Nova", "Rex", "Sage"]  # once each
+    assert len(shortenings) == 3
+    for persona in ("nova", "sage", "rex"):  # what is shortened: the summary so far, word for word, and the addition
+        assert f"{MEMORY_OPENING}\n{before[persona][0]} Then a long run of mild weather." in shortenings
     assert once == cut + len(again)  # a second start finds nothing left to fold
     for persona in ("nova", "sage", "rex"):
         text, through = after_restart[persona]
-        assert text == "I recall the boat Marigold, and a long run of mild weather."
+        assert text == "I recall the boat Marigold, then a long run of mild weather."
         assert through > before[persona][1]

@@ -224,8 +224,11 @@ def _local(config: ProviderConfig) -> Models:
         return model.bind(response_format=_openai_response_format(fixed_reason_schema(schema)))
 
     def bind_json(model: BaseChatModel, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
-        # Constrained decoding under the caller's schema; a plan needs more tokens than a decision.
-        return model.bind(response_format=_openai_response_format(schema, "json_reply"), max_tokens=max_tokens)
+        # Constrained decoding under the caller's schema; a plan needs more tokens than a decision. At
+        # temperature 0, as the action step: the likeliest reading (a summary sampled at 0.8 kept no stated fact).
+        return model.bind(
+            response_format=_openai_response_format(schema, "json_reply"), max_tokens=max_tokens, temperature=0.0
+        )
 
     return ChatModels(
         description=f"embedded {weights.title} via llama.cpp ({model_path.name})",

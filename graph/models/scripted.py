@@ -37,7 +37,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from graph.memory import LINES_OPENING, SUMMARY_OPENING
+from graph.memory import LINES_OPENING, MEMORY_OPENING
 from graph.models.base import ChatRunnable
 from graph.moderator import CAN_ANSWER, read_facts
 from graph.review import repeats
@@ -287,9 +287,10 @@ class ScriptedSummaryModel(_ScriptedModel):
 
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         asked = messages[-1].text
-        previous, _, lines = asked.partition(f"\n\n{LINES_OPENING}\n")
-        previous = previous.removeprefix(f"{SUMMARY_OPENING}\n").strip()
-        sentences = [] if previous == "(none yet)" else [previous]
+        if asked.startswith(MEMORY_OPENING):  # shortening is left to the keeper's bound: the oldest stay
+            return AIMessage(content=json.dumps({"summary": asked.removeprefix(MEMORY_OPENING).strip()}))
+        lines = asked.partition(f"{LINES_OPENING}\n")[2]
+        sentences: list[str] = []
         for line in lines.splitlines():
             if note := _PRIVATE_NOTE.match(line):
                 author, said = f"{note.group(1)} told me privately", note.group(2)
@@ -301,7 +302,7 @@ class ScriptedSummaryModel(_ScriptedModel):
             words = _DIRECTIVE.sub("", said).split()[:16]
             if words:
                 sentences.append(f"{author}: {' '.join(words).rstrip('.!?')}.")
-        return AIMessage(content=json.dumps({"summary": " ".join(sentences)}))
+        return AIMessage(content=json.dumps({"facts": sentences}))
 
 
 class ScriptedModels:
