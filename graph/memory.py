@@ -27,6 +27,7 @@ from graph.models.base import ChatRunnable
 from graph.models.retry import ainvoke_with_retry
 from graph.port import OutboundPort
 from graph.prompt import speaker_name
+from graph.review import repeats
 from graph.settings import SHARE_PER_PERSONA, MemorySettings
 from personas import Persona
 from storage import approvals, channels, memory
@@ -143,6 +144,10 @@ def facts_schema(tokens: int) -> dict[str, Any]:
     }
 
 
+FACT_EXAMPLE = "Ana told me the kickoff is on 3 May in room B."
+"""The fold prompt's example of a fact; a small model sometimes lists it as a fact of its own."""
+
+
 def fold_prompt(persona: Persona, lines: Sequence[Line], tokens: int) -> list[BaseMessage]:
     """The summary model's prompt: in the persona's own point of view, what it should keep from the lines
     it witnessed that are leaving its window. The summary so far is not shown: it is kept as it is."""
@@ -153,8 +158,8 @@ def fold_prompt(persona: Persona, lines: Sequence[Line], tokens: int) -> list[Ba
             content=(
                 f"You keep {name}'s memory of a group chat: what {name} reads later, once these lines are gone. "
                 "List every fact someone stated in them, and every decision, each as one short sentence in "
-                f"{name}'s first person with its exact name, number, day, place or word (\"Ana told me the "
-                'kickoff is on 3 May in room B."). Skip greetings and small talk: a line that states nothing '
+                f'{name}\'s first person with its exact name, number, day, place or word ("{FACT_EXAMPLE}"). '
+                "Skip greetings and small talk: a line that states nothing "
                 f"new gives no fact. At most {tokens * 3 // 4} words in all. "
                 'Answer as JSON: {"facts": ["...", "..."]}.'
             )
@@ -200,7 +205,8 @@ def summary_of(reply: BaseMessage) -> str:
         return text
     if isinstance(answer.get("facts"), list):
         facts = (" ".join(str(fact).split()) for fact in answer["facts"])
-        return " ".join(fact if fact[-1] in ".!?" else f"{fact}." for fact in facts if fact)
+        kept = (fact for fact in facts if fact and not repeats(fact, FACT_EXAMPLE))
+        return " ".join(fact if fact[-1] in ".!?" else f"{fact}." for fact in kept)
     return str(answer.get("summary", ""))
 
 

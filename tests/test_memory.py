@@ -11,7 +11,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from graph.memory import bounded, note_scope
+from langchain_core.messages import AIMessage
+
+from graph.memory import FACT_EXAMPLE, bounded, note_scope, summary_of
 from graph.prompt import estimate_tokens
 from storage import approvals
 from tests.conftest import run_bot, run_console, write_config
@@ -253,3 +255,9 @@ def test_a_quiet_gap_ends_the_session_and_its_summary_folds_the_whole_session_in
     assert "you said: The boat is called Marigold." in summary_in(sage)
     ended = sage.index("--- human ---\n[system] Session ended (")
     assert sage.index("you: The boat is called Marigold.") < ended < sage.index("--- human ---\n[system] New session (")
+
+
+def test_the_fold_prompts_own_example_is_never_kept_as_a_fact() -> None:
+    # Seen on the embedded Qwen in the recall bench: the prompt's example came back as a fact.
+    reply = AIMessage(content=f'{{"facts": ["{FACT_EXAMPLE}", "Ana told me the boat is called Marigold"]}}')
+    assert summary_of(reply) == "Ana told me the boat is called Marigold."
