@@ -128,19 +128,18 @@ def _words(normal: str) -> tuple[tuple[str, ...], Counter[str]]:
     return words, Counter(words)
 
 
-def similarity(a: str, b: str) -> float:
-    """How alike two lines are, 0 to 1: the share of their normalised words that match, in order
-    (below SIMILAR, an upper bound of it, which is cheaper)."""
+def similar(a: str, b: str) -> bool:
+    """Whether two lines are alike: at least SIMILAR of their normalised words match, in order."""
     (left, left_counts), (right, right_counts) = _words(normalised(a)), _words(normalised(b))
-    if not left or not right:
-        return 0.0
     total = len(left) + len(right)
-    # The cheap upper bounds first, as difflib's real_quick_ratio and quick_ratio compute them (the
-    # matcher itself is dearer to build): most lines of a window are nothing alike.
-    common = 2.0 * sum(min(count, right_counts[word]) for word, count in left_counts.items()) / total
-    if 2.0 * min(len(left), len(right)) / total < SIMILAR or common < SIMILAR:
-        return common
-    return SequenceMatcher(None, left, right, autojunk=False).ratio()
+    # difflib's cheap upper bounds first (real_quick_ratio, then quick_ratio), computed without
+    # building its matcher: most lines of a window are nothing alike.
+    if not left or not right or 2.0 * min(len(left), len(right)) / total < SIMILAR:
+        return False
+    shared = left_counts.keys() & right_counts.keys()
+    if 2.0 * sum(min(left_counts[word], right_counts[word]) for word in shared) / total < SIMILAR:
+        return False
+    return SequenceMatcher(None, left, right, autojunk=False).ratio() >= SIMILAR
 
 
 def repeats(text: str, line: str) -> bool:
@@ -150,7 +149,7 @@ def repeats(text: str, line: str) -> bool:
     left, right = normalised(text), normalised(line)
     if not left or not right:
         return False
-    if similarity(left, right) >= SIMILAR:
+    if similar(left, right):
         return True
     if len(_words(left)[0]) >= _MIN_CONTAINED_WORDS and f" {left} " in f" {right} ":
         return True  # the text is a piece of the line
