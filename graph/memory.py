@@ -275,7 +275,7 @@ class MemoryKeeper:
             previous = await memory.summary(db, channel_key, persona.id)
             through = previous.covers_through_line_id if previous else 0
             window = await self.prompts.persona_prompt(channel_key, persona)
-            oldest = min((_line_id(m) for m in window if _line_id(m)), default=None)
+            oldest = min(filter(None, map(_line_id, window)), default=None)
             if oldest is None:
                 return stored
             # A session that ended (the channel went quiet) is folded in whole, even what the window still shows.

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from graph.template_text import template_syntax
 
@@ -113,22 +115,31 @@ def review_draft(
     return None
 
 
+@lru_cache(maxsize=8192)  # a window's lines are judged again at every turn while they are in it
 def normalised(text: str) -> str:
     """Casefolded words of a line without its leading name tag: what repetition is judged on."""
     return " ".join(_NON_WORD.sub(" ", _TAG.sub("", text, count=1).casefold()).split())
 
 
-def similarity(a: str, b: str) -> float:
-    """How alike two lines are, 0 to 1: the share of their normalised words that match, in order
-    (below SIMILAR, an upper bound of it, which is cheaper)."""
-    left, right = normalised(a).split(), normalised(b).split()
-    if not left or not right:
-        return 0.0
-    matcher = SequenceMatcher(None, left, right, autojunk=False)
-    # The cheap upper bounds first: most lines of a window are nothing alike.
-    if matcher.real_quick_ratio() < SIMILAR or matcher.quick_ratio() < SIMILAR:
-        return matcher.quick_ratio()
-    return matcher.ratio()
+@lru_cache(maxsize=8192)
+def _words(normal: str) -> tuple[tuple[str, ...], Counter[str]]:
+    """A normalised line's words, in order and counted."""
+    words = tuple(normal.split())
+    return words, Counter(words)
+
+
+def similar(a: str, b: str) -> bool:
+    """Whether two lines are alike: at least SIMILAR of their normalised words match, in order."""
+    (left, left_counts), (right, right_counts) = _words(normalised(a)), _words(normalised(b))
+    total = len(left) + len(right)
+    # difflib's cheap upper bounds first (real_quick_ratio, then quick_ratio), computed without
+    # building its matcher: most lines of a window are nothing alike.
+    if not left or not right or 2.0 * min(len(left), len(right)) / total < SIMILAR:
+        return False
+    shared = left_counts.keys() & right_counts.keys()
+    if 2.0 * sum(min(left_counts[word], right_counts[word]) for word in shared) / total < SIMILAR:
+        return False
+    return SequenceMatcher(None, left, right, autojunk=False).ratio() >= SIMILAR
 
 
 def repeats(text: str, line: str) -> bool:
@@ -138,12 +149,14 @@ def repeats(text: str, line: str) -> bool:
     left, right = normalised(text), normalised(line)
     if not left or not right:
         return False
-    if similarity(left, right) >= SIMILAR:
+    if similar(left, right):
         return True
-    if len(left.split()) >= _MIN_CONTAINED_WORDS and f" {left} " in f" {right} ":
+    if len(_words(left)[0]) >= _MIN_CONTAINED_WORDS and f" {left} " in f" {right} ":
         return True  # the text is a piece of the line
     return (
-        len(right.split()) >= _MIN_CONTAINED_WORDS and len(right) >= _MOSTLY * len(left) and f" {right} " in f" {left} "
+        len(_words(right)[0]) >= _MIN_CONTAINED_WORDS
+        and len(right) >= _MOSTLY * len(left)
+        and f" {right} " in f" {left} "
     )
 
 
@@ -219,11 +232,14 @@ def copies_a_sentence(text: str, lines: Iterable[str]) -> bool:
     """Whether the text holds, word for word, a sentence of one of the lines that is at least
     COPIED_SENTENCE_CHARS long."""
     words = f" {normalised(text)} "
-    return any(
-        len(sentence) >= COPIED_SENTENCE_CHARS and normalised(sentence) and f" {normalised(sentence)} " in words
-        for line in lines
-        for sentence in sentences(_TAG.sub("", line, count=1))
-    )
+    return any(sentence in words for line in lines for sentence in _long_sentences(line))
+
+
+@lru_cache(maxsize=4096)  # a persona's examples are read at every turn
+def _long_sentences(line: str) -> tuple[str, ...]:
+    """The line's sentences of at least COPIED_SENTENCE_CHARS, normalised, each between spaces."""
+    found = (sentence for sentence in sentences(_TAG.sub("", line, count=1)) if len(sentence) >= COPIED_SENTENCE_CHARS)
+    return tuple(f" {normal} " for normal in map(normalised, found) if normal)
 
 
 def opens_with_line(text: str, line: str) -> bool:
