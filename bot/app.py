@@ -97,6 +97,10 @@ def engine_settings(config: Config) -> EngineSettings:
         max_task_steps=s.tasks.max_steps,
         max_artifact_chars=s.tasks.max_artifact_chars,
         task_integrator=s.tasks.integrator,
+        max_parallel_steps=s.tasks.max_parallel_steps,
+        step_attempts=s.tasks.step_attempts,
+        failure_threshold={str(kind): share for kind, share in s.tasks.failure_threshold.items()},
+        max_replans=s.tasks.max_replans,
         failures_before_pause=s.approvals.failures_before_pause,
         timezone=s.bot.timezone,
         memory=MemorySettings(

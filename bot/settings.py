@@ -227,11 +227,23 @@ def slack_approver(entry: str, channel_team: str) -> tuple[str, str]:
     return team or channel_team, user
 
 
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+TaskKind = Literal["research", "writing", "actions"]
+
+
+def _default_thresholds() -> dict[TaskKind, float]:
+    return {"research": 0.5, "writing": 0.2, "actions": 0.0}
+
+
 class TasksSection(_Section):
     auto_detect: bool = False
     max_steps: Annotated[int, Field(ge=1, le=20)] = 8
     max_artifact_chars: Annotated[int, Field(ge=200, le=100_000)] = 4000
     integrator: str = ""
+    max_parallel_steps: Annotated[int, Field(ge=1, le=10)] = 3
+    step_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    failure_threshold: dict[TaskKind, Share] = Field(default_factory=_default_thresholds)
+    max_replans: Annotated[int, Field(ge=0, le=10)] = 2
 
 
 class MailboxSection(_Section):

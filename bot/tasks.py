@@ -122,6 +122,7 @@ class TaskDesk:
                 return f"Task #{number} is not paused.", False
             await tasks.set_paused(self.db, number, None)
             await tasks.take_over(self.db, number, None)
+            await tasks.set_recheck(self.db, number, True)  # the planner checks the rest of the plan first
             return f"Task #{number} goes on: the personas take its remaining steps.", True
         plan = Plan.model_validate_json(task.plan) if task.plan else None
         if command.verb == "takeover":

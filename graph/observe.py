@@ -44,6 +44,16 @@ QUEUE_DEPTH = Gauge("roundtable_channel_queue_depth", "Messages waiting for a ro
 QUEUED = Gauge("roundtable_queued_messages", "Messages waiting for a round, all channels")
 LOOP_LAG = Gauge("roundtable_event_loop_lag_seconds", "How late the event loop ran a timer, last measured")
 DELIVERY_FAILURES = Counter("roundtable_delivery_failures", "Posts a platform refused or never answered", ["platform"])
+STEP_ATTEMPTS = Counter(
+    "roundtable_task_step_attempts",
+    "Attempts at task steps, by outcome (completed, waiting for approval, retried, failed)",
+    ["outcome"],
+)
+STEP_FAILURES = Counter(
+    "roundtable_task_step_failures",
+    "Task steps failed for good, by cause (model, review, copied, action, persona, error, other)",
+    ["cause"],
+)
 OUTBOX = Gauge("roundtable_outbox_posts", "Posts in the outbox: waiting to go out, and failed for good", ["status"])
 TASK_OUTCOMES = ("completed", "failed", "stopped", "cancelled")
 TASKS = Counter("roundtable_tasks", "Tasks ended, by outcome (completed, failed, stopped, cancelled)", ["outcome"])

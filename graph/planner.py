@@ -18,11 +18,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from graph.models.base import ChatRunnable
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import DECISION_CUE
-from graph.tasks import PLANNED_FIELDS, Plan, parse_plan
+from graph.tasks import PLANNED_FIELDS, TASK_KINDS, Plan, parse_plan
 
 log = logging.getLogger(__name__)
 
 PLANNER_ATTEMPTS = 2  # the first plan, and one more with the error attached
+NO_KIND = "other"  # a task that is neither research, writing nor actions: the default failure threshold
 
 Check = Callable[[Plan], tuple[Plan, str | None]]
 """A parsed plan -> (the plan to run, what is wrong with it or None)."""
@@ -47,9 +48,10 @@ def plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "title": {"type": "string"},
+            "kind": {"type": "string", "enum": [*TASK_KINDS, NO_KIND]},
             "steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps},
         },
-        "required": ["title", "steps"],
+        "required": ["title", "kind", "steps"],
         "additionalProperties": False,
     }
 
@@ -92,14 +94,16 @@ COORDINATOR_SCHEMA: dict[str, Any] = {
 # Worked plans whose steps take their words from the request, in three shapes, so a small model
 # learns to split the request it is given rather than to copy one example. {0} and {1} are two
 # capabilities of the channel (two personas' where there are two).
-_EXAMPLES: tuple[tuple[str, list[tuple[str, str, int]]], ...] = (
+_EXAMPLES: tuple[tuple[str, str, list[tuple[str, str, int]]], ...] = (
     (
         "Mia: Find a caterer for Friday and write the menu card",
+        "writing",
         [("Find a caterer for Friday", "{0}", 0), ("Write the menu card", "{1}", 1)],
     ),
-    ("Leo: Summarise the customer survey", [("Summarise the customer survey", "{0}", 0)]),
+    ("Leo: Summarise the customer survey", "research", [("Summarise the customer survey", "{0}", 0)]),
     (
         "Mia: Compare two bike routes, pick the safer one and describe it for the newsletter",
+        "research",
         [
             ("Compare two bike routes", "{0}", 0),
             ("Pick the safer route", "{0}", 1),
@@ -114,9 +118,10 @@ def _examples(capabilities: Mapping[str, Sequence[str]]) -> str:
     first = names[0]
     second = next((c for c in names if set(capabilities[c]) != set(capabilities[first])), names[-1])
     shown = []
-    for request, steps in _EXAMPLES:
+    for request, kind, steps in _EXAMPLES:
         plan = {
             "title": request.split(": ", 1)[1],
+            "kind": kind,
             "steps": [
                 {
                     "id": number,
@@ -139,11 +144,13 @@ def planner_system(capabilities: Mapping[str, Sequence[str]], max_steps: int) ->
         "You plan work for a team of personas in a group chat. Split the request into at most "
         f"{max_steps} small steps; each step is one persona's single message. Each step needs one "
         f"capability from this list (the personas who have it are named):\n{who}\n"
-        "Reply with JSON only: a short title, and the steps, each with an id (1, 2, ...), a title, an "
-        "instruction for the persona, its capability, depends_on (the ids of steps that must finish "
-        "first; a step may use their results) and optional (true only for a step the task can do "
-        "without: if people reject its action, it is skipped; otherwise the task fails).\n\nExamples:\n"
-        + _examples(capabilities)
+        "Reply with JSON only: a short title, the task's kind (research: finding things out; writing: "
+        f"producing a text; actions: changing things with tools; {NO_KIND}: anything else), and the steps, "
+        "each with an id (1, 2, ...), a title, an instruction for the persona, its capability, "
+        "depends_on (the ids of steps that must finish first; a step may use their results; steps that "
+        "need nothing of each other run at the same time) and optional (true only for a step the task "
+        "can do without: if people reject its action, it is skipped; otherwise the task fails)."
+        "\n\nExamples:\n" + _examples(capabilities)
     )
 
 
@@ -176,6 +183,43 @@ def replan_messages(
         SystemMessage(content=planner_system(capabilities, max_steps)),
         HumanMessage(content=situation),
         HumanMessage(content=f"{author}: {instruction}"),
+    ]
+
+
+RECHECK_CUE = "[system] Check the plan:"
+
+
+def recheck_messages(
+    plan_text: str,
+    request: str,
+    why: str,
+    plan: Plan,
+    capabilities: Mapping[str, Sequence[str]],
+    max_steps: int,
+    completed_ids: Sequence[int],
+) -> list[BaseMessage]:
+    """The task so far, then the supervisor's question: does the rest of the plan still fit, now
+    that `why`? The remaining steps go with it as JSON, to be answered unchanged when they fit."""
+    kept = ", ".join(str(i) for i in completed_ids) or "none"
+    situation = (
+        f"[system] The task was: {request}\nThe plan so far:\n{plan_text}\n"
+        f"Completed steps (ids {kept}) stay as they are. Plan only the remaining work, in new steps; a "
+        "step may depend on a completed step by its id."
+    )
+    remaining = {
+        "title": plan.title,
+        "kind": plan.kind or NO_KIND,
+        "steps": [s.model_dump(include=set(PLANNED_FIELDS)) for s in plan.steps if s.status != "completed"],
+    }
+    question = (
+        f"{RECHECK_CUE} {why}. Does the rest of the plan still fit? If it does, answer the remaining "
+        f"steps unchanged:\n{json.dumps(remaining, separators=(',', ':'))}\nIf it does not, answer new "
+        "steps for the remaining work (a failed step may be done another way, or by another capability)."
+    )
+    return [
+        SystemMessage(content=planner_system(capabilities, max_steps)),
+        HumanMessage(content=situation),
+        HumanMessage(content=question),
     ]
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SHARE_PER_CHANNEL, SHARE_PER_PERSONA = "channel", "persona"
+FAILURE_THRESHOLD: Mapping[str, float] = {"research": 0.5, "writing": 0.2, "actions": 0.0}
+"""The share of a task's steps that may fail, by the task's kind, before the task fails."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,10 @@ class EngineSettings:
     max_task_steps: int = 8  # the most steps in a task's plan
     max_artifact_chars: int = 4000  # the most of one step's result kept whole for the steps after it
     task_integrator: str = ""  # the persona who writes a task's answer when present ("": graph/task_answer.py's rule)
+    max_parallel_steps: int = 3  # a task's steps that run side by side
+    step_attempts: int = 3  # tries of a task step before it fails
+    failure_threshold: Mapping[str, float] = field(default_factory=lambda: dict(FAILURE_THRESHOLD))
+    max_replans: int = 2  # times the planner checks a task's plan on its own
     memory: MemorySettings = field(default_factory=MemorySettings)
     timezone: str = "UTC"  # the channel's: the scene tells the date and time there, each turn
     max_tool_steps: int = 4  # the most model calls in one persona turn that uses tools ([actions] max_steps)

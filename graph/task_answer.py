@@ -169,7 +169,8 @@ class TaskAnswer:
             return None, []
         names = {p.id: p.display_name for p in self.deps.personas.values()}
         note, ask = answer_note(task_id, request, author_name, plan, ending, artifacts, names, who)
-        line, begun_before = await tasks.begin_step(db, task_id, ANSWER_STEP, who, note)
+        # Recorded like a step (one attempt, no step of the plan: a restart takes it by its note).
+        line, begun_before = await tasks.begin_step(db, task_id, ANSWER_STEP, plan.revision, 1, who, note, "{}")
         reply = await tasks.reply_after(db, key, who, line) if begun_before else None
         batches: list[dict[str, Any]] = []
         if reply is None:

@@ -1,17 +1,19 @@
 """The supervisor: a task's plan run step by step, as a LangGraph thread per task ("task:<id>").
 
-Each invocation of the task graph does one thing (plan, replan, run the next step, settle a step
-whose approvals have ended, take the steps people finished, or finish) and its state, the plan
-with every step's status, is checkpointed before the next: a task a stop interrupted resumes from
-its last checkpoint at start-up. Between invocations the runner (graph/task_runner.py) starts the
-approval flows of the step's actions and reads what people asked of the task from storage.
+Each invocation of the task graph does one thing (plan, replan, run the steps that may run now,
+settle the steps whose approvals have ended, take the steps people finished, or finish) and its
+state, the plan with every step's status, is checkpointed before the next: a task a stop
+interrupted resumes from its last checkpoint at start-up. Between invocations the runner
+(graph/task_runner.py) starts the approval flows of the steps' actions and reads what people asked
+of the task from storage.
 
-A step is a persona turn like any other (RoundNodes.turn: draft, review, deliver or skip), after a
-private note to the assigned persona with the step's instruction and the results it builds on. The
-note and the step's start are stored together; a step begun before (a stop cut it short) takes the
-persona's committed answer to that note, if there is one, rather than running the turn again, so
-nothing of a step is posted twice. A step's whole result is kept as the task's artifact, and the
-task's end brings its answer (graph/task_answer.py).
+A step is a persona turn like any other, after a private note to the assigned persona with the
+step's instruction and the results it builds on; steps that need nothing of each other run side by
+side, and a failed one is tried again (graph/task_steps.py). A replan is asked by a person
+(/task replan), or by the supervisor itself when a step failed for good or a person resumed the
+task: the planner then checks whether the rest of the plan still fits, and a plan it changes says
+what changed under its steps. A step's whole result is kept as the task's
+artifact, and the task's end brings its answer (graph/task_answer.py).
 """
 
 from __future__ import annotations
@@ -28,8 +30,19 @@ from graph import observe, planner
 from graph.approval_flow import outcome
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
-from graph.state import Floor, RoundInput
-from graph.task_answer import TaskAnswer, step_inputs, with_outcomes
+from graph.settings import EngineSettings
+from graph.task_answer import TaskAnswer, with_outcomes
+from graph.task_schedule import (
+    all_completed,
+    all_ended,
+    checked,
+    failure_rule,
+    plan_change,
+    recheck_reason,
+    replan_due,
+    too_many_failed,
+)
+from graph.task_steps import StepPool
 from graph.task_text import outcome_note, render_plan
 from graph.tasks import (
     FINAL_APPROVAL,
@@ -39,37 +52,27 @@ from graph.tasks import (
     Step,
     TaskStatus,
     after_approvals,
-    all_completed,
-    assign,
     assign_all,
     cancelled,
     capabilities_of,
-    copied_result,
     grounded,
     handed_in,
     merge_replan,
-    next_runnable,
-    only_repeats,
     people_wait,
     plan_problem,
+    ready_steps,
     rejected_required,
-    summary_of,
-    too_many_failed,
-    waiting_step,
-    with_step,
-    with_waiting,
+    waiting_steps,
 )
 from personas import Persona
 from storage import approvals, channels, task_artifacts, tasks
-from storage.records import TaskStep
 
 log = logging.getLogger(__name__)
 
 Batch = dict[str, Any]
 StartApprovals = Callable[[list[Batch]], Awaitable[None]]
 DONE: tuple[TaskStatus, ...] = ("completed", "failed", "stopped")
-# A step is a round of one turn; a failed turn is the task's to count, not a stopped round's.
-STEP_PLANNED_TURNS = 2
+DEFAULTS = EngineSettings()
 
 
 class TaskState(TypedDict):
@@ -90,6 +93,7 @@ class TaskState(TypedDict):
     cancelled_by: str | None
     cancel_reason: str
     handed_in: list[dict[str, Any]]  # /task done: step, by, result
+    recheck: bool  # a person resumed the task: the planner checks the rest of the plan
 
 
 Next = Literal["plan", "replan", "step", "settle", "hand_in", "finish", "wait"]
@@ -104,29 +108,30 @@ def steering_of(state: TaskState) -> Steering:
     )
 
 
-def next_move(state: TaskState, *, undecided: bool = False) -> Next:
+def next_move(state: TaskState, settings: EngineSettings = DEFAULTS, *, undecided: bool = False) -> Next:
     """What the supervisor does next, from the task's state alone; "wait" is no move: the task
-    waits for a person (an approval that is not decided yet, a pause, a takeover's /task done)."""
+    waits for a person (an approval that is not decided yet, a pause, a takeover's /task done).
+    `undecided`: every step waiting for approval still has an approval that has not ended."""
     if state["stop"] or state.get("cancelled_by") or state["status"] in DONE:
         return "finish"
     if state["plan"] is None:
         return "plan"
     plan = Plan.model_validate(state["plan"])
-    if waiting_step(plan) is not None:
-        return "wait" if undecided else "settle"
+    waiting = waiting_steps(plan)
+    if waiting and not undecided:
+        return "settle"
     if state.get("handed_in"):
         return "hand_in"
     if state["instruction"]:
         return "replan"
-    if too_many_failed(plan) or all_completed(plan) or rejected_required(plan):
+    paused = state.get("paused_by") is not None or state.get("taken_by") is not None
+    if not paused and replan_due(plan, recheck=bool(state.get("recheck")), max_replans=settings.max_replans):
+        return "replan"
+    if too_many_failed(plan, settings.failure_threshold) or all_completed(plan) or rejected_required(plan):
         return "finish"
-    if people_wait(plan, steering_of(state)):
+    if people_wait(plan, steering_of(state)) or (waiting and not ready_steps(plan)):
         return "wait"
-    return "finish" if next_runnable(plan) is None else "step"
-
-
-async def _route(state: TaskState) -> str:
-    return next_move(state)
+    return "step" if ready_steps(plan) else "finish"
 
 
 class TaskFlow:
@@ -135,6 +140,7 @@ class TaskFlow:
         self.nodes = nodes
         self.answer = TaskAnswer(deps, nodes)
         self._shown: dict[int, str] = {}  # each task's plan message as last shown
+        self.steps = StepPool(self)
 
     async def show_now(self, state: TaskState) -> None:
         """Show the plan as it stands, with what people asked of it (a pause, a takeover, an approval
@@ -153,11 +159,11 @@ class TaskFlow:
 
     async def waiting_for(self, plan: Plan | None) -> dict[int, list[int]]:
         """Each step waiting for approval, with the numbers of its approvals that have not ended."""
-        step = waiting_step(plan) if plan else None
-        if step is None:
-            return {}
-        found = [a for batch in step.batches for a in await approvals.in_batch(self.deps.db, batch)]
-        return {step.id: [a.id for a in found if a.status.value not in FINAL_APPROVAL]}
+        waiting: dict[int, list[int]] = {}
+        for step in waiting_steps(plan) if plan else []:
+            found = [a for batch in step.batches for a in await approvals.in_batch(self.deps.db, batch)]
+            waiting[step.id] = [a.id for a in found if a.status.value not in FINAL_APPROVAL]
+        return waiting
 
     async def _show(self, state: TaskState, plan: Plan | None, status: TaskStatus, note: str = "") -> None:
         """Store the task's plan and status, then show it: the plan message is posted once and edited
@@ -184,6 +190,10 @@ class TaskFlow:
             return
         if shown != shown_as:
             await tasks.set_shown_as(self.deps.db, task_id, shown)
+
+    async def show_plan(self, state: TaskState, plan: Plan) -> None:
+        """Show the running plan as it stands (a step under way, ended, or tried again)."""
+        await self._show(state, plan, "running")
 
     def _ask(self) -> dict[str, float]:
         settings = self.deps.settings
@@ -225,15 +235,15 @@ class TaskFlow:
         max_steps = self.deps.settings.max_task_steps
         model = self.deps.models.planner_model(list(capabilities), max_steps)
         kept = [s.id for s in old.steps if s.status == "completed"]
-        messages = planner.replan_messages(
-            render_plan(state["task_id"], old, "running", self._names()),
-            state["request"],
-            state["instruction"],
-            state["author_name"],
-            capabilities,
-            max_steps,
-            kept,
-        )
+        shown = render_plan(state["task_id"], old, "running", self._names())
+        automatic = not state["instruction"]  # the supervisor's own check: a step failed, or a person resumed
+        if automatic:
+            why = recheck_reason(old, recheck=bool(state.get("recheck")))
+            messages = planner.recheck_messages(shown, state["request"], why, old, capabilities, max_steps, kept)
+        else:
+            messages = planner.replan_messages(
+                shown, state["request"], state["instruction"], state["author_name"], capabilities, max_steps, kept
+            )
 
         def check(revised: Plan) -> tuple[Plan, str | None]:
             ids = [s.id for s in revised.steps]
@@ -243,6 +253,8 @@ class TaskFlow:
             return merged, plan_problem(merged, capabilities, max_steps)
 
         revised = await planner.ask_for_plan(model, messages, check, **self._ask())  # type: ignore[arg-type]
+        if automatic:
+            return await self._rechecked(state, old, revised)
         await tasks.clear_instruction(self.deps.db, state["task_id"], state["instruction"])
         if isinstance(revised, str):
             note = f"Task stopped: the replan failed: {revised}."
@@ -252,67 +264,36 @@ class TaskFlow:
         await self._show(state, revised, "running")
         return {"plan": revised.model_dump(), "instruction": "", "new_batches": []}
 
+    async def _rechecked(self, state: TaskState, old: Plan, revised: Plan | str) -> dict[str, Any]:
+        """The plan after the planner checked it: as it was when the rest still fits (or the planner
+        gave no usable plan), else the revised one, saying what changed under its steps."""
+        await tasks.set_recheck(self.deps.db, state["task_id"], False)
+        seen = checked(old)
+        change = plan_change(old, revised) if isinstance(revised, Plan) else ""
+        plan = seen
+        if isinstance(revised, Plan) and change:
+            plan = revised.model_copy(update={"auto_replans": seen.auto_replans, "checked": [], "changed": change})
+        await self._show(state, plan, "running")
+        return {"plan": plan.model_dump(), "recheck": False, "new_batches": []}
+
     async def step(self, state: TaskState) -> dict[str, Any]:
-        assert state["plan"] is not None
-        plan = Plan.model_validate(state["plan"])
-        step = next_runnable(plan)
-        assert step is not None
-        key = state["channel_key"]
-        present = await self._present(key)
-        persona = next((p for p in present if p.id == step.assignee), None) or assign(step, present)
-        if persona is None:
-            plan = with_step(plan, step.id, "failed", f"nobody here has capability {step.capability!r}")
-            await self._show(state, plan, "running")
-            return {"plan": plan.model_dump(), "new_batches": []}
-        plan = plan.model_copy(
-            update={
-                "steps": [s.model_copy(update={"assignee": persona.id}) if s.id == step.id else s for s in plan.steps]
-            }
-        )
-        plan = with_step(plan, step.id, "in_progress")
-        await self._show(state, plan, "running")
-        artifacts = await task_artifacts.of_task(self.deps.db, state["task_id"])
-        note_text, asked = self._instruction(state, plan, step, step_inputs(plan, step, artifacts, self._names()))
-        note, begun_before = await tasks.begin_step(self.deps.db, state["task_id"], step.id, persona.id, note_text)
-        # A step a stop cut short after its persona answered is not run again: its answer stands.
-        reply = await tasks.reply_after(self.deps.db, key, persona.id, note) if begun_before else None
-        stopped, delivered, batches = False, reply is not None, []
-        if reply is None:
-            serves = TaskStep(state["task_id"], plan.title, step.id, len(plan.steps))  # named by its requests
-            asking = RoundInput(key, step.instruction, state["author_name"], (persona.id,), state["thread"], serves)
-            after, turn = await self.nodes.turn(asking, Floor(speaker=persona.id, planned_turns=STEP_PLANNED_TURNS))
-            stopped, delivered, batches = after.stopped, turn.delivered, [turn.batch] if turn.batch else []
-            reply = await tasks.reply_after(self.deps.db, key, persona.id, note)
-        if not delivered or reply is None:
-            plan = with_step(plan, step.id, "failed", "no usable answer")
-        elif (copied := copied_result(reply, state["request"], plan, step.id)) is not None:
-            plan = with_step(plan, step.id, "failed", copied)
-        elif only_repeats(reply, asked):
-            plan = with_step(plan, step.id, "failed", "it only repeated its instruction")
-        elif batches:  # its actions wait for approval, and the step with them
-            plan = with_waiting(plan, step.id, [b["batch"] for b in batches], summary_of(reply))
-            await self.answer.keep(state["task_id"], step.id, persona.id, reply)  # what its actions did joins it later
-        else:
-            plan = with_step(plan, step.id, "completed", summary_of(reply))
-            await self.answer.keep(state["task_id"], step.id, persona.id, reply)
-        await self._show(state, plan, "running")
-        return {"plan": plan.model_dump(), "stop": stopped, "new_batches": batches}
+        return await self.steps.run(state)
 
     async def settle(self, state: TaskState) -> dict[str, Any]:
-        """The step whose approvals have all ended completes with what its actions did, or fails with why."""
+        """Each step whose approvals have all ended completes with what its actions did, is tried
+        again (an action failed), or fails with why; the others wait on."""
         assert state["plan"] is not None
         plan = Plan.model_validate(state["plan"])
-        step = waiting_step(plan)
-        assert step is not None
-        found = [a for batch in step.batches for a in await approvals.in_batch(self.deps.db, batch)]
-        if any(a.status.value not in FINAL_APPROVAL for a in found):
-            return {"new_batches": []}  # not decided yet after all
-        ended = [Ended(a.id, a.status.value, f"{a.action}: {outcome(a, for_persona=True)}") for a in found]
-        plan = after_approvals(plan, step.id, ended)
-        if next(s for s in plan.steps if s.id == step.id).status == "completed":
-            kept = (await task_artifacts.of_task(self.deps.db, state["task_id"])).get(step.id)
-            reply = kept.text if kept is not None else step.result_summary
-            await self.answer.keep(state["task_id"], step.id, step.assignee or "", with_outcomes(reply, ended))
+        for step in waiting_steps(plan):
+            found = [a for batch in step.batches for a in await approvals.in_batch(self.deps.db, batch)]
+            if any(a.status.value not in FINAL_APPROVAL for a in found):
+                continue  # not decided yet
+            ended = [Ended(a.id, a.status.value, f"{a.action}: {outcome(a, for_persona=True)}") for a in found]
+            plan = after_approvals(plan, step.id, ended, self.deps.settings.step_attempts)
+            if next(s for s in plan.steps if s.id == step.id).status == "completed":
+                kept = (await task_artifacts.of_task(self.deps.db, state["task_id"])).get(step.id)
+                reply = kept.text if kept is not None else step.result_summary
+                await self.answer.keep(state["task_id"], step.id, step.assignee or "", with_outcomes(reply, ended))
         await self._show(state, plan, "running")
         return {"plan": plan.model_dump(), "new_batches": []}
 
@@ -338,6 +319,8 @@ class TaskFlow:
         # asked far more often than it carries out an instruction it was told about.
         header = f"Task #{state['task_id']} ({plan.title}), step {step.id} of {len(plan.steps)}."
         earlier = f" Results so far: {'; '.join(results).rstrip('.')}." if results else ""
+        if step.last_failure:
+            earlier += f" Your last try failed: {step.last_failure.rstrip('.')}."
         instruction = step.instruction.rstrip(".")
         ask = f"{state['author_name']}: {names.get(step.assignee or '', 'you')}, {instruction[:1].lower()}{instruction[1:]}."
         return f"{header}{earlier} {ask}", f"{state['request']} {header} {ask}"
@@ -346,7 +329,7 @@ class TaskFlow:
         if state["status"] in DONE:
             return {"new_batches": []}
         plan = Plan.model_validate(state["plan"]) if state["plan"] is not None else None
-        names = self._names()
+        names, thresholds = self._names(), self.deps.settings.failure_threshold
         status: TaskStatus = "stopped"
         if by := state.get("cancelled_by"):
             reason = state.get("cancel_reason") or "no reason given"
@@ -355,15 +338,15 @@ class TaskFlow:
             note = f"Cancelled by {by}: {reason}.{withdrawn}" + (f" {outcome_note(plan, names)}" if plan else "")
         elif state["stop"]:
             note = "Stopped (/task stop)." + (f" {outcome_note(plan, names)}" if plan else "")
-        elif plan is not None and all_completed(plan):
+        elif plan is not None and (all_completed(plan) or (all_ended(plan) and not too_many_failed(plan, thresholds))):
             status, note = "completed", outcome_note(plan, names)
         else:
             assert plan is not None
             status = "failed"
             if (refused := rejected_required(plan)) is not None:
                 why = f"required step {refused.id} was rejected ({refused.result_summary})"
-            elif too_many_failed(plan):
-                why = "more than half of its steps failed"
+            elif too_many_failed(plan, thresholds):
+                why = failure_rule(plan, thresholds)
             else:
                 why = "no step can run any more"
             note = f"Stopped: {why}. {outcome_note(plan, names)}"
@@ -395,5 +378,9 @@ def build_task_graph(flow: TaskFlow, checkpointer: Checkpointer = None) -> Compi
     moves = ("plan", "replan", "step", "settle", "hand_in", "finish")
     for name in moves:
         graph.add_edge(name, END)
-    graph.add_conditional_edges(START, _route, {name: name for name in moves})
+
+    async def route(state: TaskState) -> str:
+        return next_move(state, flow.deps.settings)
+
+    graph.add_conditional_edges(START, route, {name: name for name in moves})
     return graph.compile(checkpointer=checkpointer)

@@ -20,7 +20,7 @@ from graph import planner
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
 from graph.task_flow import DONE, Batch, TaskFlow, TaskState, build_task_graph, next_move
-from graph.tasks import Plan, waiting_step
+from graph.tasks import Plan, waiting_steps
 from storage import channels, tasks
 from storage.tasks import TaskRecord
 
@@ -55,7 +55,7 @@ class TaskRunner:
                 return
             given: dict[str, Any] = dict(values) if values else _first_state(record)
             given.update(_asked(record))
-            move = next_move(given, undecided=await self._undecided(given))  # type: ignore[arg-type]
+            move = next_move(given, self.deps.settings, undecided=await self._undecided(given))  # type: ignore[arg-type]
             if move == "wait":
                 await self.flow.show_now(given)  # type: ignore[arg-type]
                 return
@@ -77,10 +77,11 @@ class TaskRunner:
         return spent is not None and await spent(channel_key)
 
     async def _undecided(self, state: dict[str, Any]) -> bool:
-        """Whether the step waiting for approval still has an approval that has not ended."""
+        """Whether every step waiting for approval still has an approval that has not ended."""
         plan = Plan.model_validate(state["plan"]) if state.get("plan") is not None else None
-        step = waiting_step(plan) if plan is not None else None
-        return step is not None and bool((await self.flow.waiting_for(plan)).get(step.id))
+        if plan is None or not waiting_steps(plan):
+            return False
+        return all((await self.flow.waiting_for(plan)).values())
 
     async def is_task(self, text: str, author_name: str) -> bool:
         """The coordinator's reading of a human line: a task for the team, or chat."""
@@ -99,6 +100,7 @@ def _asked(record: TaskRecord) -> dict[str, Any]:
         "cancelled_by": record.cancelled_by,
         "cancel_reason": record.cancel_reason,
         "handed_in": [asdict(h) for h in record.handed_in],
+        "recheck": record.recheck,
     }
     if record.stop_requested:
         asked["stop"] = True
@@ -125,4 +127,5 @@ def _first_state(record: TaskRecord) -> dict[str, Any]:
         cancelled_by=None,
         cancel_reason="",
         handed_in=[],
+        recheck=False,
     )  # type: ignore[return-value]

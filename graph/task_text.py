@@ -46,6 +46,8 @@ def render_plan(
         else:
             result = f": {step.result_summary}" if step.result_summary else ""
         lines.append(f"{MARKS[step.status]} {step.id}. {step.title} — {_who(step, names, steering)}{after}{result}")
+    if plan.changed:
+        lines.append(plan.changed)
     if note:
         lines.append(note)
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from personas import Persona
 
 StepStatus = Literal["pending", "in_progress", "completed", "blocked", "failed", "skipped"]
 TaskStatus = Literal["planning", "running", "completed", "failed", "stopped"]
+TASK_KINDS: tuple[str, ...] = ("research", "writing", "actions")
 FINISHED_STEP: frozenset[str] = frozenset({"completed", "blocked", "failed", "skipped"})
 GOES_ON: frozenset[str] = frozenset({"completed", "skipped"})  # the steps after it may run
 SUMMARY_CHARS = 100
@@ -50,6 +51,8 @@ class Step(BaseModel):
     batches: list[str] = Field(default_factory=list)  # its actions' approval batches, while they wait
     done_by: str | None = None  # the person who did it (/task done), instead of its assignee
     rejected: bool = False  # a required step failed because a person rejected its action
+    attempts: int = 0  # attempts begun ([tasks] step_attempts)
+    last_failure: str = ""  # why the last attempt failed, told to the persona on the next
 
 
 class Plan(BaseModel):
@@ -57,6 +60,11 @@ class Plan(BaseModel):
 
     title: Text
     steps: list[Step]
+    kind: str | None = None  # research, writing or actions (the planner's): it picks the failure threshold
+    revision: int = 0  # replans so far: a step's record belongs to one revision
+    auto_replans: int = 0  # times the planner checked the plan on its own ([tasks] max_replans)
+    checked: list[int] = Field(default_factory=list)  # failed or blocked steps the planner has seen
+    changed: str = ""  # what the last automatic replan changed, shown under the steps
 
 
 def parse_plan(text: str) -> Plan | str:
@@ -71,7 +79,7 @@ def parse_plan(text: str) -> Plan | str:
             return "the reply is not a JSON object"
         return f"{where}: {error['msg']}" if where else str(error["msg"])
     fresh = [Step.model_validate(step.model_dump(include=set(PLANNED_FIELDS))) for step in plan.steps]
-    return plan.model_copy(update={"steps": fresh})
+    return Plan(title=plan.title, kind=plan.kind if plan.kind in TASK_KINDS else None, steps=fresh)
 
 
 def _json_part(text: str) -> str:
@@ -147,13 +155,15 @@ def assign_all(plan: Plan, personas: Sequence[Persona]) -> Plan:
     return plan.model_copy(update={"steps": steps})
 
 
+def ready_steps(plan: Plan) -> list[Step]:
+    """The pending steps whose dependencies are all completed (or skipped), in plan order."""
+    completed = {step.id for step in plan.steps if step.status in GOES_ON}
+    return [s for s in plan.steps if s.status == "pending" and all(d in completed for d in s.depends_on)]
+
+
 def next_runnable(plan: Plan) -> Step | None:
     """The first pending step whose dependencies are all completed (or skipped)."""
-    completed = {step.id for step in plan.steps if step.status in GOES_ON}
-    return next(
-        (s for s in plan.steps if s.status == "pending" and all(d in completed for d in s.depends_on)),
-        None,
-    )
+    return next(iter(ready_steps(plan)), None)
 
 
 def with_step(plan: Plan, step_id: int, status: StepStatus, result_summary: str | None = None) -> Plan:
@@ -185,17 +195,6 @@ def block_unreachable(plan: Plan) -> Plan:
     return plan.model_copy(update={"steps": steps})
 
 
-def too_many_failed(plan: Plan) -> bool:
-    """More than half of the steps failed, or were blocked by a failure: the task stops."""
-    lost = sum(1 for step in plan.steps if step.status in ("failed", "blocked"))
-    return lost * 2 > len(plan.steps)
-
-
-def all_completed(plan: Plan) -> bool:
-    """Every step completed, or skipped: the task is done."""
-    return all(step.status in GOES_ON for step in plan.steps)
-
-
 def rejected_required(plan: Plan) -> Step | None:
     """The required step whose action a person rejected: the task fails with it."""
     return next((s for s in plan.steps if s.rejected and s.status == "failed"), None)
@@ -221,7 +220,8 @@ def merge_replan(old: Plan, revised: Plan) -> Plan:
         )
         for step in revised.steps
     ]
-    return Plan(title=revised.title, steps=[*kept, *new_steps])
+    merged = Plan(title=revised.title, steps=[*kept, *new_steps], kind=revised.kind or old.kind)
+    return merged.model_copy(update={"revision": old.revision + 1, "auto_replans": old.auto_replans})
 
 
 def summary_of(reply: str, limit: int = SUMMARY_CHARS) -> str:
@@ -303,9 +303,9 @@ class Ended:
     outcome: str
 
 
-def waiting_step(plan: Plan) -> Step | None:
-    """The step whose actions wait for approval (it stays in progress until they have ended)."""
-    return next((s for s in plan.steps if s.status == "in_progress" and s.batches), None)
+def waiting_steps(plan: Plan) -> list[Step]:
+    """The steps whose actions wait for approval (each stays in progress until they have ended)."""
+    return [s for s in plan.steps if s.status == "in_progress" and s.batches]
 
 
 def with_waiting(plan: Plan, step_id: int, batches: Sequence[str], reply_summary: str) -> Plan:
@@ -322,11 +322,12 @@ def with_waiting(plan: Plan, step_id: int, batches: Sequence[str], reply_summary
     )
 
 
-def after_approvals(plan: Plan, step_id: int, ended: Sequence[Ended]) -> Plan:
+def after_approvals(plan: Plan, step_id: int, ended: Sequence[Ended], step_attempts: int = 1) -> Plan:
     """The step whose approvals have all ended: completed, with what its actions did, when every
     one was carried out. A rejection skips an optional step (the steps after it run) and fails a
-    required one, marked `rejected` (the task fails: rejected_required). Any other end (expired,
-    failed, unknown) fails the step with why, and its dependents are blocked."""
+    required one, marked `rejected` (the task fails: rejected_required). An action that failed when
+    run makes the step try again while it has attempts left ([tasks] step_attempts); any other end
+    (expired, failed, unknown) fails the step with why, and its dependents are blocked."""
     step = next(s for s in plan.steps if s.id == step_id)
     refused = next((e for e in ended if e.status == "rejected"), None)
     lost = refused or next((e for e in ended if e.status != "executed"), None)
@@ -344,10 +345,18 @@ def after_approvals(plan: Plan, step_id: int, ended: Sequence[Ended]) -> Plan:
         why = summary_of(f"approval #{lost.approval_id}: {lost.outcome}")
         if refused is not None and step.optional:
             return with_step(cleared, step_id, "skipped", summary_of(f"skipped (optional): {why}"))
+        if lost.status == "failed" and step.attempts < step_attempts:
+            return plan_retry(cleared, step_id, why)
         return with_step(cleared, step_id, "failed", why)
     done = "; ".join(e.outcome for e in ended)
     result = f"{step.result_summary} ({done})" if step.result_summary else done
     return with_step(cleared, step_id, "completed", summary_of(result, 2 * SUMMARY_CHARS))
+
+
+def plan_retry(plan: Plan, step_id: int, why: str) -> Plan:
+    """The step goes back to pending, to be tried again, with why its last attempt failed."""
+    retry = {"status": "pending", "last_failure": why, "result_summary": ""}
+    return plan.model_copy(update={"steps": [s.model_copy(update=retry) if s.id == step_id else s for s in plan.steps]})
 
 
 def why_not_hand_in(plan: Plan | None, step_id: int) -> str | None:

@@ -4,8 +4,8 @@ id of the plan message, so the message can still be edited after a restart.
 The plan's progress is the LangGraph checkpoint's business; this table mirrors it after every
 change for /task status and start-up, and carries what people ask of a running task (stop, replan,
 pause, takeover, steps they finished, cancel) to the supervisor, which reads them between steps.
-It also records the step under way with its private note, so a step a crash cut short is not run
-again once its persona answered.
+Each step's latest attempt is recorded (task_steps) with its private note, so a step a crash cut
+short is not run again once its persona answered, and one that ended is taken as it ended.
 """
 
 from __future__ import annotations
@@ -49,8 +49,7 @@ class TaskRecord:
     handed_in: list[HandIn] = field(default_factory=list)  # /task done, not taken by the supervisor yet
     cancelled_by: str | None = None
     cancel_reason: str = ""
-    step_id: int | None = None  # the step under way (or last begun)
-    step_note: int | None = None  # the line id of its private note
+    recheck: bool = False  # resumed by a person: the planner checks the plan before it goes on
 
     @property
     def active(self) -> bool:
@@ -76,8 +75,7 @@ def _task(row: Row) -> TaskRecord:
         handed_in=[HandIn(int(h["step"]), str(h["by"]), str(h["result"])) for h in json.loads(row["handed_in"])],
         cancelled_by=row["cancelled_by"],
         cancel_reason=row["cancel_reason"],
-        step_id=row["step_id"],
-        step_note=row["step_note"],
+        recheck=bool(row["recheck"]),
     )
 
 
@@ -218,24 +216,83 @@ async def clear_handed_in(db: Database, task_id: int, steps: list[int]) -> None:
             await tx.execute("UPDATE tasks SET handed_in = ? WHERE id = ?", (json.dumps(left), task_id))
 
 
-async def begin_step(db: Database, task_id: int, step_id: int, persona_id: str, note: str) -> tuple[int, bool]:
-    """The step's private note to its persona, and the step recorded as under way, in one transaction:
-    (the note's line id, whether the step had begun before: a stop cut it short and it runs on from
-    what was committed, with the same note)."""
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step's latest attempt, as stored: its private note, and the step (JSON, graph.tasks.Step)
+    as the attempt began or, once `finished`, as it ended."""
+
+    step_id: int
+    revision: int
+    attempt: int
+    note_line: int
+    step: str
+    finished: bool
+
+
+async def begin_step(
+    db: Database, task_id: int, step_id: int, revision: int, attempt: int, persona_id: str, note: str, step: str
+) -> tuple[int, bool]:
+    """An attempt at a step: its private note to its persona and the step (JSON) recorded as under way,
+    in one transaction: (the note's line id, whether this attempt had begun before: a stop cut it
+    short and it runs on from what was committed, with the same note). Each step of a task has its
+    own record, so steps under way side by side each resume on their own."""
     async with db.transaction() as tx:
+        await tx.serialize(f"task:{task_id}")
         row = await tx.fetch_one(
-            "SELECT t.channel_key, t.step_id, t.step_note, l.text FROM tasks t LEFT JOIN lines l ON l.id = t.step_note "
-            "WHERE t.id = ?",
-            (task_id,),
+            "SELECT s.revision, s.attempt, s.note_line, l.text FROM task_steps s "
+            "LEFT JOIN lines l ON l.id = s.note_line WHERE s.task_id = ? AND s.step_id = ?",
+            (task_id, step_id),
         )
-        assert row is not None
-        # The same step (a replan may give a new step an old number: its note differs) was begun before.
-        if row["step_id"] == step_id and row["step_note"] is not None and row["text"] == note:
-            return int(row["step_note"]), True
-        line = Line(0, row["channel_key"], LineKind.MARKER, "system", "system", note, time.time())
+        # The same attempt of the same step (a replan may give a new step an old number: its revision
+        # and note differ) was begun before.
+        if row is not None and (row["revision"], row["attempt"], row["text"]) == (revision, attempt, note):
+            return int(row["note_line"]), True
+        task = await tx.fetch_one("SELECT channel_key FROM tasks WHERE id = ?", (task_id,))
+        assert task is not None
+        line = Line(0, task["channel_key"], LineKind.MARKER, "system", "system", note, time.time())
         stored = await insert_private_line(tx, line, persona_id)
-        await tx.execute("UPDATE tasks SET step_id = ?, step_note = ? WHERE id = ?", (step_id, stored.id, task_id))
+        await tx.execute(
+            "INSERT INTO task_steps (task_id, step_id, revision, attempt, note_line, step, finished, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (task_id, step_id) DO UPDATE SET "
+            "revision = excluded.revision, attempt = excluded.attempt, note_line = excluded.note_line, "
+            "step = excluded.step, finished = 0, updated_at = excluded.updated_at",
+            (task_id, step_id, revision, attempt, stored.id, step, time.time()),
+        )
     return stored.id, False
+
+
+async def end_step(db: Database, task_id: int, step_id: int, revision: int, attempt: int, step: str) -> None:
+    """How an attempt ended (the step as JSON): a restart takes it as it is rather than run it again."""
+    async with db.transaction() as tx:
+        await tx.execute(
+            "UPDATE task_steps SET step = ?, finished = 1, updated_at = ? "
+            "WHERE task_id = ? AND step_id = ? AND revision = ? AND attempt = ?",
+            (step, time.time(), task_id, step_id, revision, attempt),
+        )
+
+
+async def step_records(db: Database, task_id: int) -> list[StepRecord]:
+    rows = await db.fetch_all(
+        "SELECT step_id, revision, attempt, note_line, step, finished FROM task_steps WHERE task_id = ? ORDER BY step_id",
+        (task_id,),
+    )
+    return [
+        StepRecord(
+            int(r["step_id"]),
+            int(r["revision"]),
+            int(r["attempt"]),
+            int(r["note_line"]),
+            r["step"],
+            bool(r["finished"]),
+        )
+        for r in rows
+    ]
+
+
+async def set_recheck(db: Database, task_id: int, recheck: bool) -> None:
+    """A person resumed the task (True): the planner checks its plan before it goes on; False once checked."""
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE tasks SET recheck = ? WHERE id = ?", (int(recheck), task_id))
 
 
 async def reply_after(db: Database, channel_key: str, persona_id: str, after_line_id: int) -> str | None:

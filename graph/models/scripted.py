@@ -9,11 +9,15 @@
   when everyone has, FINISH if it is a choice, else the first choice.
 - A human line containing `!!act NAME {json}` makes the next persona turn call tool NAME with those
   arguments; `!!fail N` makes the next N model calls raise ScriptedFailure; `!!slow N` makes the
-  next model call take N seconds (in a worker thread, as a real model's would).
+  next model call take N seconds (in a worker thread, as a real model's would); `!!overlap N` makes
+  the next N persona calls wait (at most OVERLAP_WAIT seconds, then fail) until all N are under way
+  at once: a gate only calls that overlap pass (task steps running side by side).
 - The planner answers the `!!plan {json}` of the newest human line it is given (the second one
   when it is asked again after an invalid plan). Without one, each part of that line between
   semicolons becomes a step, depending on the step before it; a step's capability is the first
-  capability named in its text, else the next one in turn.
+  capability named in its text, else the next one in turn. Asked to check a plan (graph/planner.py
+  RECHECK_CUE), it answers the `!!replan {json}` of the task's request, else the remaining steps
+  it was given, unchanged.
 - The coordinator calls a human line a task when it contains `!!task`.
 - The judge finds every draft "ok", except the first draft it reads after a line holding
   `!!judge VERDICT`, which gets that verdict.
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -40,6 +45,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from graph.memory import LINES_OPENING, MEMORY_OPENING
 from graph.models.base import ChatRunnable
 from graph.moderator import CAN_ANSWER, read_facts
+from graph.planner import RECHECK_CUE
 from graph.review import repeats
 from graph.routing import EVERYONE_SPOKE, FINISH, HAS_NOT_SPOKEN
 from personas import Persona
@@ -69,6 +75,10 @@ _TASK_NOTE = "[system] Task #"
 _JUDGE = re.compile(r"!!judge\s+(\w+)")
 _FAIL = re.compile(r"!!fail\s+(\d+)")
 _SLOW = re.compile(r"!!slow\s+(\d+(?:\.\d+)?)")
+_OVERLAP = re.compile(r"!!overlap\s+(\d+)")
+_REPLAN = re.compile(r"!!replan\s+(\{.*?\})(?=\s*(?:!!|$))", re.DOTALL | re.MULTILINE)
+_REMAINING = re.compile(r"^\{.*\}$", re.MULTILINE)
+OVERLAP_WAIT = 30.0  # seconds a gated call waits for the others before it fails
 _ACT = re.compile(r"!!act\s+([A-Za-z_][\w]*)\s+(\{.*\})", re.DOTALL)
 _PRIVATE_NOTE = re.compile(r"^\[note from ([^\]]+)\] (.*)$")
 _SPEAKER_TAG = re.compile(r"^(?:\[[^\]]+\]|[^:\n]{1,80}:)\s*")
@@ -90,10 +100,17 @@ class Directives:
     failures_left: int = 0
     slow_seconds: float = 0.0
     actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    gate: threading.Barrier | None = None  # !!overlap: the calls that wait for each other
+    gated_left: int = 0  # calls still to pass the gate
+    lock: Any = field(default_factory=threading.Lock)  # models run in worker threads, side by side
 
     def absorb(self, messages: Sequence[BaseMessage]) -> None:
         """Take the directives of the newest human line, once. A turn finishing after its tool
         results (the last message is a ToolMessage) is not a new turn, so it takes none."""
+        with self.lock:
+            self._absorb(messages)
+
+    def _absorb(self, messages: Sequence[BaseMessage]) -> None:
         if not messages or messages[-1].type == "tool":
             return
         newest = next((m for m in reversed(messages) if _from_a_human(m)), None)
@@ -104,6 +121,9 @@ class Directives:
                 self.failures_left += int(fail.group(1))
             if slow := _SLOW.search(text):
                 self.slow_seconds = float(slow.group(1))
+            if overlap := _OVERLAP.search(text):
+                self.gated_left = int(overlap.group(1))
+                self.gate = threading.Barrier(self.gated_left, timeout=OVERLAP_WAIT)
             if act := _ACT.search(text):
                 try:
                     arguments = json.loads(act.group(2))
@@ -112,13 +132,24 @@ class Directives:
                 self.actions.append((act.group(1), arguments if isinstance(arguments, dict) else {"value": arguments}))
 
     def maybe_wait(self) -> None:
-        seconds, self.slow_seconds = self.slow_seconds, 0.0
+        with self.lock:
+            seconds, self.slow_seconds = self.slow_seconds, 0.0
         if seconds:
             time.sleep(seconds)  # LangChain runs a sync _generate in a worker thread
 
+    def pass_gate(self) -> None:
+        """A gated call waits until every call of the gate is under way (BrokenBarrierError: they were not)."""
+        with self.lock:
+            gate = self.gate if self.gated_left > 0 else None
+            self.gated_left -= 1 if gate else 0
+        if gate is not None:
+            gate.wait()
+
     def maybe_fail(self) -> None:
-        if self.failures_left > 0:
-            self.failures_left -= 1
+        with self.lock:
+            failing = self.failures_left > 0
+            self.failures_left -= 1 if failing else 0
+        if failing:
             raise ScriptedFailure("scripted failure (!!fail)")
 
 
@@ -180,6 +211,17 @@ class ScriptedPersonaModel(_ScriptedModel):
     def _llm_type(self) -> str:
         return "scripted"
 
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.directives.absorb(messages)
+        self.directives.pass_gate()
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         quote = _newest_line_from_someone_else(messages)[:QUOTE_CHARS].replace("\n", " ")
         opener = self.catchphrase or f"{self.persona_name} here."
@@ -225,6 +267,11 @@ class ScriptedPlannerModel(_ScriptedModel):
         return "scripted-planner"
 
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        if messages[-1].text.startswith(RECHECK_CUE):
+            given = "\n".join(m.text for m in messages)
+            replanned = _REPLAN.search(given)
+            remaining = _REMAINING.search(messages[-1].text)
+            return AIMessage(content=replanned.group(1) if replanned else remaining.group(0) if remaining else "{}")
         request = _newest_human_text(messages)
         scripted = _PLAN.findall(request)
         if scripted:
