@@ -182,9 +182,15 @@ def test_an_invalid_plan_goes_back_once_then_the_task_stops_with_a_clear_message
 
 def test_more_than_half_of_the_steps_failing_stops_the_task_with_a_summary(tmp_path: Path) -> None:
     four = plan_json([(1, "research", []), (2, "writing", []), (3, "review", []), (4, "research", [])])
-    transcript = run_console(write_config(tmp_path), f"/task Four parts !!plan {four} !!fail 3\n")
-    assert "[system] Sage could not answer (model error) and was skipped." in transcript
-    assert transcript.count("could not answer") == 3
+    # One step at a time, each tried three times ([tasks] step_attempts), no replan in between (its
+    # planner would take failures too); the channel never pauses.
+    config = write_config(
+        tmp_path,
+        {"tasks": {"max_parallel_steps": 1, "max_replans": 0}, "approvals": {"failures_before_pause": 0}},
+    )
+    transcript = run_console(config, f"/task Four parts !!plan {four} !!fail 9\n")
+    assert transcript.count("[system] Sage could not answer (model error) and was skipped.") == 3
+    assert transcript.count("could not answer") == 9
     final = plan_blocks(transcript)[-1]
     assert final[0] == "Task #1: Launch (failed)"
     assert [line[:3] for line in final[1:5]] == ["[!]", "[!]", "[!]", "[ ]"]  # the fourth step never ran
