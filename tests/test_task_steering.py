@@ -210,16 +210,24 @@ async def test_a_step_stopped_after_it_posted_takes_its_committed_answer_instead
     assert port.plans["plan-1"].splitlines()[2].startswith("[x] 2. write the invite — Nova (after 1): ")
 
 
-async def test_a_step_begun_before_is_found_by_its_number_and_its_note(app: Any) -> None:
+async def test_a_step_begun_before_is_found_by_its_number_attempt_and_note_each_step_on_its_own(app: Any) -> None:
     await channels.ensure_channel(app.db, "console:general", participants=["sage", "nova"], moderated=False)
     task = await tasks.start(app.db, "console:general", None, "Research venues", "u1", "Ana")
     assert task is not None
-    note, again = await tasks.begin_step(app.db, task.id, 1, "sage", "Task #1 (Venues), step 1 of 2. Ana: research")
+    research = "Task #1 (Venues), step 1 of 2. Ana: research"
+    note, again = await tasks.begin_step(app.db, task.id, 1, 0, 1, "sage", research, "{}")
     assert not again
-    assert await tasks.begin_step(app.db, task.id, 1, "sage", "Task #1 (Venues), step 1 of 2. Ana: research") == (
-        note,
-        True,
+    # A second step begun meanwhile (side by side) has its own record: the first is still found.
+    other, _ = await tasks.begin_step(
+        app.db, task.id, 2, 0, 1, "nova", "Task #1 (Venues), step 2 of 2. Ana: write", "{}"
     )
-    # A replan that gives a new step the same number gives it a new note: it is a step of its own.
-    renumbered, again = await tasks.begin_step(app.db, task.id, 1, "nova", "Task #1 (Venues), step 1 of 1. Ana: write")
-    assert renumbered != note and not again
+    assert await tasks.begin_step(app.db, task.id, 1, 0, 1, "sage", research, "{}") == (note, True)
+    # Its next attempt, and a replan's new step 1 (another revision), each get a note of their own.
+    retried, again = await tasks.begin_step(app.db, task.id, 1, 0, 2, "sage", research, "{}")
+    assert retried not in (note, other) and not again
+    renumbered, again = await tasks.begin_step(app.db, task.id, 1, 1, 1, "nova", research, "{}")
+    assert renumbered != retried and not again
+    await tasks.end_step(app.db, task.id, 1, 1, 1, '{"ended": true}')
+    records = {r.step_id: r for r in await tasks.step_records(app.db, task.id)}
+    assert (records[1].finished, records[1].step, records[1].note_line) == (True, '{"ended": true}', renumbered)
+    assert (records[2].finished, records[2].note_line) == (False, other)
