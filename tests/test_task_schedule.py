@@ -156,3 +156,25 @@ def test_a_crash_mid_move_takes_each_steps_stored_attempt() -> None:
     assert [(s.status, s.attempts) for s in taken.steps] == [("completed", 1), ("in_progress", 2), ("pending", 0)]
     assert taken.steps[1].last_failure == "x"
     assert with_records(taken, records) == taken  # the plan already knows: nothing changes
+
+
+def test_steps_waiting_for_approval_let_independent_steps_run_and_settle_when_theirs_ended() -> None:
+    from graph.task_flow import TaskState, next_move
+
+    def state(work: Plan, **changes: object) -> TaskState:
+        base = TaskState(
+            task_id=1, channel_key="console:t", thread=None, request="r", author_name="Ana",
+            plan=work.model_dump(), status="running", note="", instruction="", stop=False, new_batches=[],
+            paused_by=None, taken_by=None, cancelled_by=None, cancel_reason="", handed_in=[], recheck=False,
+        )  # fmt: skip
+        return {**base, **changes}  # type: ignore[typeddict-item]
+
+    work = plan(step(1, assignee="nova"), step(2, assignee="rex"), step(3, [1, 2], "sage"), step(4, assignee="sage"))
+    both = with_waiting(with_waiting(started(started(work, 1, "nova"), 2, "rex"), 1, ["b1"], "a"), 2, ["b2"], "b")
+    assert next_move(state(both), undecided=True) == "step"  # step 4 needs neither: it runs meanwhile
+    assert next_move(state(both)) == "settle"  # an approval of one of them has ended
+    ran = with_step(both, 4, "completed", "done")
+    assert next_move(state(ran), undecided=True) == "wait"  # only the waiting steps are left
+    one = after_approvals(ran, 1, [Ended(1, "executed", "publish_post: posted")])
+    assert next_move(state(one), undecided=True) == "wait"  # step 3 still needs step 2
+    assert next_move(state(one, recheck=True), undecided=True) == "replan"  # a person resumed it
