@@ -30,6 +30,7 @@ from graph import observe, planner
 from graph.approval_flow import outcome
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
+from graph.observe import STEP_FAILURES
 from graph.settings import EngineSettings
 from graph.task_answer import TaskAnswer, with_outcomes
 from graph.task_schedule import (
@@ -290,7 +291,10 @@ class TaskFlow:
                 continue  # not decided yet
             ended = [Ended(a.id, a.status.value, f"{a.action}: {outcome(a, for_persona=True)}") for a in found]
             plan = after_approvals(plan, step.id, ended, self.deps.settings.step_attempts)
-            if next(s for s in plan.steps if s.id == step.id).status == "completed":
+            now = next(s.status for s in plan.steps if s.id == step.id)
+            if now == "failed":
+                STEP_FAILURES.labels("action").inc()
+            elif now == "completed":
                 kept = (await task_artifacts.of_task(self.deps.db, state["task_id"])).get(step.id)
                 reply = kept.text if kept is not None else step.result_summary
                 await self.answer.keep(state["task_id"], step.id, step.assignee or "", with_outcomes(reply, ended))
