@@ -5,6 +5,7 @@ and a step cut short by SIGKILL that is neither posted twice nor lost."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,9 @@ def test_a_paused_task_stays_paused_across_a_restart_and_only_its_requester_or_a
     assert "[system] [ ] 2. research the reactions — Sage (after 1)" in approved
     assert spoken(resumed) == ["Sage", "Rex", "Rex"]  # two steps, then Rex's answer
     assert plan_blocks(resumed)[-1][0] == "Task #1: Announce the launch (completed)"
+    # Resumed, the planner checked the rest of the plan once (it still fitted: nothing changed).
+    [task] = stored_tasks(tmp_path)
+    assert json.loads(task["plan"])["auto_replans"] == 1 and "Plan changed" not in resumed
 
 
 def test_a_person_takes_over_the_remaining_steps_and_finishes_them_and_cancel_rejects_pending_approvals(
