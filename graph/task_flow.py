@@ -30,7 +30,7 @@ from graph import observe, planner
 from graph.approval_flow import outcome
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
-from graph.observe import STEP_FAILURES
+from graph.observe import STEP_ATTEMPTS, STEP_FAILURES
 from graph.settings import EngineSettings
 from graph.task_answer import TaskAnswer, with_outcomes
 from graph.task_schedule import (
@@ -292,7 +292,9 @@ class TaskFlow:
             ended = [Ended(a.id, a.status.value, f"{a.action}: {outcome(a, for_persona=True)}") for a in found]
             plan = after_approvals(plan, step.id, ended, self.deps.settings.step_attempts)
             now = next(s.status for s in plan.steps if s.id == step.id)
-            if now == "failed":
+            if now == "pending":
+                STEP_ATTEMPTS.labels("retried").inc()  # an action failed: the step is tried again
+            elif now == "failed":
                 STEP_FAILURES.labels("action").inc()
             elif now == "completed":
                 kept = (await task_artifacts.of_task(self.deps.db, state["task_id"])).get(step.id)

@@ -5,9 +5,11 @@ A step's status is pending, in_progress, completed, blocked (a step it depends o
 blocked, so it can never run), failed (its persona's turn failed, or an action it asked for was
 not carried out) or skipped (an optional step whose action was rejected: the steps after it run as
 if it had completed). A step whose actions wait for approval stays in_progress, with their batches,
-until every one of them has ended; a required step whose action was rejected fails the task. The supervisor in graph/task_flow.py runs the plan step by step
-with these rules; what people ask of a running task (pause, takeover, /task done, cancel) is
-`Steering`, and how a plan reads in the channel is in graph/task_text.py.
+until every one of them has ended; a required step whose action was rejected fails the task; a
+failed step may be tried again (graph/task_schedule.py: steps side by side, retries, thresholds,
+the planner's own checks). The supervisor in graph/task_flow.py runs the plan with these rules;
+what people ask of a running task (pause, takeover, /task done, cancel) is `Steering`, and how a
+plan reads in the channel is in graph/task_text.py.
 """
 
 from __future__ import annotations
