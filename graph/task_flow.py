@@ -142,6 +142,9 @@ class TaskFlow:
         self.answer = TaskAnswer(deps, nodes)
         self._shown: dict[int, str] = {}  # each task's plan message as last shown
         self.steps = StepPool(self)
+        # Starts a step's approval flows as soon as it ended (graph/task_runner.py sets it); without
+        # it, they go out with the move's new_batches.
+        self.start_approvals: StartApprovals | None = None
 
     async def show_now(self, state: TaskState) -> None:
         """Show the plan as it stands, with what people asked of it (a pause, a takeover, an approval

@@ -9,7 +9,6 @@ plan as it stands and waits once more.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -19,12 +18,11 @@ from langgraph.types import Checkpointer
 from graph import planner
 from graph.deps import EngineDeps
 from graph.nodes import RoundNodes
-from graph.task_flow import DONE, Batch, TaskFlow, TaskState, build_task_graph, next_move
+from graph.task_flow import DONE, StartApprovals, TaskFlow, TaskState, build_task_graph, next_move
 from graph.tasks import Plan, waiting_steps
 from storage import channels, tasks
 from storage.tasks import TaskRecord
 
-StartApprovals = Callable[[list[Batch]], Awaitable[None]]
 MODEL_MOVES = ("plan", "replan", "step")  # moves that call a model: each waits while the day's budget is spent
 
 
@@ -38,6 +36,7 @@ class TaskRunner:
         self.flow = TaskFlow(deps, nodes)
         self.graph = build_task_graph(self.flow, checkpointer)
         self.start_approvals = start_approvals
+        self.flow.start_approvals = start_approvals  # a step's requests go out as it ends, while others run
 
     async def run(self, task_id: int) -> None:
         """Run the task until it ends or waits for a person, or resume it where its last checkpoint left it."""

@@ -9,6 +9,7 @@ they finished, a cancellation), the channel's replies are paused, a step failed 
 planner checks the plan first) or the task lost too many steps: the running ones finish, then the
 move ends.
 
+A step whose actions wait for approval has its requests sent as it ends, while the others run on.
 Each attempt's note and its start are stored together (storage/tasks.py, one record per step), and
 how it ended right after: a move a crash cut short runs again from its start, takes what its steps'
 records say, and runs on each step that was under way from its note, taking the persona's
@@ -96,8 +97,11 @@ class StepPool:
                     running.pop(finished)
                     attempt = finished.result()
                     stopped = stopped or attempt.stopped
-                    new_batches += attempt.batches
                     plan = await self._ended(state, plan, attempt)
+                    if attempt.batches and self.flow.start_approvals is not None:
+                        await self.flow.start_approvals(list(attempt.batches))  # its requests go out now
+                    else:
+                        new_batches += attempt.batches
                 await self.flow.show_plan(state, plan)
         finally:
             for left in running:
