@@ -77,17 +77,19 @@ class StepPool:
         try:
             while True:
                 if not stopped and not await self._hold(state, plan):
-                    for step in [s for s in running_steps(plan) if s.id not in running.values()]:
-                        running[self._launch(state, plan, step)] = step.id  # cut short by a stop: it runs on
+                    # Cut short by a stop, a step under way runs on from its note.
+                    launching = [s.id for s in running_steps(plan) if s.id not in running.values()]
                     for step in steps_to_start(plan, self.deps.settings.max_parallel_steps):
                         persona = await self._persona(state, step)
                         plan = started(plan, step.id, persona.id if persona else step.assignee or "")
                         if persona is None:
                             why = f"nobody here has capability {step.capability!r}"
                             plan = await self._ended(state, plan, Attempt(step.id, why, cause="persona"))
-                            continue
-                        running[self._launch(state, plan, next(s for s in plan.steps if s.id == step.id))] = step.id
-                    await self.flow.show_plan(state, plan)
+                        else:
+                            launching.append(step.id)
+                    await self.flow.show_plan(state, plan)  # shown under way before they run
+                    for step in [s for s in plan.steps if s.id in launching]:
+                        running[self._launch(state, plan, step)] = step.id
                 if not running:
                     if stopped or await self._hold(state, plan) or not steps_to_start(plan, 1):
                         break
