@@ -56,7 +56,7 @@ async def scraper(db: Database) -> AsyncIterator[Any]:
 async def test_metrics_count_tasks_escalations_and_mailbox_drops(open_test_app: Any) -> None:
     sections = {"mailbox": {"max_pending": 1}, "approvals": {"sensitive": [], "max_cost": 1}}
     juggling = plan_json([(1, "juggling", [])])  # a capability nobody here has
-    four = plan_json([(1, "research", []), (2, "writing", []), (3, "review", []), (4, "research", [])])
+    one = plan_json([(1, "research", [])])  # its step fails all three tries ([tasks] step_attempts)
     async with open_test_app(sections) as app, scraper(app.db) as scrape:
         before = await scrape()
 
@@ -65,7 +65,7 @@ async def test_metrics_count_tasks_escalations_and_mailbox_drops(open_test_app: 
             await app.service.wait_idle()
 
         await said("/task Research venues; write the invite")
-        await said(f"/task Four parts !!plan {four} !!fail 3")
+        await said(f"/task One part !!plan {one} !!fail 3")
         await said(f"/task Juggle !!plan {juggling} !!plan {juggling}")  # no plan: it fails before any step
         # The announcement costs 2 > max_cost 1: the step waits for its approval, and the task is cancelled.
         await said('/task Announce the beta; review it !!act publish_post {"channel": "news", "text": "Beta!"}')
