@@ -7,9 +7,8 @@ not carried out) or skipped (an optional step whose action was rejected: the ste
 if it had completed). A step whose actions wait for approval stays in_progress, with their batches,
 until every one of them has ended; a required step whose action was rejected fails the task; a
 failed step may be tried again (graph/task_schedule.py: steps side by side, retries, thresholds,
-the planner's own checks). The supervisor in graph/task_flow.py runs the plan with these rules;
-what people ask of a running task (pause, takeover, /task done, cancel) is `Steering`, and how a
-plan reads in the channel is in graph/task_text.py.
+the planner's own checks). graph/task_flow.py runs the plan with these rules; what people ask of a
+running task is `Steering`; how a plan reads in the channel is graph/task_text.py's.
 """
 
 from __future__ import annotations
