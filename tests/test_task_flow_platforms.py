@@ -31,7 +31,7 @@ BOTH_UNDER_WAY = ["[>] 1. Part 1 — Sage", "[>] 2. Part 2 — Nova", "[ ] 3. Pa
 
 
 def both_then_rex(speakers: list[str]) -> bool:
-    return sorted(speakers[:2]) == ["Nova", "Sage"] and speakers[2:] == ["Rex"]
+    return sorted(speakers[:2]) == ["Nova", "Sage"] and speakers[2] == "Rex"  # then the task's answer
 
 
 async def test_slack_two_steps_run_at_once_in_one_plan_message(slack: SlackHarness) -> None:
