@@ -125,10 +125,12 @@ def next_move(state: TaskState, settings: EngineSettings = DEFAULTS, *, undecide
         return "hand_in"
     if state["instruction"]:
         return "replan"
+    if rejected_required(plan):
+        return "finish"  # people said no to a step the task needs: no replan saves it
     paused = state.get("paused_by") is not None or state.get("taken_by") is not None
     if not paused and replan_due(plan, recheck=bool(state.get("recheck")), max_replans=settings.max_replans):
         return "replan"
-    if too_many_failed(plan, settings.failure_threshold) or all_completed(plan) or rejected_required(plan):
+    if too_many_failed(plan, settings.failure_threshold) or all_completed(plan):
         return "finish"
     if people_wait(plan, steering_of(state)) or (waiting and not ready_steps(plan)):
         return "wait"

@@ -35,7 +35,7 @@ from graph.task_schedule import (
     too_many_failed,
     with_records,
 )
-from graph.tasks import Plan, Step, assign, copied_result, only_repeats, summary_of
+from graph.tasks import Plan, Step, assign, copied_result, only_repeats, rejected_required, summary_of
 from personas import Persona
 from storage import channels, task_artifacts, tasks
 from storage.records import TaskStep
@@ -114,7 +114,7 @@ class StepPool:
     async def _hold(self, state: TaskState, plan: Plan) -> bool:
         """Whether no new step starts now (the running ones finish)."""
         settings = self.deps.settings
-        if too_many_failed(plan, settings.failure_threshold):
+        if too_many_failed(plan, settings.failure_threshold) or rejected_required(plan):
             return True
         if replan_due(plan, recheck=False, max_replans=settings.max_replans):
             return True  # a step failed for good: the planner checks the rest first

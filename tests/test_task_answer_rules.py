@@ -5,19 +5,19 @@ bound, who writes the answer and what its note holds (graph/task_answer.py)."""
 from __future__ import annotations
 
 from graph import planner
+from graph.settings import EngineSettings
 from graph.task_answer import answer_due, answer_note, bounded, integrator, step_inputs, with_outcomes
 from graph.task_flow import TaskState, next_move
+from graph.task_schedule import all_completed, too_many_failed
 from graph.task_text import outcome_note, render_plan
 from graph.tasks import (
     Ended,
     Plan,
     Step,
     after_approvals,
-    all_completed,
     next_runnable,
     parse_plan,
     rejected_required,
-    too_many_failed,
     with_step,
     with_waiting,
 )
@@ -103,7 +103,9 @@ def test_a_rejected_required_step_fails_the_task_and_other_ends_only_fail_the_st
         handed_in=[],
     )
     assert next_move(base) == "finish"  # steps 3 to 5 could still run: the rejection ends the task
-    assert next_move({**base, "plan": timed_out.model_dump()}) == "step"  # type: ignore[typeddict-item]
+    timed = {**base, "plan": timed_out.model_dump()}
+    assert next_move(timed) == "replan"  # type: ignore[arg-type]  # a step failed: the planner checks the rest
+    assert next_move(timed, EngineSettings(max_replans=0)) == "step"  # type: ignore[arg-type]  # then others run
 
 
 def test_a_result_is_kept_whole_up_to_its_bound_and_then_cut_with_a_note() -> None:
