@@ -42,7 +42,7 @@ def test_check_lists_every_problem_of_a_broken_file_one_line_each(tmp_path: Path
         f"{broken}: avatar: missing required field",
         f"{broken}: talkativeness: Input should be less than or equal to 1 (got 1.5)",
         f"{broken}: colour: unknown field",
-        f"{broken}: actions: unknown action 'dance' (known: publish_post, send_message, schedule_post, note_to, remember)",
+        f"{broken}: actions: unknown action 'dance' (known: publish_post, send_message, schedule_post, note_to, remember, delete_post)",
         f"{REPO / 'personas' / 'sage.toml'}: ok (sage, Sage)",
         f"{twin}: id: duplicate persona id 'sage' (also in {REPO / 'personas' / 'sage.toml'})",
         f"{nova}: ok (nova, Nova)",
