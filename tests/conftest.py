@@ -82,8 +82,9 @@ TEST_MODELS_DIR = Path.home() / ".cache" / "roundtable-test"
 """Where the tests' embedded GGUFs are assembled once and kept across runs."""
 EMBEDDED_GEMMA: dict[str, Any] = {"model": "gemma-3-270m", "cache_dir": str(TEST_MODELS_DIR), "max_tokens": 40}
 """The [llm.local] section for tests that need *a* real model: the small Gemma 3 270M."""
-EMBEDDED_DEFAULT: dict[str, Any] = {"cache_dir": str(TEST_MODELS_DIR), "max_tokens": 40}
-"""The [llm.local] section for tests of the default embedded model (Qwen2.5-Coder-1.5B-Instruct)."""
+EMBEDDED_DEFAULT: dict[str, Any] = {"cache_dir": str(TEST_MODELS_DIR)}
+"""The [llm.local] section for tests of the default embedded model (Qwen2.5-Coder-1.5B-Instruct), with
+the shipped reply cap: a tighter one cuts its first sentence, and a reply with no whole sentence is unusable."""
 
 
 def run_console(config: Path, script: str, *options: str, timeout: float = 120) -> str:

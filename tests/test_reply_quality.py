@@ -125,8 +125,11 @@ async def test_a_step_answered_with_a_copy_of_an_earlier_result_fails(open_test_
     plan = port.plans["plan-1"].splitlines()
     assert plan[1] == "[x] 1. Research venues — Sage: The lakeside hall has forty seats and a terrace by the water."
     assert plan[2].startswith("[!] 2. write the invite — Nova")
-    assert [who for _, who, _, _ in port.posts] == ["sage"]  # the copy was never posted
-    assert task is not None and task.status == "failed"
+    assert [who for _, who, _, _ in port.posts][:1] == ["sage"]
+    assert "The lakeside hall" not in "".join(text for _, who, text, _ in port.posts if who == "nova")  # no copy posted
+    # One failed step of two is not more than half (the rule when the planner names no kind): the task
+    # ends, and says what failed.
+    assert task is not None and task.status == "completed" and "1 of 2 steps completed, 1 failed" in task.note
 
 
 # -- persona examples in both prompt shapes ---------------------------------------------------------
