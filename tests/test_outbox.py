@@ -34,8 +34,9 @@ from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import SIGNING_SECRET, envelope, message, signed_headers
+from tests.ports import free_port
 from tests.slack_harness import APPROVER, KEY, StartSlack
-from tests.test_two_processes import free_port, wait_for_port
+from tests.test_two_processes import wait_for_port
 
 FAST_RETRIES = {"outbox": {"max_retry_seconds": 0.3}}
 SLACK = ("slack",)

@@ -31,6 +31,7 @@ from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import envelope, message, signed_headers
+from tests.ports import free_port
 from tests.postgres_server import PostgresServer
 from tests.slack_harness import APPROVER, EVENT_DEADLINE_SECONDS, KEY, StartSlack
 from tests.test_discord import APPROVERS, PUBLISH, approval_request, edits_of
@@ -43,7 +44,6 @@ from tests.test_outbox import (
     wait_for_counts,
     wait_for_rows,
 )
-from tests.test_two_processes import free_port
 
 # https://docs.slack.dev/reference/methods/chat.postMessage, "Errors": what no retry cures.
 SLACK_PERMANENT = (

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -26,18 +25,13 @@ import pytest
 from tests.conftest import REPO, write_config
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import SIGNING_SECRET, button_click, buttons_of, envelope, message, signed_headers
+from tests.ports import free_port
 
 CHANNELS = ("C0ALPHA", "C0BRAVO", "C0CHARLIE", "C0DELTA", "C0ECHO")
 PER_CHANNEL = 10  # 5 channels x 10 = 50 events
 QUOTED = re.compile(r'"Sage, (C0\w+) message (\d+)"')
 APPROVER = "UAPPROVER"
 REQUEST = 'Nova, publish it. !!act publish_post {"channel": "news", "text": "We launched!"}'
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 async def wait_for_port(port: int, process: asyncio.subprocess.Process, timeout: float = 60) -> None:
