@@ -131,6 +131,7 @@ async def run_pass(model: str, count: int, parallel: int, data_dir: Path, coordi
             right = 0
             for line, is_task in COORDINATOR_LINES:
                 right += await app.engine.tasks.is_task(line, "Ana") == is_task
+            print(f"  coordinator right: {right}/{len(COORDINATOR_LINES)}", flush=True)
     return Pass(parallel, ran, first, right)
 
 
@@ -149,6 +150,7 @@ def _rows(side: Pass) -> dict[str, str]:
         if step.status == "completed"
     )
     attempted = [n for r in ran for n in r.attempts.values()]
+    times = [r.seconds for r in ran] or [0.0]
     others = ", ".join(f"{k} {v}" for k, v in sorted(endings.items()) if k != "completed") or "none"
     return {
         "a valid plan (after at most one re-ask)": f"{len(planned)}/{total}",
@@ -160,8 +162,7 @@ def _rows(side: Pass) -> dict[str, str]:
         "tasks finished (completed)": f"{endings['completed']}/{total}",
         "tasks finished with their answer posted": f"{sum(r.status == 'completed' and r.answered for r in ran)}/{total}",
         "tasks ended otherwise": others,
-        "wall time per task, median (max)": f"{median([r.seconds for r in ran]):.0f} s"
-        f" ({max(r.seconds for r in ran):.0f} s)",
+        "wall time per task, median (max)": f"{median(times):.0f} s ({max(times):.0f} s)",
     }
 
 
@@ -178,8 +179,8 @@ def main() -> None:
         one_at_a_time = asyncio.run(run_pass(args.model, args.tasks, 1, Path(scratch) / "serial", False))
     seconds = time.perf_counter() - started
     wide, narrow = _rows(side_by_side), _rows(one_at_a_time)
-    wide_median = median([r.seconds for r in side_by_side.ran])
-    narrow_median = median([r.seconds for r in one_at_a_time.ran])
+    wide_median = median([r.seconds for r in side_by_side.ran] or [0.0])
+    narrow_median = median([r.seconds for r in one_at_a_time.ran] or [0.0])
     total = len(side_by_side.ran)
     name = LOCAL_MODELS[args.model].title
     block = "\n".join(
@@ -191,7 +192,7 @@ def main() -> None:
             "| metric | steps side by side (3) | one at a time (1) |",
             "| --- | --- | --- |",
             *(f"| {metric} | {wide[metric]} | {narrow[metric]} |" for metric in wide),
-            f"| wall time per task, median: side by side / one at a time | {wide_median / narrow_median:.2f} | |",
+            f"| wall time per task, median: side by side / one at a time | {wide_median / narrow_median if narrow_median else 0:.2f} | |",
             f"| coordinator: task or chat read right ([tasks] auto_detect) | {side_by_side.coordinator_right}"
             f"/{len(COORDINATOR_LINES)} | |",
         ]
