@@ -29,12 +29,10 @@ Step = Literal["advance", "moderator", "end"]
 
 async def present_speakers(deps: EngineDeps, channel_key: str) -> list[Speaker]:
     """The channel's participants, in the order they joined."""
-    ids = await channels.participants(deps.db, channel_key)
-    quiet = await channels.quiet_participants(deps.db, channel_key)
     return [
-        Speaker(id=p.id, name=p.display_name, talkativeness=0.0 if p.id in quiet else p.talkativeness)
-        for p in (deps.personas.get(i) for i in ids)
-        if p is not None
+        Speaker(id=p.id, name=p.display_name, talkativeness=0.0 if quiet else p.talkativeness)
+        for persona_id, quiet in await channels.speaking_participants(deps.db, channel_key)
+        if (p := deps.personas.get(persona_id)) is not None
     ]
 
 

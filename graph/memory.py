@@ -274,8 +274,7 @@ class MemoryKeeper:
         while True:
             previous = await memory.summary(db, channel_key, persona.id)
             through = previous.covers_through_line_id if previous else 0
-            window = await self.prompts.persona_prompt(channel_key, persona)
-            oldest = min(filter(None, map(_line_id, window)), default=None)
+            oldest = await self.prompts.window_start(channel_key, persona)
             if oldest is None:
                 return stored
             # A session that ended (the channel went quiet) is folded in whole, even what the window still shows.
@@ -311,7 +310,3 @@ class MemoryKeeper:
         return await ainvoke_with_retry(
             model, prompt, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
         )
-
-
-def _line_id(message: BaseMessage) -> int:
-    return int(message.id.removeprefix("line-")) if message.id and message.id.startswith("line-") else 0

@@ -1,9 +1,12 @@
 """A persona's prompt, read from storage in pages: exactly what the persona receives, and also what
 `python -m bot prompt` prints. Lines rendered for an earlier prompt are kept (MessageCache), and
-how many rows the last prompt needed is the first guess for the next one."""
+how many rows the last prompt needed is the first guess for the next one. Where the window a
+persona last saw begins is kept until the memory keeper asks for it, which saves it building
+every persona's prompt again after every round."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -28,7 +31,7 @@ from storage import channels, history, memory
 
 FIRST_PAGE = 64  # rows read first for a prompt nothing is known about yet
 PAGE_MARGIN = 8  # rows read beyond last time's prompt, which is usually enough for the next one
-MAX_PAGE_HINTS = 10_000
+MAX_KEPT = 10_000  # entries in each per (channel, persona) dict
 
 
 class PromptPages:
@@ -37,6 +40,8 @@ class PromptPages:
         # (channel, persona) -> rows to read first for its next prompt: only a guess, never a result.
         self._page_hints: dict[tuple[str, str], int] = {}
         self._messages = MessageCache(persona_names=[p.display_name for p in deps.personas.values()])
+        # (channel, persona) -> the oldest line of the last window built for it, until window_start takes it.
+        self._window_starts: dict[tuple[str, str], int] = {}
 
     async def persona_prompt(self, channel_key: str, persona: Persona) -> list[BaseMessage]:
         """Exactly what the persona receives: also what `python -m bot prompt` prints."""
@@ -59,7 +64,19 @@ class PromptPages:
             summary=summary_text(await memory.summary(self.deps.db, channel_key, persona.id)),
         )
         newest_first = await self._messages_within_budget(channel_key, persona.id, system, budget)
+        if (oldest := oldest_line_id(newest_first)) is not None:
+            _remember(self._window_starts, (channel_key, persona.id), oldest)
         return prompt_from(system, newest_first), speakers
+
+    async def window_start(self, channel_key: str, persona: Persona) -> int | None:
+        """The oldest line in the persona's window (None when it holds none): as the persona last saw
+        it, when a prompt was built for it since the last ask (the window has moved on by at most this
+        round's lines, so whatever lies before it has surely left), else from a prompt built now."""
+        key = (channel_key, persona.id)
+        if (seen := self._window_starts.pop(key, None)) is not None:
+            return seen
+        await self.prompt_and_speakers(channel_key, persona)
+        return self._window_starts.pop(key, None)
 
     async def _messages_within_budget(
         self, channel_key: str, persona_id: str, system: str, budget: int
@@ -90,7 +107,18 @@ class PromptPages:
             before = page_ids[-1]
             page = min(limit - len(ids), page * 2)
         # Next time, one page should do: a prompt's length changes little from one turn to the next.
-        self._page_hints[hint] = len(kept) + PAGE_MARGIN
-        if len(self._page_hints) > MAX_PAGE_HINTS:
-            del self._page_hints[next(iter(self._page_hints))]
+        _remember(self._page_hints, hint, len(kept) + PAGE_MARGIN)
         return kept
+
+
+def oldest_line_id(messages: Sequence[BaseMessage]) -> int | None:
+    """The oldest stored line among prompt messages (their ids are "line-N"), or None."""
+    ids = [int(m.id.removeprefix("line-")) for m in messages if m.id and m.id.startswith("line-")]
+    return min(ids, default=None)
+
+
+def _remember(kept: dict[tuple[str, str], int], key: tuple[str, str], value: int) -> None:
+    """Set kept[key], dropping the oldest entry past MAX_KEPT (one per channel and persona in use)."""
+    kept[key] = value
+    if len(kept) > MAX_KEPT:
+        del kept[next(iter(kept))]

@@ -151,15 +151,21 @@ async def create_in(
     return True
 
 
-async def quiet_participants(db: Database, key: str) -> set[str]:
-    """Personas made to listen only here (/persona quiet): they speak only when named."""
-    rows = await db.fetch_all("SELECT persona_id FROM participants WHERE channel_key = ? AND quiet = 1", (key,))
-    return {row["persona_id"] for row in rows}
+async def speaking_participants(db: Database, key: str) -> list[tuple[str, bool]]:
+    """Active persona ids in the order they joined, each with whether it listens only (/persona quiet),
+    from the channel whose participants apply (a thread's parent unless it keeps its own)."""
+    rows = await db.fetch_all(
+        f"SELECT persona_id, quiet FROM participants WHERE channel_key = {RULES_OF} AND active = 1 ORDER BY position",
+        (key,),
+    )
+    return [(row["persona_id"], bool(row["quiet"])) for row in rows]
 
 
 async def set_quiet(db: Database, key: str, persona_id: str, quiet: bool) -> bool:
-    """Whether it changed (False: not a participant here, or already so)."""
+    """Whether it changed (False: not a participant here, or already so). In a thread that follows its
+    channel, the thread takes its own rules first, as for any manager's change there."""
     async with db.transaction() as tx:
+        await own_rules_in(tx, key)
         return bool(
             await tx.execute(
                 "UPDATE participants SET quiet = ? WHERE channel_key = ? AND persona_id = ? AND active = 1 AND quiet <> ?",

@@ -26,9 +26,10 @@ async def own_rules_in(tx: Tx, key: str) -> None:
     copied = ", ".join(f"{column} = (SELECT {column} FROM channels WHERE key = ?)" for column in RULES)
     await tx.execute(f"UPDATE channels SET own_rules = 1, {copied} WHERE key = ?", (*[parent] * len(RULES), key))
     await tx.execute(
-        "INSERT INTO participants (channel_key, persona_id, position, active, joined_at) "
-        "SELECT ?, persona_id, position, active, joined_at FROM participants WHERE channel_key = ? "
-        "ON CONFLICT (channel_key, persona_id) DO UPDATE SET active = excluded.active, position = excluded.position",
+        "INSERT INTO participants (channel_key, persona_id, position, active, quiet, joined_at) "
+        "SELECT ?, persona_id, position, active, quiet, joined_at FROM participants WHERE channel_key = ? "
+        "ON CONFLICT (channel_key, persona_id) DO UPDATE SET active = excluded.active, position = excluded.position, "
+        "quiet = excluded.quiet",
         (key, parent),
     )
     await tx.execute(

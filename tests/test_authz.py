@@ -120,6 +120,27 @@ async def test_a_paused_channels_thread_gets_no_reply_and_a_dismissed_persona_st
         assert "rex" not in present and "sage" in present
 
 
+async def test_a_persona_quiet_in_the_channel_listens_only_in_its_threads_until_a_thread_changes_it(
+    start_slack: StartSlack,
+) -> None:
+    async with start_slack() as slack:
+        await slack.say("Sage, shall we plan?", PARENT)
+        for command in ("/dismiss sage", "/dismiss nova", "/persona quiet rex"):
+            await slack.say(f"<@{BOT_USER_ID}> {command}", f"1700000502.00010{len(slack.posts())}")
+        before = len(thread_posts(slack))
+        await slack.say("Anyone around?", "1700000502.000200", thread_ts=PARENT)
+        assert thread_posts(slack)[before:] == []  # Rex, the only one left, listens only: in the thread too
+        await slack.say("Rex, your view?", "1700000502.000300", thread_ts=PARENT)
+        assert [p.get("username") for p in thread_posts(slack)[before:]] == ["Rex"]  # named: he answers
+
+        await slack.say(f"<@{BOT_USER_ID}> /persona talk rex", "1700000502.000400", thread_ts=PARENT)
+        await slack.say("Anyone around now?", "1700000502.000500", thread_ts=PARENT)
+        assert thread_posts(slack)[-1].get("username") == "Rex"  # talks again in this thread
+        db = slack.bot.roundtable.db
+        assert await channels.speaking_participants(db, f"{KEY}:{PARENT}") == [("rex", False)]
+        assert await channels.speaking_participants(db, KEY) == [("rex", True)]  # still quiet in the channel
+
+
 async def test_a_thread_spends_its_channels_budget(start_slack: StartSlack) -> None:
     async with start_slack({"limits": {"channel_tokens_per_day": 30}}) as slack:
         await slack.say("Sage, shall we plan?", PARENT)
