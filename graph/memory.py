@@ -45,7 +45,9 @@ log = logging.getLogger(__name__)
 REMEMBER_ACTION = "remember"
 NOTES_HEADING = "What you noted (your own notes, numbered):"
 SUMMARY_HEADING = "What you recall of this conversation before the lines below (your own summary):"
-FOLD_AT_LEAST = 10  # lines out of the window before a model is asked to fold them in
+# Lines out of the window before a model is asked to fold them in: each call costs a prompt and,
+# once the summary is full, a second call to shorten it, so fewer and larger folds cost less.
+FOLD_AT_LEAST = 20
 FOLD_AT_MOST = 60  # lines one model call folds in (a long backlog takes several)
 LINES_OPENING = "Lines leaving the window (oldest first):"
 MEMORY_OPENING = "The memory to shorten:"

@@ -91,23 +91,33 @@ COORDINATOR_SCHEMA: dict[str, Any] = {
 }
 
 
-# Worked plans whose steps take their words from the request, in three shapes, so a small model
-# learns to split the request it is given rather than to copy one example. {0} and {1} are two
-# capabilities of the channel (two personas' where there are two).
-_EXAMPLES: tuple[tuple[str, str, list[tuple[str, str, int]]], ...] = (
+# Worked plans whose steps take their words from the request, in four shapes (one step, a chain,
+# steps that run side by side and one that joins them), so a small model learns to split the
+# request it is given rather than to copy one example, and to leave steps that need nothing of each
+# other unchained. {0} and {1} are two capabilities of the channel (two personas' where there are two).
+_EXAMPLES: tuple[tuple[str, str, list[tuple[str, str, tuple[int, ...]]]], ...] = (
     (
         "Mia: Find a caterer for Friday and write the menu card",
         "writing",
-        [("Find a caterer for Friday", "{0}", 0), ("Write the menu card", "{1}", 1)],
+        [("Find a caterer for Friday", "{0}", ()), ("Write the menu card", "{1}", (1,))],
     ),
-    ("Leo: Summarise the customer survey", "research", [("Summarise the customer survey", "{0}", 0)]),
+    ("Leo: Summarise the customer survey", "research", [("Summarise the customer survey", "{0}", ())]),
+    (
+        "Mia: Draft the party invitation and find a venue, then put both in one message",
+        "writing",
+        [
+            ("Draft the party invitation", "{1}", ()),
+            ("Find a venue", "{0}", ()),
+            ("Put the invitation and the venue in one message", "{1}", (1, 2)),
+        ],
+    ),
     (
         "Mia: Compare two bike routes, pick the safer one and describe it for the newsletter",
         "research",
         [
-            ("Compare two bike routes", "{0}", 0),
-            ("Pick the safer route", "{0}", 1),
-            ("Describe it for the newsletter", "{1}", 2),
+            ("Compare two bike routes", "{0}", ()),
+            ("Pick the safer route", "{0}", (1,)),
+            ("Describe it for the newsletter", "{1}", (2,)),
         ],
     ),
 )
@@ -128,7 +138,7 @@ def _examples(capabilities: Mapping[str, Sequence[str]]) -> str:
                     "title": text,
                     "instruction": text,
                     "capability": capability.format(first, second),
-                    "depends_on": [after] if after else [],
+                    "depends_on": list(after),
                     "optional": False,
                 }
                 for number, (text, capability, after) in enumerate(steps, start=1)
@@ -141,8 +151,9 @@ def _examples(capabilities: Mapping[str, Sequence[str]]) -> str:
 def planner_system(capabilities: Mapping[str, Sequence[str]], max_steps: int) -> str:
     who = "\n".join(f"- {name}: {', '.join(people)}" for name, people in capabilities.items())
     return (
-        "You plan work for a team of personas in a group chat. Split the request into at most "
-        f"{max_steps} small steps; each step is one persona's single message. Each step needs one "
+        "You plan work for a team of personas in a group chat. Split the request into as few small "
+        f"steps as it needs (at most {max_steps}; most requests need 2 to 4); each step is one persona's "
+        "single message. Each step needs one "
         f"capability from this list (the personas who have it are named):\n{who}\n"
         "Reply with JSON only: a short title, the task's kind (research: finding things out; writing: "
         f"producing a text; actions: changing things with tools; {NO_KIND}: anything else), and the steps, "

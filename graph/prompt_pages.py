@@ -111,10 +111,9 @@ class PromptPages:
         return kept
 
 
-def oldest_line_id(messages: Sequence[BaseMessage]) -> int | None:
-    """The oldest stored line among prompt messages (their ids are "line-N"), or None."""
-    ids = [int(m.id.removeprefix("line-")) for m in messages if m.id and m.id.startswith("line-")]
-    return min(ids, default=None)
+def oldest_line_id(newest_first: Sequence[BaseMessage]) -> int | None:
+    """The oldest stored line among a window's messages, newest first (their ids are "line-N"), or None."""
+    return next((int(m.id[5:]) for m in reversed(newest_first) if m.id and m.id.startswith("line-")), None)
 
 
 def _remember(kept: dict[tuple[str, str], int], key: tuple[str, str], value: int) -> None:

@@ -144,9 +144,10 @@ async def witnessed_between(
 async def newest_marker(db: Database, channel_key: str, persona_id: str, opening: str, *, after_id: int) -> int | None:
     """The newest marker line delivered to the persona after `after_id` whose text starts with `opening`."""
     row = await db.fetch_one(
-        "SELECT MAX(l.id) FROM deliveries d JOIN lines l ON l.id = d.line_id "
-        "WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id > ? AND l.kind = 'marker' AND l.text LIKE ?",
-        (channel_key, persona_id, after_id, opening.replace("%", "") + "%"),
+        # The channel's markers first (an index range: they are few), then whether each was delivered.
+        "SELECT MAX(l.id) FROM lines l WHERE l.channel_key = ? AND l.kind = 'marker' AND l.id > ? AND l.text LIKE ? "
+        "AND EXISTS (SELECT 1 FROM deliveries d WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id = l.id)",
+        (channel_key, after_id, opening.replace("%", "") + "%", channel_key, persona_id),
     )
     return int(row[0]) if row and row[0] is not None else None
 
