@@ -21,9 +21,9 @@ from functools import lru_cache
 
 from graph.template_text import template_syntax
 
-_REFUSAL = re.compile(
-    r"\b(as an ai\b|as a language model|i(?:'m| am) (?:sorry|afraid),? but i (?:can(?:not|'t)|won't)|"
-    r"i can(?:not|'t) (?:help|assist|comply|do that)|i(?:'m| am) (?:unable|not able) to)",
+_REFUSAL = re.compile(  # ' or ’: models write either apostrophe
+    r"\b(as an ai\b|as a language model|i(?:['’]m| am) (?:sorry|afraid),? but i (?:can(?:not|['’]t)|won['’]t)|"
+    r"i can(?:not|['’]t) (?:help|assist|comply|do that)|i(?:['’]m| am) (?:unable|not able) to)",
     re.IGNORECASE,
 )
 _ERROR = re.compile(
@@ -53,12 +53,17 @@ _DANGLING = frozenset(
 )
 
 
+def refuses(text: str) -> bool:
+    """Whether a reply declines or steps out of character ("I can't assist with that")."""
+    return bool(_REFUSAL.search(text))
+
+
 def review_reply(text: str, min_chars: int) -> str | None:
     """Why a draft should be written again, or None when it may be posted."""
     stripped = text.strip()
     if len(stripped) < min_chars:
         return f"the reply was too short ({len(stripped)} characters, at least {min_chars} wanted)"
-    if _REFUSAL.search(stripped):
+    if refuses(stripped):
         return "the reply refused or stepped out of character; answer in character"
     if _ERROR.search(stripped):
         return "the reply looked like an error message rather than a chat message"

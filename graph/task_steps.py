@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graph.observe import STEP_ATTEMPTS, STEP_FAILURES
+from graph.review import refuses
 from graph.state import Floor, RoundInput
 from graph.task_answer import step_inputs
 from graph.task_schedule import (
@@ -197,6 +198,8 @@ class StepPool:
             return Attempt(
                 step.id, f"no usable answer ({why})" if why else "no usable answer", stopped=stopped, cause=cause
             )
+        if refuses(reply):  # in chat a refusal is posted once asked again; a step it does not complete
+            return Attempt(step.id, "it declined the step", stopped=stopped, cause="review")
         if (copied := copied_result(reply, state["request"], plan, step.id)) is not None:
             return Attempt(step.id, copied, stopped=stopped, cause="copied")
         if only_repeats(reply, asked):

@@ -12,6 +12,7 @@ import pytest
 from bot.inbound import Inbound
 from graph import planner
 from graph.models.chat import ChatModels
+from graph.settings import EngineSettings
 from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem, summary_of
 from personas import load_personas
 from tests.fakes.providers import PROVIDERS, Provider, fake_provider
@@ -127,6 +128,27 @@ async def test_a_whole_task_runs_through_the_provider_and_ends_with_its_answer(
     assert answer_prompt.rstrip().endswith(
         "Ana: Nova, give me the task's answer: the result itself, what was done and anything that failed."
     )
+
+
+async def test_a_step_answered_with_a_refusal_is_tried_again_not_completed(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    refusal = "I’m sorry, but I can’t assist with that request."  # the apostrophe small models write
+    provider.server.queue(json.dumps(PLAN))
+    for _ in range(1 + EngineSettings().max_review_retries):  # the turn's draft, then each rewrite asked for
+        provider.server.queue(refusal)
+    provider.server.queue(FACTS)  # Sage's second try at step 1
+    provider.server.queue("We launch on May 5 at the same price. Come and see!")
+    provider.server.queue(ANSWER)
+    async with open_test_app(models=provider.models) as app:
+        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
+        await app.service.wait_idle()
+
+    [(_, text)] = port.plans.items()
+    assert text.splitlines()[1] == f"[x] 1. Facts — Sage: {summary_of(FACTS)}"
+    assert text.splitlines()[-1] == "Done: all 2 steps completed."
+    retry_prompt = "\n".join(provider.texts(provider.bodies[1 + 1 + EngineSettings().max_review_retries]))
+    assert "Your last try failed: it declined the step." in retry_prompt
 
 
 async def test_the_embedded_model_plans_under_the_plan_schema(local_models: ChatModels) -> None:
