@@ -66,7 +66,7 @@ class Chair:
         last = None if moderated else await history.last_persona_speaker(self.deps.db, key)
         floor = Floor(moderated=moderated, moderated_now=moderated, max_turns=max_turns, last_speaker=last)
         if routing.first_pick(moderated=moderated) == "moderator":
-            return await self.moderate(round_input, floor)
+            return await self.moderate(round_input, floor, channel)
         return await self.select(round_input, floor)
 
     async def select(self, round_input: RoundInput, floor: Floor) -> Floor:
@@ -88,12 +88,13 @@ class Chair:
 
     # -- a moderated round ----------------------------------------------------------------------
 
-    async def moderate(self, round_input: RoundInput, floor: Floor) -> Floor:
+    async def moderate(self, round_input: RoundInput, floor: Floor, channel: Channel | None = None) -> Floor:
+        """The moderator's next pick; `channel` when it was read just now (at the round's start)."""
         key = round_input.channel_key
         speakers = await present_speakers(self.deps, key)
         if not speakers:
             return replace(floor, speaker=None)
-        channel = await channels.get_channel(self.deps.db, key)
+        channel = channel or await channels.get_channel(self.deps.db, key)
         addressed_ids = routing.addressed(round_input.text, round_input.mentions, speakers)
         options = routing.moderator_options(
             speakers,

@@ -33,13 +33,14 @@ _CLOSING = re.compile(rf"\s*(?:</(?:{_WRAPPER_TAGS}|function)>\s*)?(?:```)?", re
 _NAMED_FUNCTION = re.compile(r"<function(?:=([^>\s]+)| name=\"([^\"]+)\")>\s*")
 _CALL_START = re.compile(r"[{\[]|<function[= ]")
 # Template and tool syntax no chat line holds: special tokens (<|im_start|>, <|eot_id|>), Gemma's
-# turn markers, Hermes/Qwen tool tags, Mistral's [INST] and [TOOL_CALLS], a fenced JSON or XML block,
+# turn markers, Hermes/Qwen tool tags, Mistral's [INST] and [TOOL_CALLS], a "[tools]" label (Qwen2.5
+# behind llama.cpp wrote "[tools] send_message(to=...)" as its reply), a fenced JSON or XML block,
 # and a bare object that opens with "name" (a call that did not parse).
 _TEMPLATE = re.compile(
     r"<\|[A-Za-z0-9_]+\|>"
     r"|</?(?:start_of_turn|end_of_turn|tool_call|tool_response|tools?|function_call|think)>"
     r"|<function(?:=| name=)|</function>"
-    r"|\[/?(?:INST|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS)\]"
+    r"|\[/?(?:INST|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|tools?)\]"
     r"|```(?:json|xml)\b"
     r"|\{\s*\"name\"\s*:",
     re.IGNORECASE,

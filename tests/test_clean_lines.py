@@ -62,15 +62,20 @@ async def ask(provider: Provider, open_test_app, text: str, sections: dict | Non
         await app.service.wait_idle()
 
 
+# What Qwen2.5-Coder-1.5B posted through llama.cpp (bench/quality.py's served setup).
+LEAKED = ("<tools>", '[tools] send_message(to="Ana", text="Remote work needs careful planning.", confidence=1)')
+
+
+@pytest.mark.parametrize("leaked", LEAKED)
 async def test_template_syntax_written_as_text_is_written_again_never_posted(
-    provider: Provider, open_test_app, port: RecordingPort
+    provider: Provider, open_test_app, port: RecordingPort, leaked: str
 ) -> None:
-    provider.server.queue("<tools>")  # what Qwen2.5-Coder-1.5B posted through llama.cpp
+    provider.server.queue(leaked)
     provider.server.queue("Launch on Monday, before the newsletter goes out.")
     await ask(provider, open_test_app, "Nova, when should we launch the app?")
 
     assert said_by(port, "nova") == ["Launch on Monday, before the newsletter goes out."]
-    assert not any("<tools>" in text for _, _, text, _ in port.posts)
+    assert not any("tools" in text for _, _, text, _ in port.posts)
     assert "template or tool syntax" in retry_notes(provider)[0]
 
 
