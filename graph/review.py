@@ -103,7 +103,7 @@ def review_draft(
         return TEMPLATE_SYNTAX
     if answered is not None and (repeats(text, answered) or opens_with_line(text, answered)):
         return ECHO
-    if any(repeats(text, line) for line in window):
+    if repeats_any(text, window):
         return COPY
     if copied_example(text, examples):
         return EXAMPLE_COPY
@@ -135,7 +135,11 @@ def _words(normal: str) -> tuple[tuple[str, ...], Counter[str]]:
 
 def similar(a: str, b: str) -> bool:
     """Whether two lines are alike: at least SIMILAR of their normalised words match, in order."""
-    (left, left_counts), (right, right_counts) = _words(normalised(a)), _words(normalised(b))
+    return _similar_words(_words(normalised(a)), _words(normalised(b)))
+
+
+def _similar_words(a: tuple[tuple[str, ...], Counter[str]], b: tuple[tuple[str, ...], Counter[str]]) -> bool:
+    (left, left_counts), (right, right_counts) = a, b
     total = len(left) + len(right)
     # difflib's cheap upper bounds first (real_quick_ratio, then quick_ratio), computed without
     # building its matcher: most lines of a window are nothing alike.
@@ -151,18 +155,34 @@ def repeats(text: str, line: str) -> bool:
     """Whether `text` repeats `line`: similar as a whole (SIMILAR), or one holds the other word for
     word, where the line held is most of the text (a reply that quotes a line to answer it does not
     repeat it)."""
-    left, right = normalised(text), normalised(line)
-    if not left or not right:
+    return repeats_any(text, (line,))
+
+
+def repeats_any(text: str, lines: Iterable[str]) -> bool:
+    """Whether `text` repeats any of `lines` (see `repeats`), the text read once for all of them: a
+    draft is checked against every line of its window."""
+    left = normalised(text)
+    if not left:
         return False
-    if similar(left, right):
-        return True
-    if len(_words(left)[0]) >= _MIN_CONTAINED_WORDS and f" {left} " in f" {right} ":
-        return True  # the text is a piece of the line
-    return (
-        len(_words(right)[0]) >= _MIN_CONTAINED_WORDS
-        and len(right) >= _MOSTLY * len(left)
-        and f" {right} " in f" {left} "
-    )
+    left_words = _words(left)
+    padded = f" {left} "
+    for line in lines:
+        right = normalised(line)
+        if not right:
+            continue
+        right_words = _words(right)
+        if _similar_words(left_words, right_words):
+            return True
+        # One line can hold the other only when it is at least as long.
+        if len(left) <= len(right) and len(left_words[0]) >= _MIN_CONTAINED_WORDS and padded in f" {right} ":
+            return True  # the text is a piece of the line
+        if (
+            _MOSTLY * len(left) <= len(right) <= len(left)
+            and len(right_words[0]) >= _MIN_CONTAINED_WORDS
+            and f" {right} " in padded
+        ):
+            return True
+    return False
 
 
 def leaked_phrase(text: str, phrases: Iterable[str]) -> str | None:
