@@ -83,6 +83,16 @@ def numbered_plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[st
     return schema
 
 
+# The embedded model fills every place its schema offers: Qwen2.5-Coder-1.5B planned 8 steps for
+# each of the ten bench requests at [tasks] max_steps = 8, most of them one long chain.
+EMBEDDED_MAX_STEPS = 4
+
+
+def embedded_plan_schema(capabilities: Sequence[str], max_steps: int) -> dict[str, Any]:
+    """numbered_plan_schema with at most EMBEDDED_MAX_STEPS places (fewer when max_steps is lower)."""
+    return numbered_plan_schema(capabilities, min(max_steps, EMBEDDED_MAX_STEPS))
+
+
 COORDINATOR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"task": {"type": "boolean"}},

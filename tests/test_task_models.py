@@ -152,10 +152,15 @@ async def test_a_step_answered_with_a_refusal_is_tried_again_not_completed(
 
 
 async def test_the_embedded_model_plans_under_the_plan_schema(local_models: ChatModels) -> None:
-    model = local_models.planner_model(list(CAPABILITIES), 4)
+    model = local_models.planner_model(list(CAPABILITIES), 8)  # [tasks] max_steps as shipped
     schema = model.kwargs["response_format"]["json_schema"]["schema"]  # type: ignore[attr-defined]
-    assert schema == planner.numbered_plan_schema(list(CAPABILITIES), 4)
-    messages = planner.planner_messages("Research three venues and write an invitation", "Ana", CAPABILITIES, 4)
+    # A small model fills every place offered: the embedded planner gets four, whatever max_steps allows.
+    assert (
+        schema
+        == planner.numbered_plan_schema(list(CAPABILITIES), planner.EMBEDDED_MAX_STEPS)
+        == (planner.embedded_plan_schema(list(CAPABILITIES), 8))
+    )
+    messages = planner.planner_messages("Research three venues and write an invitation", "Ana", CAPABILITIES, 8)
     reply = await model.ainvoke(messages)
     plan = parse_plan(reply.text)
     # Constrained decoding: whatever the 270M model plans is a plan of this schema.

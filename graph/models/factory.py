@@ -187,7 +187,7 @@ def _openai(config: ProviderConfig, environ: Mapping[str, str]) -> Models:
 def _local(config: ProviderConfig) -> Models:
     from graph.models.local import LocalLlamaChatModel
     from graph.moderator import fixed_reason_schema
-    from graph.planner import numbered_plan_schema
+    from graph.planner import embedded_plan_schema
 
     try:
         weights = local_model(config.local_model)
@@ -239,7 +239,7 @@ def _local(config: ProviderConfig) -> Models:
         bind_moderator=bind_moderator,
         bind_persona=bind_persona,
         bind_json=bind_json,
-        plan_schema=numbered_plan_schema,
+        plan_schema=embedded_plan_schema,
         advice=STRONGER_MODEL,
         provider="local",
     )
