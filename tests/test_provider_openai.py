@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langchain_openai.chat_models.base import OpenAIRateLimitError
 
 from graph.models.chat import ChatModels
@@ -117,3 +118,27 @@ async def test_moderator_requests_json_schema_constrained_to_the_choices(fake: F
     schema = response_format["json_schema"]["schema"]
     assert schema["properties"]["next_speaker"]["enum"] == ["Nova", "Sage", "FINISH"]
     assert schema["required"] == ["next_speaker", "reason"]
+
+
+async def test_a_prompt_past_a_llama_cpp_servers_context_is_sent_again_without_its_oldest_lines(
+    fake: FakeOpenAI, models: ChatModels
+) -> None:
+    nova = load_personas()["nova"]
+    system, messages = nova_prompt()
+    older = [
+        HumanMessage(content=f"Ana: Earlier thought {n} about the launch plan, the budget and the team.")
+        for n in range(60)
+    ]
+    long_prompt = [messages[0], *older, *messages[1:]]  # the system message, 60 older lines, the recent four
+    fake.context_tokens = 1200  # llama-server --ctx-size 1200
+
+    reply = await ainvoke_with_retry(
+        models.persona_model(nova, ["Sage", "Rex", "Pixel"]), long_prompt, attempts=3, backoff_seconds=0.01
+    )
+
+    assert reply.text == "Friday works. Let's draft the post now!"  # answered, not a failed turn
+    first, second = (r.body["messages"] for r in fake.requests)
+    assert len(first) == 1 + 60 + 4 and len(second) < len(first)
+    assert second[0] == {"role": "system", "content": system}  # the persona stays who it is
+    assert second[-4:] == first[-4:]  # the newest lines stay; the oldest went
+    assert sum(len(m["content"]) for m in second) // 4 <= 1200

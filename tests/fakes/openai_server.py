@@ -9,6 +9,14 @@ whose client went away meanwhile takes no answer.
 A reasoning model name (o-series, gpt-5 and later except -chat) is treated as OpenAI treats one: a
 request with `max_tokens`, or with a temperature other than the default 1, is refused with a 400
 `unsupported_parameter` / `unsupported_value` error, and usage reports reasoning tokens.
+
+With `context_tokens` set, the fake is a llama.cpp server with that context window (llama-server's
+`--ctx-size`): a request whose prompt is longer (estimated at 4 characters a token) is refused with
+its 400 `exceed_context_size_error`, which names the prompt's tokens and the window
+(tools/server/server.cpp's error types; the body as llama-server sends it:
+`{"error": {"code": 400, "message": "request (4476 tokens) exceeds the available context size (4096
+tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 4476,
+"n_ctx": 4096}}`).
 """
 
 from __future__ import annotations
@@ -70,6 +78,7 @@ class FakeOpenAI(LoopbackServer):
     requests: list[RecordedRequest] = field(default_factory=list)
     answers: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
     answering: int | None = None  # how many more requests are answered; the rest wait (None: all)
+    context_tokens: int | None = None  # a llama.cpp server's context window (None: no limit)
     _gate: asyncio.Condition | None = None
 
     def queue(self, text: str = "", call: dict[str, Any] | None = None) -> None:
@@ -128,11 +137,27 @@ class FakeOpenAI(LoopbackServer):
                 }
             }
             return _closing(web.json_response(error, status=429))
+        if self.context_tokens is not None and (overflow := _past_context(body, self.context_tokens)) is not None:
+            return _closing(web.json_response({"error": overflow}, status=400))
         model = str(body.get("model", "fake-model"))
         if is_reasoning_model(model) and (refusal := _refusal(body)) is not None:
             return _closing(web.json_response({"error": refusal}, status=400))
         text, call = self.answers.pop(0) if self.answers else (self.reply_text, None)
         return _closing(web.json_response(chat_completion(text, model, len(self.requests), call)))
+
+
+def _past_context(body: dict[str, Any], context_tokens: int) -> dict[str, Any] | None:
+    """llama.cpp's error for a prompt longer than its context window, or None when it fits."""
+    tokens = sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4
+    if tokens <= context_tokens:
+        return None
+    return {
+        "code": 400,
+        "message": f"request ({tokens} tokens) exceeds the available context size ({context_tokens} tokens), try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": tokens,
+        "n_ctx": context_tokens,
+    }
 
 
 def _closing(response: web.Response) -> web.Response:
