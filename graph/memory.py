@@ -282,11 +282,13 @@ class MemoryKeeper:
             # A session that ended (the channel went quiet) is folded in whole, even what the window still shows.
             ended = await memory.newest_marker(db, channel_key, persona.id, SESSION_ENDED, after_id=through)
             before = max(oldest, ended or 0)
+            # Counted first: after most rounds too few lines have left the window to be worth a call.
+            left = await memory.witnessed_count(db, channel_key, persona.id, after_id=through, before_id=before)
+            if not left or (left < FOLD_AT_LEAST and not whole and not ended):
+                return stored
             lines = await memory.witnessed_between(
                 db, channel_key, persona.id, after_id=through, before_id=before, limit=FOLD_AT_MOST
             )
-            if not lines or (len(lines) < FOLD_AT_LEAST and not whole and not ended):
-                return stored
             # Never more than a quarter of the prompt's budget: the window must keep room to speak from.
             tokens = min(self.settings.summary_tokens, self.deps.settings.token_budget // 4)
             model = self.deps.models.summary_model(facts_schema(tokens), tokens)

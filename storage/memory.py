@@ -127,6 +127,15 @@ async def save_summary(
     return True
 
 
+async def witnessed_count(db: Database, channel_key: str, persona_id: str, *, after_id: int, before_id: int) -> int:
+    """How many lines `witnessed_between` holds: an index range counted, no line read."""
+    row = await db.fetch_one(
+        "SELECT COUNT(*) FROM deliveries WHERE channel_key = ? AND persona_id = ? AND line_id > ? AND line_id < ?",
+        (channel_key, persona_id, after_id, before_id),
+    )
+    return int(row[0]) if row else 0
+
+
 async def witnessed_between(
     db: Database, channel_key: str, persona_id: str, *, after_id: int, before_id: int, limit: int
 ) -> list[Line]:
