@@ -158,6 +158,10 @@ async def play(
                     'base_url = ""': f'base_url = "{served.base_url}"',
                     f'model = "{DEFAULT_MODEL}"': f'model = "{setup.local_model}"',
                     f'moderator_model = "{DEFAULT_MODERATOR_MODEL}"': f'moderator_model = "{setup.local_model}"',
+                    # Quality, not latency: one llama.cpp slot on 2 shared cores can take longer than the
+                    # shipped 60 s for a long prompt, and every timed-out call is retried while the server
+                    # still works on it, which only lengthens the queue.
+                    "timeout_seconds = 60": "timeout_seconds = 600",
                 }
             )
             environ["OPENAI_API_KEY"] = served.api_key
