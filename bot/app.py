@@ -17,7 +17,7 @@ from bot.flood import FloodGate
 from bot.mcp_servers import McpServers, known_tools
 from bot.ops import Readiness, model_check, storage_check
 from bot.outbox import Outbox, outbox_settings, platforms_sent_by
-from bot.permissions import Permissions
+from bot.permissions import Permissions, unknown_permission
 from bot.persistence import open_persistence
 from bot.recovery import recover
 from bot.service import ChannelDefaults, ChannelService
@@ -152,6 +152,8 @@ async def open_app(
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[App]:
+    if (problem := unknown_permission(config.settings.permissions)) is not None:
+        raise ConfigError(f"{config.path}: {problem}")
     personas = load_checked_personas(config)
     models = models or build_models(provider_config(config), environ)
     config.data_dir.mkdir(parents=True, exist_ok=True)

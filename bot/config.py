@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from bot.commands import PERMISSIONS
 from bot.settings import MODERATOR_PROMPT_LIMIT, Settings
 
 SECRET_ENV_VARS = (
@@ -120,7 +119,7 @@ def load_config(path: Path) -> Config:
                     f"{path}: [{section}] {key}: remove the password from the URL and set PGPASSWORD in the environment"
                 )
     try:
-        settings = Settings.model_validate(raw, context={"permissions": PERMISSIONS})
+        settings = Settings.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"{path}: {_key_of(first['loc'])}: {_expected(first)}") from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from bot.command_values import Command
-from bot.commands import DEFAULT_NEEDS, DOING, Need
+from bot.commands import DEFAULT_NEEDS, DOING, PERMISSIONS, Need
 
 
 class Permissions:
@@ -59,3 +59,12 @@ class Permissions:
 def typed(permission: str) -> str:
     """ "moderate_prompt" as it is typed: "/moderate prompt"."""
     return "/" + permission.replace("_", " ")
+
+
+def unknown_permission(configured: Mapping[str, object]) -> str | None:
+    """Why a `[permissions]` table is wrong (a name no command of the registry has), or None.
+    Checked here, where the permissions are built: configuration sits below the command registry."""
+    unknown = [name for name in configured if name not in PERMISSIONS]
+    if not unknown:
+        return None
+    return f"[permissions] {unknown[0]}: unknown command (known: {', '.join(PERMISSIONS)})"

@@ -7,7 +7,6 @@ live only in the environment (bot/config.py refuses a key that looks like one).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -334,14 +333,3 @@ class Settings(_Section):
     # A command's name, or name_verb ("moderate_prompt" for /moderate prompt), to whom it is open: [] anyone, or any of
     # "manager" and "approver" (both: someone who is both). Unlisted commands keep their defaults.
     permissions: dict[str, list[Literal["manager", "approver"]]] = Field(default_factory=dict)
-
-    @field_validator("permissions")
-    @classmethod
-    def _known_commands(cls, permissions: dict[str, list[str]], info: ValidationInfo) -> dict[str, list[str]]:
-        # The names come from the command registry, which bot/config.py passes as the validation context:
-        # this schema sits below the registry (whose parsers read its limits). Without them, no name is known.
-        known: Sequence[str] = (info.context or {}).get("permissions", ())
-        unknown = [name for name in permissions if name not in known]
-        if unknown:
-            raise ValueError(f"unknown command {unknown[0]!r} (known: {', '.join(known)})")
-        return permissions

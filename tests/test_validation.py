@@ -125,3 +125,16 @@ def test_cli_rejects_unknown_default_participant(tmp_path):
     )
     assert result.returncode == 2
     assert "[bot] participants: unknown persona 'ghost'" in result.stderr
+
+
+def test_cli_rejects_a_permission_for_no_command_in_one_line(tmp_path):
+    path = write_config(tmp_path, {"permissions": {"moderate_on": ["manager"], "teleport": ["approver"]}})
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "console", "--config", str(path), "--script", "/dev/null"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert f"{path}: [permissions] teleport: unknown command (known: " in result.stderr
