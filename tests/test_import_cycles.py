@@ -145,6 +145,18 @@ def test_no_import_cycle_among_the_project_modules():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def test_configuration_reaches_no_command_registry_module():
+    """bot/config.py sits below the command registry: whoever builds the permissions checks their names."""
+    graph = import_graph(REPO)
+    reached, todo = set(), ["bot.config"]
+    while todo:
+        for module in graph.get(todo.pop(), set()) - reached:
+            reached.add(module)
+            todo.append(module)
+    registry = {"bot.commands", "bot.command_values", "bot.command_handlers"}
+    assert not reached & registry, f"bot.config reaches {sorted(reached & registry)}"
+
+
 def test_no_module_passes_400_lines():
     too_long = {
         str(path.relative_to(REPO)): lines
