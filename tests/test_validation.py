@@ -114,27 +114,26 @@ def test_cli_exits_2_with_one_line_on_bad_config(tmp_path):
     assert "[history] token_budget: expected" in result.stderr and str(path) in result.stderr
 
 
-def test_cli_rejects_unknown_default_participant(tmp_path):
-    path = write_config(tmp_path, {"bot": {"participants": ["nova", "ghost"]}})
-    result = subprocess.run(
+def console_with(path):
+    """`python -m bot console` on this config with an empty script: what a bad config prints."""
+    return subprocess.run(
         [sys.executable, "-m", "bot", "console", "--config", str(path), "--script", "/dev/null"],
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=60,
     )
+
+
+def test_cli_rejects_unknown_default_participant(tmp_path):
+    path = write_config(tmp_path, {"bot": {"participants": ["nova", "ghost"]}})
+    result = console_with(path)
     assert result.returncode == 2
     assert "[bot] participants: unknown persona 'ghost'" in result.stderr
 
 
 def test_cli_rejects_a_permission_for_no_command_in_one_line(tmp_path):
     path = write_config(tmp_path, {"permissions": {"moderate_on": ["manager"], "teleport": ["approver"]}})
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "console", "--config", str(path), "--script", "/dev/null"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
+    result = console_with(path)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert f"{path}: [permissions] teleport: unknown command (known: " in result.stderr
