@@ -83,10 +83,12 @@ def without_oldest(messages: Sequence[BaseMessage], error: Mapping[str, Any]) ->
     else:
         budget = sum(len(m.text) for m in rest) / 2
     kept: list[BaseMessage] = []
+    kept_chars = 0
     for message in reversed(rest):
-        if kept and sum(len(m.text) for m in kept) + len(message.text) > budget:
+        if kept and kept_chars + len(message.text) > budget:
             break
         kept.append(message)
+        kept_chars += len(message.text)
     return [*head, *pair_tool_results(list(reversed(kept)))]
 
 
