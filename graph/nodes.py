@@ -154,7 +154,9 @@ class RoundNodes:
     async def review(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
         persona = self.deps.personas[speaker]
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
-        text = cut_impersonation(draft.text, persona.display_name, [*others, round_input.author_name])
+        if round_input.author_name:  # none in a follow-up
+            others.append(round_input.author_name)
+        text = cut_impersonation(draft.text, persona.display_name, others)
         text = first_sentences(text, self.deps.settings.max_sentences)  # a chat line's length
         acting_silently = not text and bool(draft.tool_calls)
         # Echoes, copies, leaks and another's voice are never posted; a draft that is only short or
@@ -166,7 +168,7 @@ class RoundNodes:
                 window=draft.window,
                 answered=round_input.text,
                 own_name=persona.display_name,
-                other_names=[*others, round_input.author_name],
+                other_names=others,
                 leak_phrases=INSTRUCTION_PHRASES,
                 examples=persona.examples,
                 note=draft.review_note,

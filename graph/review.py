@@ -193,7 +193,8 @@ def leaked_phrase(text: str, phrases: Iterable[str]) -> str | None:
 
 def speaks_as_other(text: str, own_name: str, other_names: Sequence[str]) -> bool:
     """Whether the draft claims to be the human, the system, a bot or another participant."""
-    names = [re.escape(n) for n in other_names if n.casefold() != own_name.casefold()]
+    # An empty name (a follow-up has no human author) would make "I am" anything a claim.
+    names = [re.escape(n) for n in other_names if n.strip() and n.casefold() != own_name.casefold()]
     who = "|".join([*names, r"(?:a |an |the )?(?:human|user|system|moderator|bot|ai|assistant)"])
     claim = re.compile(rf"\b(?:i am|i'm|im|this is|my name is|speaking as)\s+(?:{who})\b", re.IGNORECASE)
     return bool(claim.search(text))
@@ -307,7 +308,7 @@ def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> s
     line or a "[system]" one: a persona's message must never pass for a system notice."""
     own_tag = re.compile(rf"^\s*(?:\[{re.escape(own_name)}\]|{re.escape(own_name)}\s*:)\s*", re.IGNORECASE)
     text = own_tag.sub("", text, count=1)
-    others = [re.escape(name) for name in sorted(set(other_names), key=len, reverse=True)]
+    others = [re.escape(name) for name in sorted(set(other_names), key=len, reverse=True) if name.strip()]
     speaking = rf"(?:^|\n)\s*(?:{'|'.join(others)})\s*:|" if others else ""
     foreign = re.compile(rf"{speaking}\[(?:{'|'.join([*others, 'system'])})\]", re.IGNORECASE)
     match = foreign.search(text)

@@ -57,6 +57,14 @@ REPLIES = (
     "Fine by me, as long as we can undo it",
     "Good question, and the answer depends on timing",
 )
+# A follow-up's own words: were it one of REPLIES, the follow-up on message 4's action and the answer
+# to message 9 would say the same sentence, and the review rightly refuses to post a repeat.
+FOLLOW_UPS = (
+    "Noted, I will keep an eye on it",
+    "Handled, tell me if anything looks off",
+    "That part is taken care of now",
+    "Sorted, and I wrote down where it went",
+)
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -127,7 +135,7 @@ class SlowModel(LoopbackServer):
         number = int(tag.rsplit(" ", 1)[-1]) if found else 0
         call = None
         if called_since_the_human_line(messages) or following_up(messages):
-            text = f"{REPLIES[(number + 5) % len(REPLIES)]}; the request for {tag} is in."
+            text = f"{FOLLOW_UPS[number % len(FOLLOW_UPS)]}; the request for {tag} is in."
         else:
             text = f"{REPLIES[number % len(REPLIES)]} (on {tag})."
             if found and "publish" in human and body.get("tools"):

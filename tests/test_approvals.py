@@ -99,6 +99,32 @@ async def test_rejection_feedback_reaches_the_persona_as_a_tool_result(open_test
     ]
 
 
+async def test_a_follow_up_that_says_i_am_is_posted_with_the_call_it_makes(open_test_app, port):
+    """A follow-up has no human line: its words are never read as someone else's voice for want of a
+    name (an empty author once made any "I am …" a claim, and the words went unposted)."""
+
+    async def reply(speaker: str, messages: list[BaseMessage]) -> str | AIMessage:
+        calls = sum(1 for m in messages if isinstance(m, AIMessage) and m.tool_calls)
+        if calls >= 2:
+            return "I'm done: both notes are out."
+        text = "Posting the launch note." if calls == 0 else "I am posting the follow-up note as well."
+        call = {"name": "publish_post", "args": {"channel": "news", "text": f"note {calls}"}, "id": f"c{calls}"}
+        return AIMessage(content=text, tool_calls=[{**call, "type": "tool_call"}])
+
+    async with open_test_app(models=FakeModels(reply)) as app:
+        await say(app, "Nova, announce the launch.")
+        for _ in range(2):
+            [pending] = await approvals.pending(app.db)
+            await app.service.run_command(KEY, Decide(pending.id, approve=True), actor=YOU)
+            await app.service.wait_idle()
+    assert [text for _, _, text, _ in port.posts] == [
+        "Posting the launch note.",
+        "I am posting the follow-up note as well.",
+        "I'm done: both notes are out.",
+    ]
+    assert [args["text"] for _, _, args in port.executed] == ["note 0", "note 1"]
+
+
 async def test_only_approvers_change_the_approval_mode(app):
     reply = await app.service.run_command(KEY, SetApprovalMode("on-the-loop"), actor=Actor("mallory", "Mallory"))
     assert not reply.ok
