@@ -251,9 +251,10 @@ class ChannelService:
                 return  # recorded, and answered after /moderate resume
             saved = cut_short[1] if cut_short else None
             if cut_short is None:
+                earlier: list[int] = []
                 if item.together:
-                    message = await self._take_all_waiting(message)
-                await rounds.begin(self.db, message)
+                    message, earlier = await self._all_waiting(message)
+                await rounds.begin(self.db, message, earlier)
             try:
                 await self._answer(message, saved)
             except Exception:
@@ -263,16 +264,16 @@ class ChannelService:
                     item.channel_key, "Something went wrong in this round; the message was kept.", message.thread
                 )
 
-    async def _take_all_waiting(self, oldest: inbox.Waiting) -> inbox.Waiting:
-        """Every waiting message off the inbox but the newest, which the one round then answers,
-        addressing everyone any of them addressed."""
-        newest, mentions, texts = oldest, list(oldest.mentions), [oldest.text]
+    async def _all_waiting(self, oldest: inbox.Waiting) -> tuple[inbox.Waiting, list[int]]:
+        """Every waiting message as one, for one round to answer: the newest, addressing everyone any
+        of them addressed; and the earlier lines it answers too."""
+        newest, mentions, texts, earlier = oldest, list(oldest.mentions), [oldest.text], []
         while (following := await inbox.oldest_after(self.db, newest.channel_key, newest.line_id)) is not None:
-            await inbox.take(self.db, newest.line_id)
+            earlier.append(newest.line_id)
             newest = following
             mentions += [m for m in following.mentions if m not in mentions]
             texts.append(following.text)
-        return replace(newest, text="\n".join(texts), mentions=tuple(mentions))
+        return replace(newest, text="\n".join(texts), mentions=tuple(mentions)), earlier
 
     async def _answer(self, message: inbox.Waiting, saved: dict[str, Any] | None) -> None:
         async with self.port.answering(message.channel_key, message.event_id):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -19,10 +19,13 @@ from storage.database import Database
 from storage.inbox import Waiting
 
 
-async def begin(db: Database, message: Waiting) -> None:
-    """The round answering `message` starts: its line leaves the inbox (the round's prompts now see it)."""
+async def begin(db: Database, message: Waiting, answering_too: Sequence[int] = ()) -> None:
+    """The round answering `message` starts: its line leaves the inbox (the round's prompts now see
+    it), with the earlier lines it answers as well (`answering_too`), all in one transaction: a stop
+    in between never leaves a line out of both the inbox and a round."""
     async with db.transaction() as tx:
-        await tx.execute("DELETE FROM inbox WHERE line_id = ?", (message.line_id,))
+        for line_id in (*answering_too, message.line_id):
+            await tx.execute("DELETE FROM inbox WHERE line_id = ?", (line_id,))
         await tx.execute(
             "INSERT INTO running_rounds (channel_key, line_id, message, state, updated_at) VALUES (?, ?, ?, NULL, ?) "
             "ON CONFLICT (channel_key) DO UPDATE SET line_id = excluded.line_id, message = excluded.message, "

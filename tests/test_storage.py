@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from storage import approvals, channels, history, inbox
-from storage.database import Database, open_database
+from storage import approvals, channels, history, inbox, rounds
+from storage.database import Database, one_transaction, open_database
 from storage.dialects import migration_sql
 from storage.locks import channel_lock
 from storage.migrations import MIGRATIONS
@@ -113,6 +113,25 @@ async def test_a_waiting_message_is_heard_only_when_its_round_comes(db):
     await inbox.take(db, message.line_id)
     assert await inbox.channels_waiting(db) == []
     assert [line.text for line in await history.recent_lines_for(db, KEY, "sage", limit=5)] == ["Sage?"]
+
+
+async def test_messages_answered_in_one_round_leave_the_inbox_together_or_not_at_all(db):
+    """After /moderate resume one round answers every waiting message: a stop while it starts
+    leaves them all waiting, never some out of both the inbox and the round."""
+    for text in ("one", "two", "three"):
+        await inbox.accept(db, None, KEY, "u1", "Ana", text)
+    first = await inbox.oldest(db, KEY)
+    second = await inbox.oldest_after(db, KEY, first.line_id)
+    newest = await inbox.oldest_after(db, KEY, second.line_id)
+    with pytest.raises(RuntimeError):
+        async with one_transaction(db):
+            await rounds.begin(db, newest, [first.line_id, second.line_id])
+            raise RuntimeError("stopped while the round began")
+    assert await inbox.oldest(db, KEY) == first
+    assert await rounds.running(db, KEY) is None
+    await rounds.begin(db, newest, [first.line_id, second.line_id])
+    assert await inbox.oldest(db, KEY) is None
+    assert (await rounds.running(db, KEY))[0] == newest
 
 
 async def test_window_reads_return_the_newest_lines_of_a_large_history(db):
