@@ -80,10 +80,11 @@ class RoundNodes:
 
     # -- one turn --------------------------------------------------------------------------------
 
-    async def turn(self, round_input: RoundInput, floor: Floor) -> tuple[Floor, TurnResult]:
+    async def turn(self, round_input: RoundInput, floor: Floor, *, of_round: bool = True) -> tuple[Floor, TurnResult]:
         """floor.speaker's turn in one graph step: its tool steps (graph.tool_steps), then deliver or
         skip; returns the floor after it. The turn is one invoke_agent span, its model calls chat
-        spans inside it."""
+        spans inside it. A task's step or answer is no turn `of_round`: the channel's running round
+        (one a crash cut short waits there for the recovery that runs tasks first) keeps its progress."""
         speaker = floor.speaker or ""
         with tracing.agent_span(self.chair.name(speaker) or speaker, round_input.channel_key, speaker):
             steps = await self.tool_steps.run(round_input, speaker)
@@ -96,7 +97,8 @@ class RoundNodes:
                     floor, result = await self.deliver(round_input, floor, steps)
                 else:
                     floor, result = await self.skip(round_input, floor, steps.draft)
-                await rounds.save_turn(self.deps.db, round_input.channel_key, asdict(floor), result.batch)
+                if of_round:
+                    await rounds.save_turn(self.deps.db, round_input.channel_key, asdict(floor), result.batch)
             if floor.moderated and floor.moderated_now:
                 # What is not queued (the console) is shown at the commit, just now: a /moderate off
                 # that came while it was shown ends the round after this turn, as during the turn.

@@ -175,7 +175,8 @@ class TaskAnswer:
         batches: list[dict[str, Any]] = []
         if reply is None:
             asking = RoundInput(key, ask, author_name, (who,), thread)
-            _, turn = await self.nodes.turn(asking, Floor(speaker=who, planned_turns=ANSWER_PLANNED_TURNS))
+            floor = Floor(speaker=who, planned_turns=ANSWER_PLANNED_TURNS)
+            _, turn = await self.nodes.turn(asking, floor, of_round=False)
             batches = [turn.batch] if turn.batch else []
             reply = await tasks.reply_after(db, key, who, line) if turn.delivered else None
         if reply is None:

@@ -184,7 +184,7 @@ class StepPool:
             serves = TaskStep(state["task_id"], plan.title, step.id, len(plan.steps))  # named by its requests
             asking = RoundInput(key, step.instruction, state["author_name"], (persona_id,), state["thread"], serves)
             after, turn = await self.flow.nodes.turn(
-                asking, Floor(speaker=persona_id, planned_turns=STEP_PLANNED_TURNS)
+                asking, Floor(speaker=persona_id, planned_turns=STEP_PLANNED_TURNS), of_round=False
             )
             stopped, delivered, batches, why = (
                 after.stopped,

@@ -18,7 +18,7 @@ from graph.models.base import ChatRunnable
 from graph.models.scripted import ScriptedModels
 from graph.tasks import summary_of
 from personas import Persona
-from storage import tasks
+from storage import inbox, rounds, tasks
 from tests.conftest import run_console, write_config
 from tests.fake_models import CallbackChatModel
 from tests.interactive_console import InteractiveConsole
@@ -263,6 +263,32 @@ async def test_a_task_is_stored_with_its_plan_and_message_on_both_backends(open_
         assert stored is not None and stored.stop_requested and stored.instruction is None
         await tasks.save(app.db, second.id, status="stopped", plan=None, note="Stopped.")
         assert not await tasks.request_stop(app.db, second.id)  # no longer active
+
+
+async def test_a_task_run_before_a_round_a_crash_cut_short_leaves_that_round_whole(
+    open_test_app, port: RecordingPort
+) -> None:
+    """Start-up recovery runs tasks before the rounds a crash cut short: the task's turns must not
+    count as that round's, or the round would go on as if someone had answered its message."""
+    key = "console:general"
+    async with open_test_app() as app:
+        await app.service.handle(Inbound(key, "u1", "Ana", "Morning, all."))
+        await app.service.wait_idle()
+        # A crash right after the next round began: its message left the inbox, no turn committed.
+        await inbox.accept(app.db, None, key, "u1", "Ana", "Sage, which venue do you like best?")
+        message = await inbox.oldest(app.db, key)
+        assert message is not None
+        await rounds.begin(app.db, message)
+        await app.service.handle(Inbound(key, "u1", "Ana", "/task Research venues; write the invite"))
+        await app.service.wait_idle()
+        assert (await tasks.latest(app.db, key)).status == "completed"
+        assert await rounds.running(app.db, key) == (message, None)  # as the crash left it
+
+        posted = len(port.posts)
+        app.service.answer_waiting(key)
+        await app.service.wait_idle()
+        assert await rounds.running(app.db, key) is None
+    assert "sage" in [persona for _, persona, _, _ in port.posts[posted:]]
 
 
 class StepCounting(ScriptedModels):
