@@ -44,16 +44,6 @@ async def running(db: Database, channel_key: str) -> tuple[Waiting, dict[str, An
     return message, (json.loads(row["state"]) if row["state"] is not None else None)
 
 
-async def save(db: Database, channel_key: str, state: Mapping[str, Any]) -> None:
-    """The round after a committed turn (inside the turn's transaction). A round that no waiting
-    message started (a test's, a task step's) has no row and saves nothing."""
-    async with db.transaction() as tx:
-        await tx.execute(
-            "UPDATE running_rounds SET state = ?, updated_at = ? WHERE channel_key = ?",
-            (json.dumps(dict(state)), time.time(), channel_key),
-        )
-
-
 async def save_turn(db: Database, channel_key: str, floor: Mapping[str, Any], batch: Mapping[str, Any] | None) -> None:
     """After a committed turn (inside the turn's transaction): the floor after it, and the batch of
     actions it left waiting, if any. A round that no waiting message started has no row."""

@@ -112,7 +112,7 @@ async def test_a_turn_commits_its_line_posts_and_progress_together_or_not_at_all
             await history.append_line(db, key, LineKind.PERSONA, "nova", "Nova", "lost with its turn")
             async with db.transaction() as tx:
                 await outbox.add_in(tx, key, None, "post", {"persona": "nova", "text": "lost with its turn"})
-            await rounds.save(db, key, {"turns_taken": 1})
+            await rounds.save_turn(db, key, {"turns_taken": 1}, None)
             assert await db.fetch_one("SELECT 1 FROM lines WHERE text = 'lost with its turn'")  # seen inside
             raise RuntimeError("the process dies here")
     assert await db.fetch_one("SELECT 1 FROM lines WHERE text = 'lost with its turn'") is None
@@ -123,9 +123,10 @@ async def test_a_turn_commits_its_line_posts_and_progress_together_or_not_at_all
         await history.append_line(db, key, LineKind.PERSONA, "nova", "Nova", "kept")
         async with db.transaction() as tx:
             await outbox.add_in(tx, key, None, "post", {"persona": "nova", "text": "kept"})
-        await rounds.save(db, key, {"turns_taken": 1})
+        await rounds.save_turn(db, key, {"turns_taken": 1}, None)
     assert (await outbox.counts(db))["waiting"] == 1
-    assert (await rounds.running(db, key)) == (Waiting(1, key, "Ana", "hi", (), None), {"turns_taken": 1})
+    saved = {"batches": [], "floor": {"turns_taken": 1}}
+    assert (await rounds.running(db, key)) == (Waiting(1, key, "Ana", "hi", (), None), saved)
 
 
 async def test_processes_claim_each_conversations_oldest_entry_and_never_the_same_one(open_db) -> None:
