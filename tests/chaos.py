@@ -297,7 +297,19 @@ async def why_lost(run: Run, tag: str) -> str:
     if answered:
         return f"{where}, stored and answered in storage, but the answer was never posted"
     near = [f"{name} at {at:.1f} s" for at, name in run.kills if sent_at - 1 <= at <= sent_at + 30]
-    return f"{where}, stored, taken off the inbox by a round that never answered (kills after it: {', '.join(near) or 'none'})"
+    # What the channel's personas and markers said next: a reply whose words were dropped (calls
+    # only), a follow-up that answered it, a notice of a failed turn.
+    after = await run.db.fetch(
+        "SELECT author_name, text FROM lines WHERE channel_key = $1 AND id > $2 AND kind <> 'human' "
+        "ORDER BY id LIMIT 6",
+        row["channel_key"],
+        row["id"],
+    )
+    trail = "; ".join(f"{r['author_name']}: {r['text'][:60] or '(tool calls only)'}" for r in after) or "nothing"
+    return (
+        f"{where}, stored, taken off the inbox by a round that never answered "
+        f"(kills after it: {', '.join(near) or 'none'}; then in the channel: {trail})"
+    )
 
 
 async def chaos(options: Options, root: Path) -> Verdict:
