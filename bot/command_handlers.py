@@ -127,6 +127,10 @@ async def pause_replies(call: Call, command: PauseReplies) -> CommandReply:
     if not command.pause:
         if channel is None or not channel.paused:
             return CommandReply("Replies are not paused here; nothing to resume.", ok=False)
+        if (root := await channels.root_key(service.db, key)) != key and (
+            (parent := await channels.get_channel(service.db, root)) is not None and parent.paused
+        ):
+            return CommandReply("The channel this thread is in is paused: /moderate resume there.", ok=False)
         if channel.paused_after_failures and not (
             call.actor is None or service.approval_desk.may_decide(key, call.who)
         ):

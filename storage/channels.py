@@ -54,13 +54,16 @@ def _channel(row: Row) -> Channel:
 
 async def get_channel(db: Database, key: str) -> Channel | None:
     """The channel as it applies: a thread's own round state with its parent's rules (a pause after
-    model failures in the thread itself counts too)."""
+    model failures in the thread itself counts too). A pause of the channel a thread is in holds
+    in the thread even when the thread keeps rules of its own: no thread is a way around it."""
     rules = ", ".join(f"r.{column}" for column in RULES if column != "paused")
     row = await db.fetch_one(
         f"SELECT c.key, c.stop_requested, c.next_speaker, c.last_decisions, c.failures_in_a_row, {rules}, "
-        f"CASE WHEN c.paused = {PAUSED_AFTER_FAILURES} THEN c.paused ELSE r.paused END AS paused "
+        f"CASE WHEN c.paused = {PAUSED_AFTER_FAILURES} THEN c.paused WHEN r.paused <> 0 THEN r.paused "
+        "ELSE p.paused END AS paused "
         "FROM channels c JOIN channels r ON r.key = "
-        "CASE WHEN c.parent_key IS NOT NULL AND c.own_rules = 0 THEN c.parent_key ELSE c.key END WHERE c.key = ?",
+        "CASE WHEN c.parent_key IS NOT NULL AND c.own_rules = 0 THEN c.parent_key ELSE c.key END "
+        "JOIN channels p ON p.key = COALESCE(c.parent_key, c.key) WHERE c.key = ?",
         (key,),
     )
     return _channel(row) if row else None
@@ -72,10 +75,9 @@ async def channel_keys(db: Database) -> list[str]:
 
 
 async def threads_waiting(db: Database, key: str) -> list[str]:
-    """The channel's threads that follow its rules and have messages waiting for a round."""
+    """The channel's threads that have messages waiting for a round (its pause held in all of them)."""
     rows = await db.fetch_all(
-        "SELECT DISTINCT c.key FROM channels c JOIN inbox i ON i.channel_key = c.key "
-        "WHERE c.parent_key = ? AND c.own_rules = 0 ORDER BY c.key",
+        "SELECT DISTINCT c.key FROM channels c JOIN inbox i ON i.channel_key = c.key WHERE c.parent_key = ? ORDER BY c.key",
         (key,),
     )
     return [str(row[0]) for row in rows]

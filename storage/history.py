@@ -134,6 +134,17 @@ async def set_membership(db: Database, channel_key: str, persona_id: str, *, act
             await tx.execute(
                 "UPDATE participants SET active = 0 WHERE channel_key = ? AND persona_id = ?", (channel_key, persona_id)
             )
+            # Dismissed from a channel, a persona leaves the threads that keep participants of their own too.
+            for thread in await tx.fetch_all(
+                "SELECT p.channel_key FROM participants p JOIN channels c ON c.key = p.channel_key "
+                "WHERE c.parent_key = ? AND c.own_rules = 1 AND p.persona_id = ? AND p.active = 1",
+                (channel_key, persona_id),
+            ):
+                await tx.execute(
+                    "UPDATE participants SET active = 0 WHERE channel_key = ? AND persona_id = ?",
+                    (thread[0], persona_id),
+                )
+                await insert_line(tx, thread[0], LineKind.MARKER, "system", "system", marker_text)
         await insert_line(tx, channel_key, LineKind.MARKER, "system", "system", marker_text)
     return True
 

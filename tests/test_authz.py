@@ -120,6 +120,28 @@ async def test_a_paused_channels_thread_gets_no_reply_and_a_dismissed_persona_st
         assert "rex" not in present and "sage" in present
 
 
+async def test_a_channels_pause_and_dismissal_hold_in_a_thread_that_keeps_its_own_rules(
+    start_slack: StartSlack,
+) -> None:
+    async with start_slack() as slack:
+        await slack.say("Sage, shall we plan?", PARENT)
+        await slack.say(f"<@{BOT_USER_ID}> /moderate on 2", "1700000503.000100", thread_ts=PARENT)  # own rules now
+        await slack.say(f"<@{BOT_USER_ID}> /dismiss rex", "1700000503.000200")
+        await slack.say(f"<@{BOT_USER_ID}> /moderate pause", "1700000503.000300")
+        before = len(thread_posts(slack))
+        await slack.say("Rex and Sage, anything?", "1700000503.000400", thread_ts=PARENT)
+        assert len(thread_posts(slack)) == before  # the channel's pause holds in the thread
+
+        await slack.say(f"<@{BOT_USER_ID}> /moderate resume", "1700000503.000500", thread_ts=PARENT)
+        assert slack.ephemerals()[-1]["text"] == "The channel this thread is in is paused: /moderate resume there."
+        assert len(thread_posts(slack)) == before
+
+        await slack.say(f"<@{BOT_USER_ID}> /moderate resume", "1700000503.000600")
+        answered = [p.get("username") for p in thread_posts(slack)[before:] if p.get("username") != "Roundtable"]
+        assert answered and "Rex" not in answered  # answered on the channel's resume, without the dismissed Rex
+        assert "rex" not in await channels.participants(slack.bot.roundtable.db, f"{KEY}:{PARENT}")
+
+
 async def test_a_persona_quiet_in_the_channel_listens_only_in_its_threads_until_a_thread_changes_it(
     start_slack: StartSlack,
 ) -> None:
