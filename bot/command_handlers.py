@@ -271,7 +271,13 @@ async def tools(call: Call, command: ShowTools) -> CommandReply:
 
 async def set_approval_mode(call: Call, command: SetApprovalMode) -> CommandReply:
     await channels.set_approval_mode(call.service.db, call.key, ApprovalMode(command.mode))
+    applied = await channels.get_channel(call.service.db, call.key)
     announce = f"Approval mode is now {command.mode}."
+    if applied is not None and applied.approval_mode != command.mode:  # a thread under a stricter channel
+        announce = (
+            f"Approval mode here is {command.mode}, but this thread's channel is {applied.approval_mode}, "
+            "and the stricter one applies."
+        )
     await call.service.mark(call.key, f"approval mode {command.mode}", call.thread, announce=announce)
     return CommandReply(announce, announced=True)
 

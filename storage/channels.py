@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from storage.database import Database, Row, Tx
 from storage.history import insert_line
-from storage.records import ApprovalMode, Channel, LineKind
+from storage.records import ApprovalMode, Channel, LineKind, stricter_mode
 from storage.threads import RULES, RULES_OF, own_rules_in
 
 PAUSED_AFTER_FAILURES = 2  # `paused`: 0 no, 1 by /moderate pause, 2 after model failures in a row
@@ -55,18 +55,23 @@ def _channel(row: Row) -> Channel:
 async def get_channel(db: Database, key: str) -> Channel | None:
     """The channel as it applies: a thread's own round state with its parent's rules (a pause after
     model failures in the thread itself counts too). A pause of the channel a thread is in holds
-    in the thread even when the thread keeps rules of its own: no thread is a way around it."""
+    in the thread even when the thread keeps rules of its own, and so does its approval mode when
+    it is the stricter: no thread is a way around them."""
     rules = ", ".join(f"r.{column}" for column in RULES if column != "paused")
     row = await db.fetch_one(
         f"SELECT c.key, c.stop_requested, c.next_speaker, c.last_decisions, c.failures_in_a_row, {rules}, "
         f"CASE WHEN c.paused = {PAUSED_AFTER_FAILURES} THEN c.paused WHEN r.paused <> 0 THEN r.paused "
-        "ELSE p.paused END AS paused "
+        "ELSE p.paused END AS paused, p.approval_mode AS channel_approval_mode "
         "FROM channels c JOIN channels r ON r.key = "
         "CASE WHEN c.parent_key IS NOT NULL AND c.own_rules = 0 THEN c.parent_key ELSE c.key END "
         "JOIN channels p ON p.key = COALESCE(c.parent_key, c.key) WHERE c.key = ?",
         (key,),
     )
-    return _channel(row) if row else None
+    if row is None:
+        return None
+    channel = _channel(row)
+    mode = stricter_mode(channel.approval_mode, ApprovalMode(row["channel_approval_mode"]))
+    return channel if mode is channel.approval_mode else replace(channel, approval_mode=mode)
 
 
 async def channel_keys(db: Database) -> list[str]:

@@ -19,6 +19,14 @@ class ApprovalMode(StrEnum):
     ON_THE_LOOP = "on-the-loop"  # nothing waits; executed actions are announced
 
 
+_STRICTNESS = (ApprovalMode.ON_THE_LOOP, ApprovalMode.IN_THE_LOOP, ApprovalMode.IN_COMMAND)
+
+
+def stricter_mode(first: ApprovalMode, second: ApprovalMode) -> ApprovalMode:
+    """The mode that makes more actions wait: a thread's own mode never loosens its channel's."""
+    return max(first, second, key=_STRICTNESS.index)
+
+
 class ApprovalStatus(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"

@@ -21,7 +21,7 @@ from bot.persistence import DATABASE_FILE
 from bot.usage import utc_day
 from storage import approvals, channels, tasks, usage
 from storage.database import open_database
-from storage.records import ApprovalStatus
+from storage.records import ApprovalMode, ApprovalStatus, stricter_mode
 from tests.conftest import run_console, write_config
 from tests.discord_harness import settle
 from tests.fakes import discord_payloads as p
@@ -140,6 +140,37 @@ async def test_a_channels_pause_and_dismissal_hold_in_a_thread_that_keeps_its_ow
         answered = [p.get("username") for p in thread_posts(slack)[before:] if p.get("username") != "Roundtable"]
         assert answered and "Rex" not in answered  # answered on the channel's resume, without the dismissed Rex
         assert "rex" not in await channels.participants(slack.bot.roundtable.db, f"{KEY}:{PARENT}")
+
+
+@pytest.mark.parametrize(
+    ("thread", "channel", "applies"),
+    [
+        (ApprovalMode.ON_THE_LOOP, ApprovalMode.IN_THE_LOOP, ApprovalMode.IN_THE_LOOP),
+        (ApprovalMode.IN_COMMAND, ApprovalMode.IN_THE_LOOP, ApprovalMode.IN_COMMAND),
+        (ApprovalMode.IN_THE_LOOP, ApprovalMode.IN_COMMAND, ApprovalMode.IN_COMMAND),
+        (ApprovalMode.ON_THE_LOOP, ApprovalMode.ON_THE_LOOP, ApprovalMode.ON_THE_LOOP),
+    ],
+)
+def test_a_threads_own_approval_mode_never_loosens_its_channels(
+    thread: ApprovalMode, channel: ApprovalMode, applies: ApprovalMode
+) -> None:
+    assert stricter_mode(thread, channel) is applies is stricter_mode(channel, thread)
+
+
+async def test_an_action_in_a_thread_set_on_the_loop_still_waits_under_an_in_the_loop_channel(
+    start_slack: StartSlack,
+) -> None:
+    async with start_slack() as slack:
+        await slack.say("Sage, shall we plan?", PARENT)
+        mode = f"<@{BOT_USER_ID}> /approvals mode on-the-loop"
+        await slack.say(mode, "1700000504.000100", thread_ts=PARENT, user=APPROVER)
+        assert thread_posts(slack)[-1]["text"] == (
+            "Approval mode here is on-the-loop, but this thread's channel is in-the-loop, and the stricter one applies."
+        )
+        await slack.say(REQUEST, "1700000504.000200", thread_ts=PARENT)
+        [pending] = await approvals.pending(slack.bot.roundtable.db)
+        assert pending.action == "publish_post"  # it waits for a person, as in the channel
+        assert slack.posts_to("news") == []
 
 
 async def test_a_persona_quiet_in_the_channel_listens_only_in_its_threads_until_a_thread_changes_it(
