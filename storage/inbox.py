@@ -128,12 +128,6 @@ def _waiting(row: Row, channel_key: str) -> Waiting:
     )
 
 
-async def take(db: Database, line_id: int) -> None:
-    """Take a line off the inbox as its round starts."""
-    async with db.transaction() as tx:
-        await tx.execute("DELETE FROM inbox WHERE line_id = ?", (line_id,))
-
-
 async def channels_waiting(db: Database) -> list[str]:
     rows = await db.fetch_all("SELECT DISTINCT channel_key FROM inbox ORDER BY channel_key")
     return [row["channel_key"] for row in rows]

@@ -99,7 +99,7 @@ async def test_two_processes_given_the_same_events_record_each_once(db, open_db)
     waiting = []
     while (message := await inbox.oldest(db, KEY)) is not None:
         waiting.append(message.text)
-        await inbox.take(db, message.line_id)
+        await rounds.begin(db, message)  # its round starts: the line leaves the inbox
     assert waiting == [text for _, text in events]  # the inbox hands them out in the order they arrived
 
 
@@ -110,7 +110,7 @@ async def test_a_waiting_message_is_heard_only_when_its_round_comes(db):
     assert await history.recent_channel_lines(db, KEY, limit=5) == []
     message = await inbox.oldest(db, KEY)
     assert (message.text, message.author_name, message.mentions, message.thread) == ("Sage?", "Ana", ("sage",), "t-1")
-    await inbox.take(db, message.line_id)
+    await rounds.begin(db, message)
     assert await inbox.channels_waiting(db) == []
     assert [line.text for line in await history.recent_lines_for(db, KEY, "sage", limit=5)] == ["Sage?"]
 
