@@ -1,7 +1,8 @@
 """Start-up recovery: finish what a stop interrupted, before the platforms take new events.
 
 - Approved actions that never ran are run: each batch whose approvals are all decided is resumed in
-  its channel's queue (a flow that had finished resumes as a no-op).
+  its channel's queue (a flow that had finished resumes as a no-op), and so is each batch still
+  held (storage.batches): one whose requests a stop kept from going out starts.
 - A run that started in a process that is gone, and was never confirmed, is marked unknown and
   reported to the approvers, never run again blindly (/approvals retry N or close N settles it).
 - Tasks that were running continue, then every channel's round cut short by a crash goes on from
@@ -18,6 +19,7 @@ from bot.approvals import unknown_outcome_notice
 from bot.service import AnswerInbox, ChannelService
 from graph.action_runner import IMMEDIATE_BATCH
 from storage import approvals, inbox, memory, rounds
+from storage import batches as held_batches
 from storage.records import ApprovalStatus
 
 
@@ -33,7 +35,9 @@ async def recover(service: ChannelService) -> None:
                 await service.tell_approvers(approval.channel_key, unknown_outcome_notice(approval))
                 if marked.batch.startswith(IMMEDIATE_BATCH):  # no approval flow to resume: its persona is told here
                     await service.engine.show_outcome(marked)
-    batches: dict[str, str] = {}
+    # A batch whose flow a stop cut short is still held (storage.batches): never started, or
+    # decided and not yet told to its persona.
+    batches: dict[str, str] = dict(await held_batches.all_held(db))
     for status in (ApprovalStatus.APPROVED, ApprovalStatus.UNKNOWN):
         for approval in await approvals.with_status(db, status):
             batches.setdefault(approval.batch, approval.channel_key)

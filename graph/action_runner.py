@@ -29,7 +29,7 @@ from graph.port import OutboundPort, Timers
 from graph.risk import Risk, risk_of
 from graph.trust import task_counts, trust_record
 from personas import Persona
-from storage import approvals, channels, history, tool_grants
+from storage import approvals, batches, channels, history, tool_grants
 from storage import trust as stored_trust
 from storage.database import Database, one_transaction
 from storage.records import Approval, ApprovalMode, TaskStep, ToolCall
@@ -53,6 +53,16 @@ class Ran:
         return self.summary or self.for_persona
 
 
+@dataclass(frozen=True)
+class PersonaStep:
+    """One model step of a persona that made tool calls: its words, its calls, and the thought
+    signature its model sent with them."""
+
+    text: str
+    calls: Sequence[ToolCall]
+    signature: str | None = None
+
+
 @dataclass
 class ActionRunner:
     db: Database
@@ -74,22 +84,37 @@ class ActionRunner:
         channel_key: str,
         thread: str | None,
         persona: Persona,
-        tool_calls: Sequence[ToolCall],
+        step: PersonaStep,
         rejected: Sequence[Approval] = (),
         *,
         task: TaskStep | None = None,
     ) -> dict[str, Any] | None:
-        """Run or refuse what may go now; return the batch that must wait for approval, if any.
+        """Store the persona's step with its calls, run or refuse what may go now, and return the
+        batch that must wait for approval, if any.
 
-        Every call that is refused or run gets its result in the persona's history at once; a
-        waiting call gets its result when it is decided. `rejected` are the persona's proposals
-        that were just turned down: a new call revises one of them. `task`: the task step the turn
-        is, named by every request and claim it makes.
+        The step's line, its refusals and the waiting batch (storage.batches) commit together: a
+        stop after that never leaves a call nobody is asked about. Every call that is refused or
+        run gets its result in the persona's history at once; a waiting call gets its result when
+        it is decided. `rejected` are the persona's proposals that were just turned down: a new
+        call revises one of them. `task`: the task step the turn is, named by every request and
+        claim it makes.
         """
         checked: list[ActionCall] = []
-        for call in tool_calls:
+        refused: list[tuple[ToolCall, str]] = []
+        for call in step.calls:
             result = check_call(persona, call.id, call.name, call.args, self.tools)
             if isinstance(result, str):
+                refused.append((call, result))
+            else:
+                checked.append(result)
+        at_once = [c for c in checked if c.name not in (NOTE_ACTION, REMEMBER_ACTION)]
+        waiting, now = await self._judge(channel_key, persona, at_once)
+        batch = self._batch(channel_key, thread, persona, waiting, rejected, task) if waiting else None
+        async with one_transaction(self.db):
+            await history.append_persona_turn(
+                self.db, channel_key, persona.id, persona.display_name, step.text, step.calls, step.signature
+            )
+            for call, why in refused:
                 await approvals.audit(
                     self.db,
                     channel_key=channel_key,
@@ -97,11 +122,11 @@ class ActionRunner:
                     action=call.name,
                     event="refused",
                     actor=None,
-                    detail=result,
+                    detail=why,
                 )
-                await history.append_tool_result(self.db, channel_key, persona.id, call, result)
-            else:
-                checked.append(result)
+                await history.append_tool_result(self.db, channel_key, persona.id, call, why)
+            if batch is not None:
+                await batches.hold(self.db, batch)
         for note in [c for c in checked if c.name == NOTE_ACTION]:  # delivered now, never through the policy
             sent = await self.mailbox.send(channel_key, persona, note) if self.mailbox else "error: no mailbox here"
             await history.append_tool_result(
@@ -116,16 +141,27 @@ class ActionRunner:
             await history.append_tool_result(
                 self.db, channel_key, persona.id, ToolCall(kept.call_id, kept.name, kept.args), noted
             )
-        checked = [c for c in checked if c.name not in (NOTE_ACTION, REMEMBER_ACTION)]
+        for action, announced in now:
+            outcome = await self.run_at_once(channel_key, thread, persona, action, task=task)
+            if announced or self.policy.announce_immediate:
+                await self.port.notice(
+                    channel_key, f"{persona.display_name} ran {action.describe()}: {outcome.shown}", thread
+                )
+        return batch
+
+    async def _judge(
+        self, channel_key: str, persona: Persona, checked: Sequence[ActionCall]
+    ) -> tuple[list[tuple[ActionCall, str]], list[tuple[ActionCall, bool]]]:
+        """Which calls wait for a person (with why) and which run now (and whether that is announced)."""
         if not checked:
-            return None
+            return [], []
         channel = await channels.get_channel(self.db, channel_key)
         mode = channel.approval_mode if channel else ApprovalMode.IN_THE_LOOP
         judged_by_trust = self.policy.auto_relax or self.policy.trust_sets_mode
         trust = await self._trust(persona, channel_key) if judged_by_trust else Trust.NEW
-        waiting: list[tuple[ActionCall, str]] = []  # with why it waits
+        waiting: list[tuple[ActionCall, str]] = []
+        now: list[tuple[ActionCall, bool]] = []
         for action in checked:
-            risk = self.risk(action.name)
             decision = verdict(
                 action.name,
                 mode=mode,
@@ -135,19 +171,24 @@ class ActionRunner:
                 cost=cost_of(action.name, self.policy.action_costs),
                 confidence=action.confidence,
                 tool=await self._standing(channel_key, action.name),
-                risk=risk,
+                risk=self.risk(action.name),
             )
             if decision.verdict is Verdict.WAIT:
                 self._count_escalation(action, mode, trust, len(checked))
                 waiting.append((action, self._why(action.name, decision.reason)))
-                continue
-            outcome = await self.run_at_once(channel_key, thread, persona, action, task=task)
-            if decision.verdict is Verdict.ANNOUNCE or self.policy.announce_immediate:
-                await self.port.notice(
-                    channel_key, f"{persona.display_name} ran {action.describe()}: {outcome.shown}", thread
-                )
-        if not waiting:
-            return None
+            else:
+                now.append((action, decision.verdict is Verdict.ANNOUNCE))
+        return waiting, now
+
+    def _batch(
+        self,
+        channel_key: str,
+        thread: str | None,
+        persona: Persona,
+        waiting: Sequence[tuple[ActionCall, str]],
+        rejected: Sequence[Approval],
+        task: TaskStep | None,
+    ) -> dict[str, Any]:
         return {
             "batch": f"approval:{channel_key}:{uuid.uuid4().hex[:12]}",
             "channel_key": channel_key,

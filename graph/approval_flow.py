@@ -19,7 +19,7 @@ from graph.actions import ActionCall
 from graph.deps import EngineDeps
 from graph.state import RoundInput
 from graph.tool_steps import ToolSteps
-from storage import approvals, history
+from storage import approvals, batches, history
 from storage.database import one_transaction
 from storage.records import Approval, ApprovalStatus, TaskStep, ToolCall
 
@@ -150,6 +150,7 @@ class ApprovalFlow:
         round's own tool steps (graph/tool_steps.py): it may call more tools, or propose a revised
         call in place of a rejected one. A rollback has no follow-up: nobody asked a persona anything."""
         if state.get("rollback"):
+            await batches.let_go(self.deps.db, state["batch"])
             return {"new_batches": []}
         persona = self.deps.personas[state["persona_id"]]
         key, thread = state["channel_key"], state["thread"]
@@ -159,9 +160,11 @@ class ApprovalFlow:
         follow = RoundInput(key, "", "", thread=thread, task=TaskStep.of(state.get("task")))
         steps = await self.tool_steps.run(follow, persona.id, rejected)
         if steps.draft.failed:
+            await batches.let_go(self.deps.db, state["batch"])
             return {"new_batches": []}
         async with one_transaction(self.deps.db):
             await self.tool_steps.conclude(key, thread, persona, steps)
+            await batches.let_go(self.deps.db, state["batch"])
         return {"new_batches": [steps.batch] if steps.batch else []}
 
 

@@ -22,6 +22,7 @@ from graph.observe import ROUNDS
 from graph.state import Floor, RoundInput, RoundState, initial_state
 from graph.task_runner import TaskRunner
 from storage import approvals, channels, history
+from storage import batches as held_batches
 from storage.records import Approval, ToolCall
 
 Batch = dict[str, Any]
@@ -85,22 +86,35 @@ class RoundEngine:
         return final["batches"]
 
     async def start_approvals(self, batches: list[Batch]) -> None:
-        """Start each batch's approval flow in its own thread; it stops at the interrupt."""
+        """Start each batch's approval flow in its own thread; it stops at the interrupt. A batch
+        whose flow has begun already (a round or step run on after a stop returns it again) is
+        left to its flow: its requests are out, and its decisions resume it."""
         while batches:
             batch = batches.pop(0)
+            config: RunnableConfig = {"configurable": {"thread_id": batch["batch"]}}
+            if (await self.approval_graph.aget_state(config)).values:
+                continue
             result = await self.approval_graph.ainvoke(
                 {**batch, "outcomes": [], "new_batches": []},
-                {"configurable": {"thread_id": batch["batch"]}},
+                config,
                 durability="sync",  # an approval shown to people must survive a crash right after
             )
             batches.extend(result.get("new_batches", []) if "__interrupt__" not in result else [])
 
     async def resume_approvals(self, batch_id: str) -> None:
-        """Continue a batch once every approval in it is decided; the flow reads the decisions from storage."""
+        """Continue a batch once every approval in it is decided; the flow reads the decisions from
+        storage. A batch held (storage.batches) whose flow a stop kept from starting starts now."""
         config: RunnableConfig = {"configurable": {"thread_id": batch_id}}
         snapshot = await self.approval_graph.aget_state(config)
+        if not snapshot.values:
+            held = await held_batches.held(self.deps.db, batch_id)
+            await self.start_approvals([held] if held else [])
+            return
         if not snapshot.next:
-            return  # already finished: a second resume must not execute anything twice
+            # Already finished: a second resume must not execute anything twice. The batches its
+            # follow-up left (each held) start, unless they have.
+            await self.start_approvals(list(snapshot.values.get("new_batches", [])))
+            return
         # Killed before the interrupt was saved, the flow simply continues from its last checkpoint.
         resume: Command[Any] | None = Command(resume={"decided": True}) if snapshot.interrupts else None
         result = await self.approval_graph.ainvoke(resume, config, durability="sync")

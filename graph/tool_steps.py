@@ -4,8 +4,8 @@ a call waits for a person, or `[actions] max_steps` model calls were made.
 
 One path for a round's turn (graph/nodes.py, in a task step and a moderated round alike) and for
 the follow-up once a person decided the waiting calls (graph/approval_flow.py). Each step's calls
-and words are stored before its actions run, and each action runs outside any transaction
-(graph/action_runner.py claims it durably); the turn's last words are stored and posted by
+and words are stored with the batch of them that waits, before its actions run, and each action
+runs outside any transaction (graph/action_runner.py claims it durably); the turn's last words are stored and posted by
 `conclude`, inside the caller's transaction.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from graph import routing
-from graph.action_runner import ActionRunner
+from graph.action_runner import ActionRunner, PersonaStep
 from graph.actions import stored_calls
 from graph.deps import EngineDeps
 from graph.observe import TOOL_STEP_LIMITS
@@ -91,12 +91,9 @@ class ToolSteps:
                 TOOL_STEP_LIMITS.inc()
                 # Its calls are not run: their results would reach no model call.
                 return Steps(replace(draft, tool_calls=()), stopped_at=step, last_words=last_words)
-            calls = stored_calls(draft.tool_calls)
             # The step's words are kept with its calls, and posted only if the turn ends here.
-            await history.append_persona_turn(
-                self.deps.db, key, persona.id, persona.display_name, draft.text, calls, draft.signature
-            )
-            batch = await self.runner.handle(key, thread, persona, calls, rejected, task=round_input.task)
+            step_line = PersonaStep(draft.text, stored_calls(draft.tool_calls), draft.signature)
+            batch = await self.runner.handle(key, thread, persona, step_line, rejected, task=round_input.task)
             rejected = ()
             if batch:
                 return Steps(draft, batch=batch, stored=True)

@@ -364,4 +364,14 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX approvals_by_task ON approvals (task_id);
     ALTER TABLE audit_log ADD COLUMN risk TEXT;
     """,
+    # 25: batches of actions that wait for a person, held from the transaction that stores the
+    # persona's calls until their approval flow ends (storage/batches.py)
+    """
+    CREATE TABLE held_batches (
+        batch       TEXT PRIMARY KEY,
+        channel_key TEXT NOT NULL,
+        state       TEXT NOT NULL,  -- JSON: graph.state.Batch
+        created_at  {real} NOT NULL
+    );
+    """,
 )

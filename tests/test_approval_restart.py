@@ -39,6 +39,8 @@ def test_approval_after_sigkill_executes_once_and_completes_the_turn(tmp_path):
     after_action = lines[lines.index("[action 1] executed: posted in #news") + 1 :]
     assert after_action[0].startswith("[Nova] ")  # the persona finished its turn after the action
     assert audit_events(tmp_path) == ["requested", "approved", "executed"]
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        assert db.execute("SELECT COUNT(*) FROM held_batches").fetchone() == (0,)  # its flow ended: nothing to resume
 
 
 def test_an_overdue_timeout_expires_the_approval_after_restart(tmp_path):

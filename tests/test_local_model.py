@@ -273,7 +273,7 @@ async def test_another_channels_round_completes_while_a_local_generation_runs(mo
             raise AssertionError("moderation is off")
 
     async with open_test_app({"review": {"min_chars": 0}}, models=Mixed()) as app:
-        await app.service.handle(Inbound("console:a", "u1", "Ana", "Nova, tell me a long story about the sea."))
+        await app.service.handle(Inbound("console:a", "u1", "Ana", "Nova, what colour is the sea?"))
         await asyncio.wait_for(generating.wait(), 30)
         await app.service.handle(Inbound("console:b", "u1", "Ana", "Sage, quick question?"))
         await app.service.wait_idle("console:b")

@@ -1,4 +1,5 @@
-"""A round cut by SIGKILL between two turns goes on from its last committed turn after the restart:
+"""A round cut by SIGKILL between two turns goes on from its last committed turn after the restart,
+and a call a turn left waiting for a person is asked about after it:
 on the fake Slack, with the OpenAI-compatible provider (langchain-openai on the fake Chat Completions
 server). The fake model holds the second persona's call, so the kill surely lands after the first
 turn was committed and posted and before the second one ended; nothing is timed."""
@@ -7,17 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from bot.slack.approval_blocks import APPROVE_ACTION
 from tests.cluster import BotProcess, free_port
 from tests.conftest import write_config
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import envelope, message, signed_headers
+from tests.mcp_setup import calls_received, notes_environment, server_pid, stdio_sections
 
 QUESTION = "Nova, then Sage and Rex: what do we ship first?"
 REPLIES = ("The small fix goes out first.", "I would wait for the survey results.", "Release notes, then the fix.")
@@ -78,3 +84,59 @@ async def test_a_round_cut_by_sigkill_between_turns_goes_on_from_its_last_commit
         left = db.execute("SELECT (SELECT COUNT(*) FROM inbox) + (SELECT COUNT(*) FROM running_rounds)").fetchone()
     assert spoken == ["nova", "sage", "rex"]
     assert left[0] == 0  # nothing waits: the message was answered once
+
+
+async def test_a_call_waiting_for_approval_is_asked_about_after_a_sigkill_during_its_turn(tmp_path: Path) -> None:
+    """Rex calls two tools at once: write_note runs at once (read-only here; the server holds its
+    answer 60 s), delete_note waits for a person. The kill lands while write_note runs: the waiting
+    call was stored, so after the restart its approval request goes out, once."""
+    with notes_environment(tmp_path, write_delay=60) as log:
+        os.environ["NOTES_DELETE"] = "1"  # the notes server offers delete_note (restored by notes_environment)
+        async with FakeSlackApi() as slack, FakeOpenAI() as model:
+            calls = [
+                {"name": "write_note", "args": {"title": "launch", "text": "We launched"}},
+                {"name": "delete_note", "args": {"title": "draft"}},
+            ]
+            model.queue("Writing the launch note and asking to delete the draft.", calls)
+            port = free_port()
+            llm = {"provider": "openai", "base_url": f"{model.url}/v1", "model": "fake-model", "backoff_seconds": 0.2}
+            slack_section = {"api_base_url": slack.api_url, "host": "127.0.0.1", "port": port}
+            sections = stdio_sections(tmp_path, read_only=["read_note", "write_note"])
+            config = write_config(tmp_path, {"llm": llm, "slack": slack_section, **sections})
+            bot = BotProcess("bot", tmp_path, port, config)
+            await bot.start()
+            try:
+                body = json.dumps(
+                    envelope(message("Rex, note the launch and delete the draft.", "1700000600.000100"), "EvHeld1")
+                )
+                async with aiohttp.ClientSession() as http:
+                    async with http.post(
+                        bot.url, data=body.encode(), headers=signed_headers(body, "application/json")
+                    ) as r:
+                        assert r.status == 200
+                deadline = time.monotonic() + 120
+                while not calls_received(log):  # write_note is running on the server
+                    assert time.monotonic() < deadline, "the server never received write_note"
+                    await asyncio.sleep(0.05)
+                orphan = server_pid(tmp_path)
+            finally:
+                await bot.kill()
+            os.killpg(orphan, signal.SIGKILL)
+            assert not approval_requests(slack)
+
+            await bot.start()
+            try:
+                await slack.wait_until(lambda: len(approval_requests(slack)) >= 1, timeout=120)
+                await asyncio.sleep(1.0)  # a second request would arrive now
+            finally:
+                await bot.stop()
+    assert len(approval_requests(slack)) == 1
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        asked = db.execute("SELECT action, status FROM approvals ORDER BY id").fetchall()
+    assert sorted(asked) == [("notes.delete_note", "pending"), ("notes.write_note", "unknown")]
+    assert [c["tool"] for c in calls_received(log)] == ["write_note"]  # nothing ran again by itself
+
+
+def approval_requests(fake: FakeSlackApi) -> list[dict[str, Any]]:
+    """The approval requests posted: a message with an Approve button."""
+    return [post for post in fake.delivered_posts() if f'"{APPROVE_ACTION}"' in json.dumps(post.get("blocks") or "")]

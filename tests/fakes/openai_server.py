@@ -33,6 +33,7 @@ from aiohttp import web
 from tests.fakes.loopback import LoopbackServer
 
 REASONING_TOKENS = 7  # reasoning tokens a reasoning model's reply reports
+Calls = dict[str, Any] | list[dict[str, Any]] | None  # a reply's tool calls: one, several, or none
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -76,13 +77,14 @@ class FakeOpenAI(LoopbackServer):
     reply_text: str = "Hello from the fake OpenAI."
     rate_limited_requests: int = 0  # answer this many upcoming requests with a 429
     requests: list[RecordedRequest] = field(default_factory=list)
-    answers: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
+    answers: list[tuple[str, Calls]] = field(default_factory=list)
     answering: int | None = None  # how many more requests are answered; the rest wait (None: all)
     context_tokens: int | None = None  # a llama.cpp server's context window (None: no limit)
     _gate: asyncio.Condition | None = None
 
-    def queue(self, text: str = "", call: dict[str, Any] | None = None) -> None:
-        """Answer an upcoming request with `text`, a tool call `{"name", "args"}`, or both."""
+    def queue(self, text: str = "", call: Calls = None) -> None:
+        """Answer an upcoming request with `text`, a tool call `{"name", "args"}` (or a list of
+        them: parallel tool calls), or both."""
         self.answers.append((text, call))
 
     @property
@@ -166,17 +168,21 @@ def _closing(response: web.Response) -> web.Response:
     return response
 
 
-def chat_completion(text: str, model: str, number: int, call: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A ChatCompletion with one assistant choice holding `text` and, if given, one tool call."""
+def chat_completion(text: str, model: str, number: int, call: Calls = None) -> dict[str, Any]:
+    """A ChatCompletion with one assistant choice holding `text` and, if given, its tool calls
+    (platform.openai.com/docs/api-reference/chat/object: `message.tool_calls` is an array, each
+    call with its own id; several are parallel tool calls)."""
     prompt_tokens, reply_tokens = 12, max(1, len(text) // 4)
     message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
-    if call is not None:
+    calls = [call] if isinstance(call, dict) else list(call or [])
+    if calls:
         message["tool_calls"] = [
             {
-                "id": f"call_fake_{number}",
+                "id": f"call_fake_{number}" + (f"_{index}" if index else ""),
                 "type": "function",
-                "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
+                "function": {"name": one["name"], "arguments": json.dumps(one["args"])},
             }
+            for index, one in enumerate(calls)
         ]
     return {
         "id": f"chatcmpl-fake-{number}",
@@ -188,7 +194,7 @@ def chat_completion(text: str, model: str, number: int, call: dict[str, Any] | N
                 "index": 0,
                 "message": message,
                 "logprobs": None,
-                "finish_reason": "tool_calls" if call is not None else "stop",
+                "finish_reason": "tool_calls" if calls else "stop",
             }
         ],
         "usage": _usage(prompt_tokens, reply_tokens, REASONING_TOKENS if is_reasoning_model(model) else 0),
