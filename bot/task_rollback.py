@@ -9,6 +9,7 @@ from __future__ import annotations
 from graph.engine import RoundEngine
 from graph.rollback import rollback_batch, rollback_plan
 from storage import approvals
+from storage import batches as held_batches
 from storage.database import Database
 from storage.records import Approval
 from storage.tasks import TaskRecord
@@ -26,6 +27,7 @@ class TaskRollback:
         if not undos:
             return f"Nothing of task #{task.id} is left to undo.{kept}"
         batch = rollback_batch(task.id, task.channel_key, task.thread, undos, self.engine.runner.risk)
+        await held_batches.hold(self.db, batch)  # a stop before its requests went out asks at the next start
         await self.engine.start_approvals([batch])
         asked = await approvals.in_batch(self.db, batch["batch"])
         pairs = ", ".join(f"#{a.id} undoes #{u.done.id} {u.done.action}" for a, u in zip(asked, undos, strict=False))
