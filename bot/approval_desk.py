@@ -212,9 +212,13 @@ class ApprovalDesk:
 
     async def forget_tool(self, key: str, tool: str, actor: Actor) -> CommandReply:
         """/approvals forget SERVER.TOOL (approvers, by the registry): the tool waits for approval here again."""
-        if not await tool_grants.forget(self.db, key, tool, actor.name):
+        withdrawn = await tool_grants.forget(self.db, key, tool, actor.name)
+        if not withdrawn:
             return CommandReply(f"{tool} is not approved always in this channel.", ok=False)
-        return CommandReply(f"{tool} waits for approval again in this channel ({actor.name} withdrew Approve always).")
+        threads = len([k for k in withdrawn if k != key])
+        in_threads = f"{threads} of {'its' if key in withdrawn else 'this channel’s'} threads"
+        where = " and in ".join([*(["this channel"] if key in withdrawn else []), *([in_threads] if threads else [])])
+        return CommandReply(f"{tool} waits for approval again in {where} ({actor.name} withdrew Approve always).")
 
     async def _decided_first(self, approval_id: int) -> CommandReply:
         current = await approvals.get(self.db, approval_id)

@@ -43,14 +43,21 @@ async def grants(db: Database, channel_key: str) -> list[ToolGrant]:
     return [ToolGrant(r["channel_key"], r["tool"], r["granted_by"], r["granted_at"]) for r in rows]
 
 
-async def forget(db: Database, channel_key: str, tool: str, actor: str) -> bool:
-    """Withdraw the grant; False when there was none."""
+async def forget(db: Database, channel_key: str, tool: str, actor: str) -> list[str]:
+    """Withdraw the grant in the channel and in each of its threads (a grant an approver made in a
+    thread must not outlive its channel's withdrawal), each with an audit entry; the channels it
+    was withdrawn in, the channel itself first (none when there was no grant)."""
     async with db.transaction() as tx:
-        removed = await tx.execute("DELETE FROM tool_grants WHERE channel_key = ? AND tool = ?", (channel_key, tool))
-        if removed:
+        rows = await tx.fetch_all(
+            "SELECT channel_key FROM tool_grants WHERE tool = ? AND (channel_key = ? OR channel_key IN "
+            "(SELECT key FROM channels WHERE parent_key = ?)) ORDER BY channel_key <> ?, channel_key",
+            (tool, channel_key, channel_key, channel_key),
+        )
+        for row in rows:
+            await tx.execute("DELETE FROM tool_grants WHERE channel_key = ? AND tool = ?", (row["channel_key"], tool))
             await tx.execute(
                 "INSERT INTO audit_log (at, channel_key, persona_id, approval_id, action, event, actor, detail) "
                 "VALUES (?, ?, '', NULL, ?, 'rejected', ?, 'approve always withdrawn: waits for approval again')",
-                (time.time(), channel_key, tool, actor),
+                (time.time(), row["channel_key"], tool, actor),
             )
-    return bool(removed)
+    return [str(row["channel_key"]) for row in rows]

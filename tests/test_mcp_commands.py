@@ -135,6 +135,33 @@ async def test_slack_lists_tools_and_grants_and_an_approver_forgets_a_tool(
     assert [c["args"]["title"] for c in calls_received(call_log)] == ["launch"]
 
 
+async def test_forgetting_a_tool_in_a_channel_also_withdraws_what_its_threads_approved_always(
+    start_slack: StartSlack, tmp_path: Path, call_log: Path
+) -> None:
+    parent = "1700000310.000100"
+    thread = f"{KEY}:{parent}"
+    async with start_slack(stdio_sections(tmp_path)) as slack:
+        await slack.say("Rex, a thread for the launch notes.", parent)
+        note = 'Rex, note it. !!act write_note {"title": "launch", "text": "We launched"}'
+        await slack.say(note, "1700000310.000200", thread_ts=parent)
+        [request] = slack.approval_requests()
+        await slack.click("approval_approve_always", request)  # Bea, in the thread
+        granted_in_thread = await tool_grants.grants(slack.bot.roundtable.db, thread)
+        await slack.command("/approvals", "forget notes.write_note", user_id=APPROVER)  # in the channel
+        left_in_thread = await tool_grants.grants(slack.bot.roundtable.db, thread)
+        again = 'Rex, again. !!act write_note {"title": "again", "text": "Again"}'
+        await slack.say(again, "1700000310.000300", thread_ts=parent)
+
+    assert [grant.tool for grant in granted_in_thread] == ["notes.write_note"]
+    withdrawn = (
+        "notes.write_note waits for approval again in 1 of this channel’s threads (Bea withdrew Approve always)."
+    )
+    assert withdrawn in [post["text"] for post in slack.posts()]  # told to the channel
+    assert left_in_thread == []
+    assert len(slack.approval_requests()) == 2  # the thread's next call waits again
+    assert [c["args"]["title"] for c in calls_received(call_log)] == ["launch"]
+
+
 # -- Discord ----------------------------------------------------------------------------------------
 
 DISCORD_APPROVERS = {"approvals": {"approvers": {"discord": [str(p.HUMAN_USER_ID)]}}}
