@@ -124,6 +124,23 @@ def test_an_instruct_model_is_offered_every_tool_with_its_real_schema() -> None:
     assert "- query(filter, tags):" in prompt
 
 
+def test_only_tools_the_config_calls_read_only_are_offered_for_questions() -> None:
+    """The embedded model is told a question about what a read-only tool looks up asks for it; the
+    server's own readOnlyHint (write_note claims one) is no reason: the list comes from our config."""
+    claims = {"readOnlyHint": True}
+    offered = [
+        ("notes.read_note", McpTool("notes", "read_note", "Read a note.", NOTE_SCHEMA, claims)),
+        ("notes.write_note", McpTool("notes", "write_note", "Write a note.", NOTE_SCHEMA, claims)),
+    ]
+    now = datetime.now(timezone.utc)
+    line = "Ana: Rex, what does the 'standup' note say?"
+    prompt = decision_prompt(line, "Rex", [], now, offered, full=True, read_only=["notes.read_note"])
+    assert "- notes.read_note(title, text) (only reads): Read a note." in prompt
+    assert "- notes.write_note(title, text): Write a note." in prompt
+    assert "A question about what notes.read_note would look up asks for it" in prompt
+    assert "(only reads)" not in decision_prompt(line, "Rex", [], now, offered, full=True)
+
+
 def test_an_embedded_proposal_runs_only_when_its_text_arguments_are_in_the_line() -> None:
     line = "Ana: Rex, write a note 'launch' saying 'We launched'"
     grounded = json.dumps({"action": "write_note", "title": "launch", "text": "We launched", "confidence": 0.9})

@@ -217,7 +217,11 @@ def _local(config: ProviderConfig) -> Models:
         offered = (
             [(tools.exposed_name(t), t) for t in tools.allowed(persona)] if tools is not None and addressed else []
         )
-        return model.bind(speaker=persona.display_name, stop=stops, actions=actions, mcp_tools=offered)
+        # Read-only by our config ([mcp.servers.X] read_only), never by the server's own hints.
+        reading = [exposed for exposed, t in offered if tools is not None and tools.is_read_only(t.qualified)]
+        return model.bind(
+            speaker=persona.display_name, stop=stops, actions=actions, mcp_tools=offered, read_only_tools=reading
+        )
 
     def bind_moderator(model: BaseChatModel, schema: dict[str, Any]) -> ChatRunnable:
         # A small model's free text is seldom a reason anyone can read: it picks one from a fixed set.

@@ -143,7 +143,7 @@ class LocalLlamaChatModel(BaseChatModel):
         tools: OfferedTools = kwargs.get("mcp_tools") or ()
         if schema is None and (actions or tools) and speaker:
             now = datetime.fromisoformat(kwargs["now"]) if kwargs.get("now") else datetime.now(timezone.utc)
-            call = self._propose_action(messages, speaker, actions, now, tools)
+            call = self._propose_action(messages, speaker, actions, now, tools, kwargs.get("read_only_tools") or ())
             if call is not None:
                 # The call alone: the approval request says what happens, and the persona speaks
                 # once it hears the result, so it can never claim "done" too early.
@@ -204,14 +204,20 @@ class LocalLlamaChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _propose_action(
-        self, messages: list[BaseMessage], speaker: str, actions: Sequence[str], now: datetime, tools: OfferedTools = ()
+        self,
+        messages: list[BaseMessage],
+        speaker: str,
+        actions: Sequence[str],
+        now: datetime,
+        tools: OfferedTools = (),
+        read_only: Sequence[str] = (),
     ) -> dict[str, Any] | None:
         """The action the newest human line asks `speaker` for, under constrained decoding; or None."""
         line = newest_human_line(messages)
         if line is None:
             return None
         made = made_since_the_line(messages)  # asked again in a turn's later step: with the results
-        prompt = decision_prompt(line, speaker, actions, now, tools, made, full=self.chat_template)
+        prompt = decision_prompt(line, speaker, actions, now, tools, made, full=self.chat_template, read_only=read_only)
         request = {
             "json_schema": bounded_schema(decision_schema(actions, tools, full=self.chat_template)),
             "max_tokens": self.json_max_tokens,

@@ -216,18 +216,27 @@ def decision_prompt(
     tools: OfferedTools = (),
     made: Sequence[Made] = (),
     full: bool = False,
+    read_only: Sequence[str] = (),
 ) -> str:
     """A few-shot prompt: what each action is, then example lines with their decisions, then `line`
-    and the results of the calls this turn made already (one "[system] NAME: result" line each)."""
+    and the results of the calls this turn made already (one "[system] NAME: result" line each).
+    `read_only`: the offered tools our config says only read; a question they answer asks for them."""
     offered = offered_tools(tools, full)
+    reading = [exposed for exposed, _ in offered if exposed in read_only]
     described = "\n".join(
         [
             *(f"- {name}: {' '.join((ACTIONS[name].__doc__ or '').split())}" for name in actions if name in ACTIONS),
             *(
-                f"- {exposed}({', '.join(tool_fields(tool, full)[0])}): {' '.join((tool.description or exposed).split())}"
+                f"- {exposed}({', '.join(tool_fields(tool, full)[0])}){' (only reads)' if exposed in reading else ''}: "
+                f"{' '.join((tool.description or exposed).split())}"
                 for exposed, tool in offered
             ),
         ]
+    )
+    lookups = (
+        f"A question about what {' or '.join(reading)} would look up asks for it: to answer, {speaker} reads it first. "
+        if reading
+        else ""
     )
     shown = [*_EXAMPLES, *(example for exposed, tool in offered for example in _tool_examples(exposed, tool))]
     examples = [
@@ -239,7 +248,8 @@ def decision_prompt(
         f"{speaker} can take these actions:\n{described}\n"
         f"For each message, decide whether it asks {speaker} to take one of these actions now. "
         'If it does not clearly ask for one, the answer is {"action":"none"}. '
-        "An action ends with its confidence: how sure you are, from 0 to 1, that the message asks for it. "
+        + lookups
+        + "An action ends with its confidence: how sure you are, from 0 to 1, that the message asks for it. "
         f"Now is {now.isoformat(timespec='minutes')}.\n\n"
         + "\n\n".join(examples)
         + f"\n\n{line}\n"
