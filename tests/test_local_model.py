@@ -14,14 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from bot.cli import EXIT_CONFIG
 from bot.cli import main as cli_main
 from graph.models import gguf
 from graph.models.factory import ProviderConfig, ProviderError, build_models
 from graph.models.gguf import LOCAL_MODELS, LocalModel, Part, WeightsError, ensure_gguf
-from graph.models.llama_text import render_prompt, render_turns
+from graph.models.llama_text import persona_chat, relay_cue, render_prompt, render_turns
 from graph.models.local import LocalLlamaChatModel, bounded_schema
 from tests.conftest import TEST_MODELS_DIR, write_config
 
@@ -214,6 +214,21 @@ def test_chat_turns_separate_the_personas_own_lines_from_the_rest() -> None:
             ("user", "[system] Sage joined\nAna: Nova, a name?"),
         ],
     )
+
+
+def test_a_reply_just_after_a_tool_answered_is_told_to_pass_the_answer_on() -> None:
+    asked = [SystemMessage(content="You are Rex."), HumanMessage(content="Ben: Rex, read the note 'standup'")]
+    call = AIMessage(content="", tool_calls=[{"name": "read_note", "args": {"title": "standup"}, "id": "c1"}])
+    answered = [*asked, call, ToolMessage(content="executed: Ship on Friday.", name="read_note", tool_call_id="c1")]
+    _, turns = persona_chat(answered, "Rex")
+    assert turns == [
+        (
+            "user",
+            f"Ben: Rex, read the note 'standup'\n[system] read_note: executed: Ship on Friday.\n{relay_cue('Rex')}",
+        )
+    ]
+    later = [*answered, AIMessage(content="It says we ship on Friday."), HumanMessage(content="Ben: thanks!")]
+    assert relay_cue("Rex") not in str(persona_chat(later, "Rex")[1])  # only the reply right after the result
 
 
 async def test_persona_reply_is_one_line_and_stops_before_another_speaker(model: LocalLlamaChatModel) -> None:

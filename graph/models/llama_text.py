@@ -69,9 +69,18 @@ def render_turns(messages: Sequence[BaseMessage], speaker: str) -> tuple[str, li
 
 
 def persona_chat(messages: Sequence[BaseMessage], speaker: str) -> tuple[str, list[Turn]]:
-    """The system prompt and turns a persona's reply is asked for with on the chat-template path."""
+    """The system prompt and turns a persona's reply is asked for with on the chat-template path.
+    A reply written just after the persona's tools answered is told to pass their answer on: a
+    small instruct model otherwise reads the result as someone's news and thanks them for it."""
     system, turns = render_turns(messages, speaker)
+    spoken = [m for m in messages if not isinstance(m, SystemMessage) and m.text.strip()]
+    if spoken and isinstance(spoken[-1], ToolMessage) and turns and turns[-1][0] == "user":
+        turns[-1] = ("user", f"{turns[-1][1]}\n{relay_cue(speaker)}")
     return (f"{system}\n\n{CHAT_LINE_LENGTH}" if system else CHAT_LINE_LENGTH), turns
+
+
+def relay_cue(speaker: str) -> str:
+    return f"[system] Your turn, {speaker}: answer the request above with what your tool returned, in your own words."
 
 
 def render_prompt(messages: Sequence[BaseMessage], speaker: str | None = None) -> str:
