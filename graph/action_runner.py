@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from graph import observe, tracing
@@ -92,8 +93,9 @@ class ActionRunner:
         """Store the persona's step with its calls, run or refuse what may go now, and return the
         batch that must wait for approval, if any.
 
-        The step's line, its refusals and the waiting batch (storage.batches) commit together: a
-        stop after that never leaves a call nobody is asked about. Every call that is refused or
+        The step's line, its refusals, the waiting batch (storage.batches) and, with a batch, the
+        post of its words commit together: a stop after that never leaves a call nobody is asked
+        about, nor words the persona remembers saying that nobody saw. Every call that is refused or
         run gets its result in the persona's history at once; a waiting call gets its result when
         it is decided. `rejected` are the persona's proposals that were just turned down: a new
         call revises one of them. `task`: the task step the turn is, named by every request and
@@ -125,8 +127,10 @@ class ActionRunner:
                     detail=why,
                 )
                 await history.append_tool_result(self.db, channel_key, persona.id, call, why)
-            if batch is not None:
+            if batch is not None:  # the turn ends with this step: its words go out with its waiting calls
                 await batches.hold(self.db, batch)
+                if step.text:
+                    await self.port.post(channel_key, persona, step.text, thread)
         for note in [c for c in checked if c.name == NOTE_ACTION]:  # delivered now, never through the policy
             sent = await self.mailbox.send(channel_key, persona, note) if self.mailbox else "error: no mailbox here"
             await history.append_tool_result(
@@ -287,7 +291,7 @@ class ActionRunner:
                 if call.name == "schedule_post":
                     if self.timers is None:
                         raise RuntimeError("no scheduler is running")
-                    at = _timestamp(call.args["at"])
+                    at = datetime.fromisoformat(call.args["at"]).timestamp()
                     result = self.timers.schedule_post(at, channel_key, persona.id, call)
                 else:
                     result = await self.port.execute(channel_key, persona, call)
@@ -391,9 +395,3 @@ class ActionRunner:
             mode, trust, trust_sets_mode=self.policy.trust_sets_mode, mcp_tool=is_mcp_action(action.name)
         )
         observe.escalated([kind for kind, _ in triggers], judged_in.value)
-
-
-def _timestamp(value: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(value).timestamp()

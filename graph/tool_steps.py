@@ -4,8 +4,9 @@ a call waits for a person, or `[actions] max_steps` model calls were made.
 
 One path for a round's turn (graph/nodes.py, in a task step and a moderated round alike) and for
 the follow-up once a person decided the waiting calls (graph/approval_flow.py). Each step's calls
-and words are stored with the batch of them that waits, before its actions run, and each action
-runs outside any transaction (graph/action_runner.py claims it durably); the turn's last words are stored and posted by
+and words are stored with the batch of them that waits (and, when that batch ends the turn, with
+the post of its words), before its actions run; each action runs outside any transaction
+(graph/action_runner.py claims it durably). The turn's other last words are stored and posted by
 `conclude`, inside the caller's transaction.
 """
 
@@ -95,8 +96,8 @@ class ToolSteps:
             step_line = PersonaStep(draft.text, stored_calls(draft.tool_calls), draft.signature)
             batch = await self.runner.handle(key, thread, persona, step_line, rejected, task=round_input.task)
             rejected = ()
-            if batch:
-                return Steps(draft, batch=batch, stored=True)
+            if batch:  # its words went out with it (ActionRunner.handle)
+                return Steps(replace(draft, text=""), batch=batch, stored=True)
             last_words = draft.text or last_words
 
     async def conclude(self, key: str, thread: str | None, persona: Persona, steps: Steps) -> None:

@@ -89,7 +89,8 @@ async def test_a_round_cut_by_sigkill_between_turns_goes_on_from_its_last_commit
 async def test_a_call_waiting_for_approval_is_asked_about_after_a_sigkill_during_its_turn(tmp_path: Path) -> None:
     """Rex calls two tools at once: write_note runs at once (read-only here; the server holds its
     answer 60 s), delete_note waits for a person. The kill lands while write_note runs: the waiting
-    call was stored, so after the restart its approval request goes out, once."""
+    call was stored with Rex's words and their post, so after the restart its approval request goes
+    out once, and people have seen the words Rex remembers saying, once."""
     with notes_environment(tmp_path, write_delay=60) as log:
         os.environ["NOTES_DELETE"] = "1"  # the notes server offers delete_note (restored by notes_environment)
         async with FakeSlackApi() as slack, FakeOpenAI() as model:
@@ -131,6 +132,8 @@ async def test_a_call_waiting_for_approval_is_asked_about_after_a_sigkill_during
             finally:
                 await bot.stop()
     assert len(approval_requests(slack)) == 1
+    said = [post for post in slack.delivered_posts() if "Writing the launch note" in str(post.get("text"))]
+    assert len(said) == 1
     with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
         asked = db.execute("SELECT action, status FROM approvals ORDER BY id").fetchall()
     assert sorted(asked) == [("notes.delete_note", "pending"), ("notes.write_note", "unknown")]
