@@ -305,8 +305,7 @@ class ApprovalDesk:
             self._timer_callbacks -= 1
 
     async def _resume_if_complete(self, approval: Approval) -> None:
-        batch = await approvals.in_batch(self.db, approval.batch)
-        if all(a.status is not ApprovalStatus.PENDING for a in batch):
+        if not await approvals.awaits_decision(self.db, approval.batch):
             self._enqueue(ResumeApprovals(approval.channel_key, approval.batch))
 
     async def publish_scheduled(self, channel_key: str, persona_id: str, name: str, args: dict) -> None:

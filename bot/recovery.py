@@ -42,7 +42,7 @@ async def recover(service: ChannelService) -> None:
         for approval in await approvals.with_status(db, status):
             batches.setdefault(approval.batch, approval.channel_key)
     for batch, key in batches.items():
-        if not any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(db, batch)):
+        if not await approvals.awaits_decision(db, batch):
             service.enqueue(ResumeApprovals(key, batch))
     await service.tasks.resume_all()  # before the channels' waiting messages, as they came first
     # A round cut short by a crash goes on from its last committed turn (storage.rounds), before

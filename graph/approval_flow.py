@@ -112,7 +112,7 @@ class ApprovalFlow:
                         self.deps.timers.schedule_expiry(approval.id, approval.expires_at)
                     await self.deps.port.request_approval(approval, persona)
             ids.append(approval.id)
-        if any(a.status is ApprovalStatus.PENDING for a in await approvals.in_batch(self.deps.db, state["batch"])):
+        if await approvals.awaits_decision(self.deps.db, state["batch"]):
             interrupt({"batch": state["batch"], "approval_ids": ids})
         return {}
 

@@ -115,6 +115,10 @@ class RoundEngine:
             # follow-up left (each held) start, unless they have.
             await self.start_approvals(list(snapshot.values.get("new_batches", [])))
             return
+        if snapshot.interrupts and await approvals.awaits_decision(self.deps.db, batch_id):
+            # A resume queued before the flow asked (start-up's, for a held batch): passing the
+            # interrupt now would end the flow with nothing run, and the decision to come find it over.
+            return
         # Killed before the interrupt was saved, the flow simply continues from its last checkpoint.
         resume: Command[Any] | None = Command(resume={"decided": True}) if snapshot.interrupts else None
         result = await self.approval_graph.ainvoke(resume, config, durability="sync")

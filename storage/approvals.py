@@ -149,6 +149,11 @@ async def in_batch(db: Database, batch: str) -> list[Approval]:
     return [_approval(r) for r in await db.fetch_all("SELECT * FROM approvals WHERE batch = ? ORDER BY id", (batch,))]
 
 
+async def awaits_decision(db: Database, batch: str) -> bool:
+    """Whether anything in the batch is still waiting for a person: its flow waits until nothing is."""
+    return await db.fetch_one("SELECT 1 FROM approvals WHERE batch = ? AND status = 'pending'", (batch,)) is not None
+
+
 async def pending(db: Database, channel_key: str | None = None) -> list[Approval]:
     if channel_key is None:
         rows = await db.fetch_all("SELECT * FROM approvals WHERE status = 'pending' ORDER BY id")

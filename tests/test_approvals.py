@@ -7,7 +7,7 @@ import time
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from bot.approval_desk import Actor
+from bot.approval_desk import Actor, ResumeApprovals
 from bot.command_values import Decide, SetApprovalMode
 from bot.inbound import Inbound
 from graph.policy import PolicySettings, Trust, Verdict, verdict
@@ -67,6 +67,22 @@ async def test_approve_executes_exactly_once_when_50_approvals_race(app, port):
     events = [e.event for e in await approvals.audit_events(app.db)]
     assert events == ["requested", "approved", "executed"]
     assert port.decisions[-1].status is ApprovalStatus.EXECUTED
+
+
+async def test_a_resume_queued_before_anyone_decided_leaves_the_request_waiting(app, port):
+    """Start-up queues a resume for each held batch nobody is asked about yet. Should the batch's
+    flow ask first (the round run on elsewhere), that resume must not end the flow: the approval
+    that comes later still runs the action."""
+    await say(app, act("publish_post", channel="news", text="We launched!"))
+    [pending] = await approvals.pending(app.db)
+    app.service.enqueue(ResumeApprovals(KEY, pending.batch))
+    await app.service.wait_idle()
+    assert port.executed == []
+    assert (await approvals.get(app.db, pending.id)).status is ApprovalStatus.PENDING
+    reply = await app.service.approval_desk.decide(pending.id, YOU, approve=True)
+    await app.service.wait_idle()
+    assert reply.ok
+    assert port.executed == [("nova", "publish_post", {"channel": "news", "text": "We launched!"})]
 
 
 def publishing_persona(text: str = "BUY NOW!!!"):
