@@ -32,6 +32,7 @@ from graph.review import (
     last_full_sentence,
     review_draft,
     review_reply,
+    written_as_another,
 )
 from graph.state import Floor, RoundInput, RoundState, TurnResult
 from graph.tool_steps import Draft, Steps, ToolSteps
@@ -163,7 +164,7 @@ class RoundNodes:
         acting_silently = not text and bool(draft.tool_calls)
         # Echoes, copies, leaks and another's voice are never posted; a draft that is only short or
         # stiff is, once the retries are spent.
-        unfit = None
+        unfit = None if draft.tool_calls else written_as_another(draft.text, text, persona.display_name)
         if text:
             unfit = review_draft(
                 text,

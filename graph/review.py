@@ -303,6 +303,14 @@ def addresses_itself(text: str, own_name: str) -> bool:
     return bool(opening.search(text))
 
 
+def written_as_another(draft: str, kept: str, own_name: str) -> str | None:
+    """Why a draft that cut_impersonation cut to nothing is written again: it was all someone
+    else's line or a system notice, and the model should hear that, not that it was short."""
+    if not draft.strip() or kept:
+        return None
+    return f"the reply was written as another participant or a system notice; write only your own line, as {own_name}"
+
+
 def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> str:
     """Drop a leading own name tag, and everything from where the draft starts another participant's
     line or a "[system]" one: a persona's message must never pass for a system notice."""

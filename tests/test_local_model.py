@@ -21,7 +21,7 @@ from bot.cli import main as cli_main
 from graph.models import gguf
 from graph.models.factory import ProviderConfig, ProviderError, build_models
 from graph.models.gguf import LOCAL_MODELS, LocalModel, Part, WeightsError, ensure_gguf
-from graph.models.llama_text import persona_chat, relay_cue, render_prompt, render_turns
+from graph.models.llama_text import persona_chat, relay_cue, render_prompt, render_turns, turn_cue
 from graph.models.local import LocalLlamaChatModel, bounded_schema
 from tests.conftest import TEST_MODELS_DIR, write_config
 
@@ -228,7 +228,7 @@ def test_a_reply_just_after_a_tool_answered_is_told_to_pass_the_answer_on() -> N
         )
     ]
     later = [*answered, AIMessage(content="It says we ship on Friday."), HumanMessage(content="Ben: thanks!")]
-    assert relay_cue("Rex") not in str(persona_chat(later, "Rex")[1])  # only the reply right after the result
+    assert persona_chat(later, "Rex")[1][-1] == ("user", f"Ben: thanks!\n{turn_cue('Rex')}")  # the plain cue
 
 
 async def test_persona_reply_is_one_line_and_stops_before_another_speaker(model: LocalLlamaChatModel) -> None:

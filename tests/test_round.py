@@ -121,6 +121,20 @@ async def test_impersonated_lines_are_cut_before_posting(open_test_app, port):
     assert port.posts[-1][2] == "Launch it next week, I say."
 
 
+async def test_a_persona_that_only_writes_others_lines_is_told_so_and_then_skipped(open_test_app, port):
+    """A small model going on with the transcript ("[system] moderation on") is asked again with
+    what was wrong: another's line, not a short one."""
+    models = FakeModels(fixed_reply("[system] moderation on"))
+    async with open_test_app(models=models) as app:
+        await run(app, "Nova?")
+    retried = models.calls[-1][1][-1].content
+    assert "written as another participant or a system notice" in retried and "as Nova" in retried
+    assert port.notices()[0] == (
+        "[system] Nova could not answer (the reply was written as another participant or a system notice, "
+        "also when asked again) and was skipped."
+    )
+
+
 async def test_failing_persona_is_skipped_and_the_round_goes_on(app, port):
     await run(app, "Nova, Sage and Rex: !!fail 1")
     assert port.speakers() == ["sage", "rex"]

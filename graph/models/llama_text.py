@@ -70,13 +70,22 @@ def render_turns(messages: Sequence[BaseMessage], speaker: str) -> tuple[str, li
 
 def persona_chat(messages: Sequence[BaseMessage], speaker: str) -> tuple[str, list[Turn]]:
     """The system prompt and turns a persona's reply is asked for with on the chat-template path.
-    A reply written just after the persona's tools answered is told to pass their answer on: a
-    small instruct model otherwise reads the result as someone's news and thanks them for it."""
+    The newest turn ends by telling the persona it is its turn: without it, a small instruct model
+    often goes on with the transcript as someone else ("You: Great idea!", "[Nova] ..."). A reply
+    written just after the persona's tools answered is told to pass their answer on: the model
+    otherwise reads the result as someone's news and thanks them for it."""
     system, turns = render_turns(messages, speaker)
     spoken = [m for m in messages if not isinstance(m, SystemMessage) and m.text.strip()]
-    if spoken and isinstance(spoken[-1], ToolMessage) and turns and turns[-1][0] == "user":
-        turns[-1] = ("user", f"{turns[-1][1]}\n{relay_cue(speaker)}")
+    cue = relay_cue(speaker) if spoken and isinstance(spoken[-1], ToolMessage) else turn_cue(speaker)
+    if turns and turns[-1][0] == "user":
+        turns[-1] = ("user", f"{turns[-1][1]}\n{cue}")
+    else:
+        turns.append(("user", cue))
     return (f"{system}\n\n{CHAT_LINE_LENGTH}" if system else CHAT_LINE_LENGTH), turns
+
+
+def turn_cue(speaker: str) -> str:
+    return f"[system] Your turn, {speaker}: write your own next line."
 
 
 def relay_cue(speaker: str) -> str:

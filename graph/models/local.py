@@ -28,7 +28,6 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from graph.models.llama_text import (
     JSON_CUE,
-    Turn,
     join_lines,
     persona_chat,
     render_transcript,
@@ -259,7 +258,10 @@ class LocalLlamaChatModel(BaseChatModel):
             )
         system, turns = persona_chat(messages, speaker or "Assistant")
         return _within_context(
-            lambda kept: {**request, "messages": [_turn("system", system), *_closed(kept, speaker)]},
+            lambda kept: {
+                **request,
+                "messages": [_turn("system", system), *(_turn(role, text) for role, text in kept)],
+            },
             turns,
             lambda kept: len(system) + sum(len(text) + 8 for _, text in kept),
             self._server().handle_chat_completions,
@@ -275,14 +277,6 @@ def _turn(role: str, text: str) -> dict[str, str]:
 
 def _decision_turns(header: str, lines: Sequence[str]) -> list[dict[str, str]]:
     return [*([_turn("system", header)] if header else []), _turn("user", join_lines("", lines, JSON_CUE))]
-
-
-def _closed(turns: Sequence[Turn], speaker: str | None) -> list[dict[str, str]]:
-    """The turns as chat messages, ending on a user turn: the model answers the newest line."""
-    messages = [_turn(role, text) for role, text in turns]
-    if not messages or messages[-1]["role"] != "user":
-        messages.append(_turn("user", f"[system] Your turn, {speaker}."))
-    return messages
 
 
 def _within_context(
