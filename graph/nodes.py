@@ -125,6 +125,7 @@ class RoundNodes:
         messages, speakers = await self.prompts.prompt_and_speakers(key, persona)
         # A tool's result is not a line said in the conversation: relaying it is the point of asking.
         window = tuple(str(m.content) for m in messages[-REVIEW_WINDOW:] if m.type not in ("system", "tool"))
+        relays_tool = next((m.type == "tool" for m in reversed(messages) if m.type != "system"), False)
         if draft.review_note:
             messages.append(HumanMessage(content=RETRY_NOTE.format(reason=draft.review_note)))
         others = [s.name for s in speakers if s.id != persona.id]
@@ -151,6 +152,7 @@ class RoundNodes:
             text=text,
             tool_calls=tuple(tool_calls_of(reply)),
             window=window,
+            relays_tool=relays_tool,
             signature=text_signature(reply),
         )
 
@@ -162,6 +164,7 @@ class RoundNodes:
         text = cut_impersonation(draft.text, persona.display_name, others)
         text = first_sentences(text, self.deps.settings.max_sentences)  # a chat line's length
         acting_silently = not text and bool(draft.tool_calls)
+        min_chars = 1 if draft.relays_tool else self.deps.settings.min_chars
         # Echoes, copies, leaks and another's voice are never posted; a draft that is only short or
         # stiff is, once the retries are spent.
         unfit = None if draft.tool_calls else written_as_another(draft.text, text, persona.display_name)
@@ -176,13 +179,13 @@ class RoundNodes:
                 examples=persona.examples,
                 note=draft.review_note,
             )
-        if text and not unfit and self.deps.settings.judge and not review_reply(text, self.deps.settings.min_chars):
+        if text and not unfit and self.deps.settings.judge and not review_reply(text, min_chars):
             unfit = await self._judge(persona, draft.window, text)
-        if draft.tool_calls and (unfit or review_reply(text, self.deps.settings.min_chars)):
+        if draft.tool_calls and (unfit or review_reply(text, min_chars)):
             # A turn that acts is not written again (that would ask for its calls again): its calls go
             # their way (check, policy, approval) and only the words unfit to post ("Sure.") are dropped.
             return replace(draft, text="", review_note="", failed=False, failure="")
-        reason = None if acting_silently else unfit or review_reply(text, self.deps.settings.min_chars)
+        reason = None if acting_silently else unfit or review_reply(text, min_chars)
         if reason and draft.review_attempts < self.deps.settings.max_review_retries:
             return replace(draft, text="", review_note=reason, review_attempts=draft.review_attempts + 1)
         if unfit:

@@ -75,6 +75,19 @@ async def test_a_model_that_keeps_calling_tools_stops_after_max_steps_and_the_bo
         assert slack.posts()[-1]["text"] == "Still here, and still counting missed deadlines."
 
 
+async def test_a_short_answer_relaying_a_tools_result_is_posted_as_it_is(
+    start_slack: StartSlack, provider: Provider, tmp_path: Path, call_log: Path
+) -> None:
+    """ "Milk and eggs." is under the review's shortest line, but after the tool answered it is the
+    answer: asked again, a small model had written a question instead and lost the fact."""
+    async with start_slack(stdio_sections(tmp_path), models=provider.models) as slack:
+        provider.queue("", READ)
+        provider.queue("Milk and eggs.")
+        await slack.say("Rex, what is on the groceries note?", "1700000305.000100")
+        assert len(provider.bodies) == 2
+        assert [(p.get("username"), p["text"]) for p in slack.posts()] == [("Rex", "Milk and eggs.")]
+
+
 async def test_a_budget_reached_between_steps_ends_the_loop_with_the_budgets_notice(
     start_slack: StartSlack, provider: Provider, tmp_path: Path, call_log: Path
 ) -> None:
