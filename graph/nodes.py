@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, replace
+from itertools import takewhile
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -30,6 +31,7 @@ from graph.review import (
     cut_impersonation,
     first_sentences,
     last_full_sentence,
+    passes_on,
     review_draft,
     review_reply,
     written_as_another,
@@ -125,7 +127,8 @@ class RoundNodes:
         messages, speakers = await self.prompts.prompt_and_speakers(key, persona)
         # A tool's result is not a line said in the conversation: relaying it is the point of asking.
         window = tuple(str(m.content) for m in messages[-REVIEW_WINDOW:] if m.type not in ("system", "tool"))
-        relays_tool = next((m.type == "tool" for m in reversed(messages) if m.type != "system"), False)
+        answers = list(takewhile(lambda m: m.type == "tool", reversed(messages)))  # the newest, system first
+        tool_answer = "\n".join(str(m.content) for m in reversed(answers))
         if draft.review_note:
             messages.append(HumanMessage(content=RETRY_NOTE.format(reason=draft.review_note)))
         others = [s.name for s in speakers if s.id != persona.id]
@@ -152,7 +155,7 @@ class RoundNodes:
             text=text,
             tool_calls=tuple(tool_calls_of(reply)),
             window=window,
-            relays_tool=relays_tool,
+            tool_answer=tool_answer,
             signature=text_signature(reply),
         )
 
@@ -164,7 +167,8 @@ class RoundNodes:
         text = cut_impersonation(draft.text, persona.display_name, others)
         text = first_sentences(text, self.deps.settings.max_sentences)  # a chat line's length
         acting_silently = not text and bool(draft.tool_calls)
-        min_chars = 1 if draft.relays_tool else self.deps.settings.min_chars
+        # "Level 3, spot 17" answers the person who asked; "What?" right after the tool does not.
+        min_chars = 1 if passes_on(text, draft.tool_answer) else self.deps.settings.min_chars
         # Echoes, copies, leaks and another's voice are never posted; a draft that is only short or
         # stiff is, once the retries are spent.
         unfit = None if draft.tool_calls else written_as_another(draft.text, text, persona.display_name)

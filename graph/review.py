@@ -303,6 +303,16 @@ def addresses_itself(text: str, own_name: str) -> bool:
     return bool(opening.search(text))
 
 
+def passes_on(text: str, tool_answer: str) -> bool:
+    """Whether a reply carries something of what its tools answered: a number, or a word of four
+    letters or more, from the answer. Such a reply is an answer however short it is."""
+
+    def marks(line: str) -> set[str]:
+        return {word for word in normalised(line).split() if word.isdigit() or len(word) >= 4}
+
+    return bool(tool_answer) and bool(marks(text) & marks(tool_answer))
+
+
 def written_as_another(draft: str, kept: str, own_name: str) -> str | None:
     """Why a draft that cut_impersonation cut to nothing is written again: it was all someone
     else's line or a system notice, and the model should hear that, not that it was short."""

@@ -39,7 +39,7 @@ class Draft:
     failed: bool = False
     failure: str = ""  # why the turn failed, for the notice
     window: tuple[str, ...] = ()  # the prompt's lines the draft was written from: it must not repeat them
-    relays_tool: bool = False  # written just after its tools answered: a short reply ("Level 3, spot 17") answers
+    tool_answer: str = ""  # what its tools just answered, if it is written right after: a short reply may pass it on
 
 
 @dataclass(frozen=True, slots=True)

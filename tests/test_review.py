@@ -1,4 +1,4 @@
-from graph.review import cut_impersonation, review_reply
+from graph.review import cut_impersonation, passes_on, review_reply
 
 
 def test_short_refusing_or_error_replies_are_sent_back():
@@ -7,6 +7,15 @@ def test_short_refusing_or_error_replies_are_sent_back():
     assert "refused" in review_reply("As an AI language model I do not have opinions on launches.", 20)
     assert "error" in review_reply("Error: upstream model returned status 500 for this call", 20)
     assert review_reply("Ship it on Tuesday, and announce it on Wednesday morning.", 20) is None
+
+
+def test_a_short_reply_passes_a_tools_answer_on_only_with_a_number_or_word_from_it():
+    answer = "executed: Level 3, spot 17, by the lifts."
+    assert passes_on("Level 3, spot 17", answer)
+    assert passes_on("Spot 17.", answer)
+    assert not passes_on("What?", answer)
+    assert not passes_on("Yeah, I agree.", answer)
+    assert not passes_on("Level 3, spot 17", "")  # no tool answered
 
 
 def test_cut_where_the_reply_starts_writing_another_participants_line():

@@ -88,6 +88,18 @@ async def test_a_short_answer_relaying_a_tools_result_is_posted_as_it_is(
         assert [(p.get("username"), p["text"]) for p in slack.posts()] == [("Rex", "Milk and eggs.")]
 
 
+async def test_a_short_reply_after_a_tool_that_passes_nothing_on_is_written_again(
+    start_slack: StartSlack, provider: Provider, tmp_path: Path, call_log: Path
+) -> None:
+    async with start_slack(stdio_sections(tmp_path), models=provider.models) as slack:
+        provider.queue("", READ)
+        provider.queue("What?")
+        provider.queue("The groceries note says milk, eggs, bread.")
+        await slack.say("Rex, what is on the groceries note?", "1700000306.000100")
+        assert len(provider.bodies) == 3
+        assert [p["text"] for p in slack.posts()] == ["The groceries note says milk, eggs, bread."]
+
+
 async def test_a_budget_reached_between_steps_ends_the_loop_with_the_budgets_notice(
     start_slack: StartSlack, provider: Provider, tmp_path: Path, call_log: Path
 ) -> None:
