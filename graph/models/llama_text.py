@@ -85,7 +85,7 @@ def persona_chat(messages: Sequence[BaseMessage], speaker: str) -> tuple[str, li
 
 
 def turn_cue(speaker: str) -> str:
-    return f"[system] Your turn, {speaker}: write your own next line."
+    return f"[system] Your turn, {speaker}: reply as {speaker}, without a name tag."
 
 
 def relay_cue(speaker: str) -> str:
