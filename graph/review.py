@@ -323,12 +323,16 @@ def written_as_another(draft: str, kept: str, own_name: str) -> str | None:
 
 def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> str:
     """Drop a leading own name tag, and everything from where the draft starts another participant's
-    line or a "[system]" one: a persona's message must never pass for a system notice."""
-    own_tag = re.compile(rf"^\s*(?:\[{re.escape(own_name)}\]|{re.escape(own_name)}\s*:)\s*", re.IGNORECASE)
+    line, a "[system]" one, or a second line of its own ("I'm still thinking. Rex: Are you sure?"):
+    a persona's message must never pass for a system notice, nor read as two turns."""
+    own = re.escape(own_name)
+    own_tag = re.compile(rf"^\s*(?:\[{own}\]|{own}\s*:)\s*", re.IGNORECASE)
     text = own_tag.sub("", text, count=1)
     others = [re.escape(name) for name in sorted(set(other_names), key=len, reverse=True) if name.strip()]
     speaking = rf"(?:^|\n)\s*(?:{'|'.join(others)})\s*:|" if others else ""
-    foreign = re.compile(rf"{speaking}\[(?:{'|'.join([*others, 'system'])})\]", re.IGNORECASE)
+    # The own tag again after a sentence's end: a persona never addresses itself.
+    own_again = rf"(?:(?<=[.!?])|\n)\s*(?:\[{own}\]|{own}\s*:)|"
+    foreign = re.compile(rf"{own_again}{speaking}\[(?:{'|'.join([*others, 'system'])})\]", re.IGNORECASE)
     match = foreign.search(text)
     return (text[: match.start()] if match else text).strip()
 

@@ -30,6 +30,15 @@ def test_own_name_tag_is_dropped_and_a_reply_that_is_all_impersonation_is_empty(
     assert cut_impersonation("Sage: I am Sage now", "Nova", ["Sage"]) == ""
 
 
+def test_a_second_line_of_the_personas_own_is_cut():
+    # Qwen on the quality bench: "I'm still trying to think about it. Rex: Are you sure about the launch date?"
+    draft = "I'm still trying to think about it. Rex: Are you sure about the launch date?"
+    assert cut_impersonation(draft, "Rex", ["Nova", "Ana"]) == "I'm still trying to think about it."
+    assert cut_impersonation("Ship it.\n[Rex] Or wait.", "Rex", []) == "Ship it."
+    assert cut_impersonation("Rex: Ship it, Rex style.", "Rex", []) == "Ship it, Rex style."
+    assert cut_impersonation("Ask T-Rex: he knows.", "Rex", []) == "Ask T-Rex: he knows."
+
+
 def test_a_reply_never_passes_for_a_system_notice():
     # The embedded model sometimes continues with the private [system] note it was given.
     note = "[system] Task #2 (Plan a team offsite), step 2 of 2. Results so far: a venue."
