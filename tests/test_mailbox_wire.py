@@ -79,7 +79,7 @@ def test_the_embedded_gemma_sends_a_note_when_asked(tmp_path: Path) -> None:
     )
     transcript = run_console(config, "Sage, send Rex a note that the deadline moved to Friday\n/mailbox\n", timeout=300)
     # Rex was named too, so Rex's turn came next and read it.
-    assert "[system] - Sage → Rex: The deadline moved to Friday (delivered)" in transcript.splitlines()
+    assert "[system] - Sage → Rex: The deadline moved to Friday (delivered)" in transcript.splitlines(), transcript
     prompts = {
         persona: run_bot("prompt", "--config", str(config), "--channel", "general", "--persona", persona).stdout
         for persona in ("rex", "nova", "sage")
