@@ -173,6 +173,17 @@ async def test_a_persona_that_calls_itself_by_name_is_written_again(
     assert "your own name" in retry_notes(provider)[0]
 
 
+async def test_a_second_line_of_the_personas_own_is_cut_before_posting(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    # What Qwen2.5-Coder-1.5B wrote on the quality bench: its line, then a second one of its own.
+    provider.server.queue("Monday is fine once the tests pass. Rex: Are you sure about the launch date?")
+    await ask(provider, open_test_app, "Rex, is Monday safe for the launch?")
+
+    assert said_by(port, "rex") == ["Monday is fine once the tests pass."]
+    assert retry_notes(provider) == []
+
+
 async def test_the_reviews_note_is_never_posted(provider: Provider, open_test_app, port: RecordingPort) -> None:
     provider.server.queue("Sage, should we open on Sundays?")  # an echo: the review sends its note
     # What the 0.5B model then wrote: the note's own words, and a suggestion after them.
