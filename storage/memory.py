@@ -154,9 +154,11 @@ async def newest_marker(db: Database, channel_key: str, persona_id: str, opening
     """The newest marker line delivered to the persona after `after_id` whose text starts with `opening`."""
     row = await db.fetch_one(
         # The channel's markers first (an index range: they are few), then whether each was delivered.
-        "SELECT MAX(l.id) FROM lines l WHERE l.channel_key = ? AND l.kind = 'marker' AND l.id > ? AND l.text LIKE ? "
+        # substr, not LIKE: SQLite prepares a statement again whenever a LIKE pattern's parameter is bound.
+        "SELECT MAX(l.id) FROM lines l WHERE l.channel_key = ? AND l.kind = 'marker' AND l.id > ? "
+        "AND substr(l.text, 1, ?) = ? "
         "AND EXISTS (SELECT 1 FROM deliveries d WHERE d.channel_key = ? AND d.persona_id = ? AND d.line_id = l.id)",
-        (channel_key, after_id, opening.replace("%", "") + "%", channel_key, persona_id),
+        (channel_key, after_id, len(opening), opening, channel_key, persona_id),
     )
     return int(row[0]) if row and row[0] is not None else None
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from storage import approvals, channels, history, inbox, rounds
+from storage import approvals, channels, history, inbox, memory, rounds
 from storage.database import Database, one_transaction, open_database
 from storage.dialects import migration_sql
 from storage.locks import channel_lock
@@ -148,6 +148,21 @@ async def test_window_reads_return_the_newest_lines_of_a_large_history(db):
     assert [line.text for line in lines[:2]] == ["line 19999", "line 19998"]
     older = await history.recent_lines_for(db, KEY, "nova", limit=20, before_id=lines[-1].id)
     assert older[0].text == "line 19979"
+
+
+async def test_the_newest_session_end_a_persona_witnessed_is_found_among_markers(db):
+    """What the memory keeper folds up to when a conversation went quiet: the newest "Session
+    ended" marker after the summary's last line, and only one delivered to that persona."""
+    ended = await history.append_line(db, KEY, LineKind.MARKER, "system", "system", f"{inbox.SESSION_ENDED} (Monday)")
+    await history.append_line(db, KEY, LineKind.MARKER, "system", "system", "New session (Tuesday)")
+    await history.append_line(db, KEY, LineKind.HUMAN, "u", "Ana", f"{inbox.SESSION_ENDED} is what I said")
+    await history.set_membership(db, KEY, "nova", active=False, marker_text="Nova left")
+    unseen = await history.append_line(db, KEY, LineKind.MARKER, "system", "system", f"{inbox.SESSION_ENDED} (Wed)")
+
+    assert await memory.newest_marker(db, KEY, "nova", inbox.SESSION_ENDED, after_id=0) == ended.id
+    assert await memory.newest_marker(db, KEY, "sage", inbox.SESSION_ENDED, after_id=0) == unseen.id
+    assert await memory.newest_marker(db, KEY, "nova", inbox.SESSION_ENDED, after_id=ended.id) is None
+    assert await memory.newest_marker(db, KEY, "sage", "Session", after_id=unseen.id) is None
 
 
 async def test_the_audit_log_refuses_changes(db):
