@@ -20,9 +20,10 @@ from graph.moderator import invitation_reason, moderator_messages, parse_decisio
 from graph.routing import FINISH, Speaker
 from graph.state import Floor, RoundInput
 from storage import channels, history
-from storage.records import Channel
+from storage.records import Channel, Line
 
 log = logging.getLogger(__name__)
+MAX_KEPT_LINES = 10_000  # lines kept for the moderator's windows: about 20 per channel in use
 
 Step = Literal["advance", "moderator", "end"]
 
@@ -39,6 +40,7 @@ async def present_speakers(deps: EngineDeps, channel_key: str) -> list[Speaker]:
 class Chair:
     def __init__(self, deps: EngineDeps) -> None:
         self.deps = deps
+        self._lines: dict[int, Line] = {}  # by id: the moderator's window, as read for earlier picks
 
     def name(self, persona_id: str | None) -> str | None:
         persona = self.deps.personas.get(persona_id or "")
@@ -134,6 +136,17 @@ class Chair:
         channel = channel or await channels.get_channel(self.deps.db, key)
         return await channels.take_next_speaker(self.deps.db, key) if channel and channel.next_speaker else None
 
+    async def _window(self, key: str, limit: int) -> list[Line]:
+        """The channel's newest lines, oldest first: their ids read, and only the lines not read
+        for an earlier pick (a stored line never changes)."""
+        ids = await history.recent_channel_line_ids(self.deps.db, key, limit=limit)
+        for line in await history.lines_by_id(self.deps.db, [i for i in ids if i not in self._lines]):
+            self._lines[line.id] = line
+        window = [self._lines[line_id] for line_id in reversed(ids)]
+        while len(self._lines) > MAX_KEPT_LINES:
+            del self._lines[next(iter(self._lines))]
+        return window
+
     def _invitees(self, channel: Channel | None, present: list[Speaker]) -> list[Speaker]:
         """Library personas with expertise the moderator may invite, when recruitment is on."""
         allowed = channel.recruit if channel and channel.recruit is not None else self.deps.settings.recruit
@@ -169,7 +182,7 @@ class Chair:
         """The model's pick among the options and its reason; after two invalid answers, a fallback."""
         settings = self.deps.settings
         key = round_input.channel_key
-        lines = await history.recent_channel_lines(self.deps.db, key, limit=settings.moderator_window)
+        lines = await self._window(key, settings.moderator_window)
         choice_names = self._labels(options.choices)
         invited = [s for s in invitees if s.id in options.choices]
         messages = moderator_messages(

@@ -189,16 +189,24 @@ async def lines_by_id(db: Database, ids: Sequence[int]) -> list[Line]:
     return [line_of(row) for row in rows]
 
 
-async def recent_channel_lines(db: Database, channel_key: str, *, limit: int) -> list[Line]:
-    """The channel's newest lines, oldest first (what the moderator reads), without waiting messages."""
+async def recent_channel_line_ids(db: Database, channel_key: str, *, limit: int) -> list[int]:
+    """The ids of the channel's newest lines, newest first (what the moderator reads), without
+    waiting messages: the lines themselves are read only when not known yet (they never change)."""
     rows = await db.fetch_all(
-        "SELECT * FROM lines l WHERE channel_key = ? AND text <> '' "
+        "SELECT id FROM lines l WHERE channel_key = ? AND text <> '' "
         "AND author_id NOT LIKE 'note:%' "  # a persona's private note is no channel line (storage/mailbox.py)
         "AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) "
         "ORDER BY id DESC LIMIT ?",
         (channel_key, limit),
     )
-    return [line_of(row) for row in reversed(rows)]
+    return [int(row[0]) for row in rows]
+
+
+async def recent_channel_lines(db: Database, channel_key: str, *, limit: int) -> list[Line]:
+    """The channel's newest lines, oldest first, without waiting messages."""
+    ids = await recent_channel_line_ids(db, channel_key, limit=limit)
+    by_id = {line.id: line for line in await lines_by_id(db, ids)}
+    return [by_id[line_id] for line_id in reversed(ids)]
 
 
 async def last_persona_speaker(db: Database, channel_key: str) -> str | None:
