@@ -16,6 +16,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
@@ -126,29 +127,46 @@ def normalised(text: str) -> str:
     return " ".join(_NON_WORD.sub(" ", _TAG.sub("", text, count=1).casefold()).split())
 
 
+@dataclass(frozen=True, slots=True)
+class _Form:
+    """A line as repetition is judged: its normalised words in order, counted, and padded with
+    spaces, so that `in` finds whole words only."""
+
+    words: tuple[str, ...]
+    counts: Counter[str]
+    most: int  # the most times one word occurs
+    padded: str
+
+    @property
+    def length(self) -> int:
+        return len(self.padded) - 2
+
+
 @lru_cache(maxsize=8192)
-def _words(normal: str) -> tuple[tuple[str, ...], Counter[str]]:
-    """A normalised line's words, in order and counted."""
+def _form(text: str) -> _Form:
+    normal = normalised(text)
     words = tuple(normal.split())
-    return words, Counter(words)
+    counts = Counter(words)
+    return _Form(words, counts, max(counts.values(), default=0), f" {normal} ")
 
 
 def similar(a: str, b: str) -> bool:
     """Whether two lines are alike: at least SIMILAR of their normalised words match, in order."""
-    return _similar_words(_words(normalised(a)), _words(normalised(b)))
+    return _similar_forms(_form(a), _form(b))
 
 
-def _similar_words(a: tuple[tuple[str, ...], Counter[str]], b: tuple[tuple[str, ...], Counter[str]]) -> bool:
-    (left, left_counts), (right, right_counts) = a, b
-    total = len(left) + len(right)
+def _similar_forms(left: _Form, right: _Form) -> bool:
+    total = len(left.words) + len(right.words)
     # difflib's cheap upper bounds first (real_quick_ratio, then quick_ratio), computed without
     # building its matcher: most lines of a window are nothing alike.
-    if not left or not right or 2.0 * min(len(left), len(right)) / total < SIMILAR:
+    if not left.words or not right.words or 2.0 * min(len(left.words), len(right.words)) / total < SIMILAR:
         return False
-    shared = left_counts.keys() & right_counts.keys()
-    if 2.0 * sum(min(left_counts[word], right_counts[word]) for word in shared) / total < SIMILAR:
+    shared = left.counts.keys() & right.counts.keys()
+    if 2.0 * len(shared) * min(left.most, right.most) / total < SIMILAR:
+        return False  # a bound on quick_ratio that needs no count
+    if 2.0 * sum(min(left.counts[word], right.counts[word]) for word in shared) / total < SIMILAR:
         return False
-    return SequenceMatcher(None, left, right, autojunk=False).ratio() >= SIMILAR
+    return SequenceMatcher(None, left.words, right.words, autojunk=False).ratio() >= SIMILAR
 
 
 def repeats(text: str, line: str) -> bool:
@@ -161,25 +179,24 @@ def repeats(text: str, line: str) -> bool:
 def repeats_any(text: str, lines: Iterable[str]) -> bool:
     """Whether `text` repeats any of `lines` (see `repeats`), the text read once for all of them: a
     draft is checked against every line of its window."""
-    left = normalised(text)
-    if not left:
+    left = _form(text)
+    if not left.words:
         return False
-    left_words = _words(left)
-    padded = f" {left} "
+    holds_enough = len(left.words) >= _MIN_CONTAINED_WORDS
     for line in lines:
-        right = normalised(line)
-        if not right:
+        right = _form(line)
+        if not right.words:
             continue
-        right_words = _words(right)
-        if _similar_words(left_words, right_words):
+        if _similar_forms(left, right):
             return True
         # One line can hold the other only when it is at least as long.
-        if len(left) <= len(right) and len(left_words[0]) >= _MIN_CONTAINED_WORDS and padded in f" {right} ":
-            return True  # the text is a piece of the line
-        if (
-            _MOSTLY * len(left) <= len(right) <= len(left)
-            and len(right_words[0]) >= _MIN_CONTAINED_WORDS
-            and f" {right} " in padded
+        if left.length <= right.length:
+            if holds_enough and left.padded in right.padded:
+                return True  # the text is a piece of the line
+        elif (
+            _MOSTLY * left.length <= right.length
+            and len(right.words) >= _MIN_CONTAINED_WORDS
+            and right.padded in left.padded
         ):
             return True
     return False
