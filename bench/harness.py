@@ -29,6 +29,7 @@ from tests.fake_models import CallbackChatModel, FakeModels, Reply, fresh_reply
 ROOT = Path(__file__).resolve().parents[1]
 REPLY = "A perfectly reasonable reply, long enough to pass review."
 MODERATOR = "moderator"
+SUMMARY = "summary"
 
 
 class BenchModels(FakeModels):
@@ -56,6 +57,18 @@ class BenchModels(FakeModels):
         if MODERATOR not in self._models:
             self._models[MODERATOR] = self._timed(super().moderator_model(choices))
         return self._models[MODERATOR]
+
+    def summary_model(self, schema: dict[str, Any], max_tokens: int) -> ChatRunnable:
+        """One summary model for every fold, as real providers reuse theirs; what the scripted double
+        does to write a summary (a new instance, its sync _generate in a worker thread) is model time."""
+        if SUMMARY not in self._models:
+            scripted = super().summary_model(schema, max_tokens)
+
+            async def summarise(speaker: str, messages: list[BaseMessage]) -> Any:
+                return await scripted.ainvoke(messages)
+
+            self._models[SUMMARY] = self._timed(CallbackChatModel(speaker=SUMMARY, reply=summarise))
+        return self._models[SUMMARY]
 
     def _timed(self, model: ChatRunnable) -> ChatRunnable:
         """The same model, with the time spent inside its reply callback added to model_seconds."""
