@@ -14,6 +14,8 @@ from itertools import takewhile
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langgraph.graph import END
+from langgraph.types import Command
 
 from graph import routing, tracing
 from graph.action_runner import ActionRunner
@@ -62,24 +64,24 @@ class RoundNodes:
     # -- nodes: a graph step picks the next speaker and runs its turn ----------------------------
     # LangGraph's work per step is a large share of a turn that takes no model time.
 
-    async def start(self, state: RoundState) -> Update:
+    async def start(self, state: RoundState) -> Command[str]:
         """The round's settings, then its first pick and turn, in one step. A round run on after a
         crash (a turn of it was committed) goes straight to its next step."""
         if state["floor"].turns_taken:
-            return {}
+            return onward({}, state["floor"])
         return await self._then_turn(state["round"], await self.chair.begin(state["round"]))
 
-    async def moderator(self, state: RoundState) -> Update:
+    async def moderator(self, state: RoundState) -> Command[str]:
         return await self._then_turn(state["round"], await self.chair.moderate(state["round"], state["floor"]))
 
-    async def advance(self, state: RoundState) -> Update:
+    async def advance(self, state: RoundState) -> Command[str]:
         return await self._then_turn(state["round"], self.chair.advance(state["floor"]))
 
-    async def _then_turn(self, round_input: RoundInput, floor: Floor) -> Update:
+    async def _then_turn(self, round_input: RoundInput, floor: Floor) -> Command[str]:
         if not floor.speaker:
-            return {"floor": floor}
+            return onward({"floor": floor}, floor)
         floor, result = await self.turn(round_input, floor)
-        return {"floor": floor, "turn": result, "batches": [result.batch] if result.batch else []}
+        return onward({"floor": floor, "turn": result, "batches": [result.batch] if result.batch else []}, floor)
 
     # -- one turn --------------------------------------------------------------------------------
 
@@ -256,10 +258,11 @@ class RoundNodes:
         )
 
 
-# -- the edge: a function over the state ---------------------------------------------------------
-# async only because LangGraph runs a sync edge in its thread pool: a thread trip per edge.
+# -- where a step goes: the Chair says ------------------------------------------------------------
 
 
-async def after_turn(state: RoundState) -> str:
-    """After a step that picked a speaker and ran its turn (or picked nobody): the Chair says where."""
-    return Chair.next_step(state["floor"])
+def onward(update: Update, floor: Floor) -> Command[str]:
+    """A step's update and the round's next step, in one Command: a conditional edge would be one
+    more traced runnable per step, a large share of a turn that takes no model time."""
+    step = Chair.next_step(floor)
+    return Command(update=update, goto=END if step == "end" else step)
