@@ -3,7 +3,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint docs bench bench-quick chaos clean
+.PHONY: run test lint docs bench bench-quick bench-smoke chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,26 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 # on a figure (the machines are shared), so the benchmark cannot break unseen. CI runs it.
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python bench/engine.py --quick
+
+# Every other script of make bench once at its smallest useful size (1 line, channel, round, task or fact),
+# printing only (--no-docs; local_model.py only prints), on the embedded Gemma where a script takes --model
+# (local_model.py keeps the default: its chat-template part runs only there). About 10 minutes on 2 cores:
+# fails when a script crashes, errors or runs past SMOKE_SECONDS, never on a figure. CI runs it.
+SMOKE_SECONDS ?= 600
+SMOKE := timeout --kill-after=30 $(SMOKE_SECONDS) $(BIN)/python
+
+bench-smoke: $(STAMP)
+	$(SMOKE) bench/local_model.py --runs 1
+	$(SMOKE) bench/actions.py --model gemma-3-270m --every 40 --no-docs
+	$(SMOKE) bench/first_turn.py --channels 1 --no-docs
+	$(SMOKE) bench/quality.py --channels 1 --lines 1 --no-docs
+	$(SMOKE) bench/moderator.py --rounds 1 --no-docs
+	$(SMOKE) bench/tasks.py --tasks 1 --model gemma-3-270m --no-docs
+	$(SMOKE) bench/scale.py --channels 3 --per-channel 1 --latency 0.05 --no-docs
+	$(SMOKE) bench/mcp_tools.py --model gemma-3-270m --every 18 --no-docs
+	$(SMOKE) bench/tool_answers.py --limit 1 --model gemma-3-270m --no-docs
+	$(SMOKE) bench/ops.py --blocks 10 --warmup 2 --scrape-interval 0.2 --no-docs
+	$(SMOKE) bench/memory.py --facts 1 --no-docs
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/engine.py

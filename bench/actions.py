@@ -84,9 +84,9 @@ def report(outcomes: list[proposals.Outcome], seconds: float, load: float, model
     false_positives = [o for o in chat if o.proposed is not None]
     proposed = len(true_positives) + len(false_positives)
     precision = len(true_positives) / proposed if proposed else 0.0
-    recall = len(true_positives) / len(wanted)
+    recall = len(true_positives) / len(wanted) if wanted else 0.0
     exact = sum(o.exact for o in true_positives) / len(true_positives) if true_positives else 0.0
-    fp_rate = len(false_positives) / len(chat)
+    fp_rate = len(false_positives) / len(chat) if chat else 0.0
     rows = [
         (
             "precision (proposals that were asked for)",

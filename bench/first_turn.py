@@ -1,7 +1,7 @@
 """A new user's very first message: how often the embedded Gemma's first turn in a new channel
 succeeds, through the whole app (console port, default config, local provider), over 50 channels.
 
-Run from the repository root: python bench/first_turn.py [--channels N]
+Run from the repository root: python bench/first_turn.py [--channels N] [--no-docs]
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ async def first_turns(channels: int, data_dir: Path) -> tuple[int, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--channels", type=int, default=50)
+    parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     started = time.perf_counter()
@@ -75,7 +76,8 @@ def main() -> None:
     print(block)
     for failure in failures:
         print("  failed:", failure)
-    rewrite_block(block, name="first-turn")
+    if not args.no_docs:
+        rewrite_block(block, name="first-turn")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,10 @@ def report(outcomes: list[proposals.Outcome], seconds: float, load: float, model
             "precision (proposals that were asked for)",
             f"{len(hits)}/{proposed}" + (f" = {len(hits) / proposed:.0%}" if proposed else ""),
         ),
-        ("recall (requests that became a proposal)", f"{len(hits)}/{len(wanted)} = {len(hits) / len(wanted):.0%}"),
+        (
+            "recall (requests that became a proposal)",
+            f"{len(hits)}/{len(wanted)}" + (f" = {len(hits) / len(wanted):.0%}" if wanted else ""),
+        ),
         ("false positives on chit-chat", f"{len(false_positives)}/{len(chat)}"),
         (
             "exact arguments (of the proposals asked for)",

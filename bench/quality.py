@@ -8,8 +8,9 @@ Then, unless --no-judge, the judge (graph/judge.py, on the same model) grades a 
 replies, and of echoes and copies made from the same lines. Prints the tables; rewrites the comparison,
 the default's table and one channel's transcript in docs/benchmarks.md.
 
-Run from the repository root: python bench/quality.py [--setups all|NAME,...] [--channels N]
-[--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs]
+Run from the repository root: python bench/quality.py [--setups all|NAME,...] [--channels N] [--lines N]
+[--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs]. A setup that fails (a server that did
+not start) leaves the others' rows and makes the run exit 1 at the end.
 """
 
 from __future__ import annotations
@@ -374,6 +375,7 @@ def main() -> None:
         "--setups", default="all", help=f"'all' or a comma list of: {', '.join(s.name for s in SETUPS)}"
     )
     parser.add_argument("--channels", type=int, default=0, help="play only the first N channels (0: all)")
+    parser.add_argument("--lines", type=int, default=0, help="play only the first N lines of each channel (0: all)")
     parser.add_argument("--transcript", default="launch", help="the channel whose transcript the docs show")
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
     parser.add_argument("--no-examples", action="store_true", help="the personas without their example lines")
@@ -383,9 +385,12 @@ def main() -> None:
     channels = load_lines()
     if args.channels:
         channels = dict(list(channels.items())[: args.channels])
+    if args.lines:
+        channels = {name: lines[: args.lines] for name, lines in channels.items()}
     load = os.getloadavg()[0]
     started = time.perf_counter()
     runs: list[tuple[Setup, dict[str, list[Played]]]] = []
+    failed: list[str] = []
     for setup in chosen:
         print(f"{setup.name}:", flush=True)
         setup_started = time.perf_counter()
@@ -397,6 +402,7 @@ def main() -> None:
                 )
         except Exception as exc:  # one setup failing (a server that did not start) leaves the others' rows
             print(f"{setup.name} failed: {type(exc).__name__}: {exc}", flush=True)
+            failed.append(setup.name)
             continue
         runs.append((setup, results))
         table, _ = quality_table(results, time.perf_counter() - setup_started, load, setup.name)
@@ -416,6 +422,8 @@ def main() -> None:
     print(comparison)
     if not args.no_docs and len(runs) == len(SETUPS):
         rewrite_block(comparison, name="models-quality")
+    if failed:
+        sys.exit(f"failed setups: {', '.join(failed)}")
 
 
 def report_problems(results: dict[str, list[Played]]) -> None:
