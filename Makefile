@@ -57,7 +57,7 @@ bench-quick: $(BENCH_STAMP)
 
 # Every other script of make bench once at its smallest useful size (1 line, channel, round, task or fact),
 # printing only (--no-docs; local_model.py only prints), on the embedded Gemma where a script takes --model
-# (local_model.py keeps the default: its chat-template part runs only there). About 10 minutes on 2 cores:
+# (local_model.py keeps the default: its chat-template part runs only there). About 5 minutes on 2 quiet cores:
 # fails when a script crashes, errors or runs past SMOKE_SECONDS, never on a figure. CI runs it.
 SMOKE_SECONDS ?= 600
 SMOKE := timeout --kill-after=30 $(SMOKE_SECONDS) $(BIN)/python
