@@ -1,5 +1,5 @@
-"""A new user's very first message: how often the embedded Gemma's first turn in a new channel
-succeeds, through the whole app (console port, default config, local provider), over 50 channels.
+"""A new user's very first message: how often the embedded default model's first turn in a new
+channel succeeds, through the whole app (console port, default config, local provider), over 50 channels.
 
 Run from the repository root: python bench/first_turn.py [--channels N] [--no-docs]
 """
@@ -17,11 +17,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import default_config  # noqa: E402
+from bench.harness import MODELS_DIR, default_config  # noqa: E402
 from bench.report import machine, rewrite_block  # noqa: E402
 from bot.app import open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
 
 OPENERS = (
     "Hello Nova, what should we launch next?",
@@ -34,7 +35,7 @@ TARGET = 49 / 50
 
 
 async def first_turns(channels: int, data_dir: Path) -> tuple[int, list[str]]:
-    config = default_config(data_dir)
+    config = default_config(data_dir, ROOT / "personas", **{'cache_dir = ""': f'cache_dir = "{MODELS_DIR}"'})
     transcript: list[str] = []
     async with open_app(config, ConsolePort(transcript.append), environ={}) as app:
         succeeded = 0
@@ -66,7 +67,7 @@ def main() -> None:
     rate = succeeded / args.channels
     block = "\n".join(
         [
-            f"Machine: {machine(load)}. {args.channels} new console channels, default config, embedded Gemma 3 270M, {seconds:.0f} s.",
+            f"Machine: {machine(load)}. {args.channels} new console channels, default config, embedded {LOCAL_MODELS[DEFAULT_LOCAL_MODEL].title}, {seconds:.0f} s.",
             "",
             "| metric | measured | target |",
             "| --- | --- | --- |",

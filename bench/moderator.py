@@ -1,4 +1,4 @@
-"""The embedded moderator: do moderated rounds on Gemma 3 270M end with FINISH before max_turns, with
+"""The embedded moderator: do moderated rounds on the embedded default model end with FINISH before max_turns, with
 reasons people can read? Runs the whole app (console port, default config with moderation on, the
 local provider) over varied human lines, and rewrites its block of docs/benchmarks.md.
 
@@ -23,6 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import MODELS_DIR  # noqa: E402
 from bench.report import machine, rewrite_block  # noqa: E402
 from bot.app import open_app, provider_config  # noqa: E402
 from bot.config import load_config  # noqa: E402
@@ -30,6 +31,7 @@ from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
 from graph.models.base import ChatRunnable, Models  # noqa: E402
 from graph.models.factory import build_models  # noqa: E402
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
 from graph.moderator import fixed_reasons  # noqa: E402
 from graph.routing import FINISH, ROUND_IS_FULL, Speaker, addressed  # noqa: E402
 from personas import Persona  # noqa: E402
@@ -107,6 +109,7 @@ async def run_rounds(rounds: int, data_dir: Path) -> tuple[list[Round], int]:
     config_text = (ROOT / "config.toml").read_text(encoding="utf-8")
     config_text = config_text.replace('data_dir = "data"', f'data_dir = "{data_dir / "data"}"')
     config_text = config_text.replace('personas_dir = "personas"', f'personas_dir = "{ROOT / "personas"}"')
+    config_text = config_text.replace('cache_dir = ""', f'cache_dir = "{MODELS_DIR}"')
     config_text = re.sub(r"(\[moderation\][^\[]*?)enabled = false", r"\1enabled = true", config_text, count=1)
     config_path = data_dir / "config.toml"
     config_path.write_text(config_text, encoding="utf-8")
@@ -158,7 +161,7 @@ def report(results: list[Round], max_turns: int, seconds: float, load: float) ->
     calls = sum(r.model_calls for r in results)
     lines = [
         f"Machine: {machine(load)}. {len(results)} moderated rounds, six to a new console channel"
-        f" (Nova, Sage and Rex, max_turns {max_turns}, default config), embedded Gemma 3 270M, {seconds:.0f} s.",
+        f" (Nova, Sage and Rex, max_turns {max_turns}, default config), embedded {LOCAL_MODELS[DEFAULT_LOCAL_MODEL].title}, {seconds:.0f} s.",
         "",
         "| metric | measured | target |",
         "| --- | --- | --- |",
