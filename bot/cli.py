@@ -12,7 +12,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from bot.app import open_app, provider_config
+from bot.app import open_app, provider_config, run
 from bot.authoring import check_files, try_persona
 from bot.config import Config, ConfigError, ensure_data_dir, load_config, read_text
 from bot.console import ConsolePort, ConsoleSession, console_key
@@ -146,18 +146,18 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging(config.settings.logging.format, secret_names=mcp_env_names(config))
         secrets = Secrets(os.environ, mcp_env_names(config))
         if args.command == "persona":  # nothing is stored: the data directory is not touched
-            return asyncio.run(try_persona(config, args.persona, args.line))
+            return run(try_persona(config, args.persona, args.line))
         ensure_data_dir(config)
         if args.command == "console":
             # Read once, before the session: a one-line error now rather than a traceback mid-session,
             # and a pipe (- or /dev/stdin) can only be read once.
             script = None if args.script is None else read_script(args.script)
             with traced(config.settings, secrets):
-                return asyncio.run(_until_stopped(_console(config, args.channel, script, args.verbose)))
+                return run(_until_stopped(_console(config, args.channel, script, args.verbose)))
         if args.command == "prompt":
-            return asyncio.run(_prompt(config, args.channel, args.persona))
+            return run(_prompt(config, args.channel, args.persona))
         with traced(config.settings, secrets):
-            return asyncio.run(_until_stopped(_run(config)))
+            return run(_until_stopped(_run(config)))
     except (ConfigError, PersonaError, ProviderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
