@@ -73,11 +73,9 @@ class RoundEngine:
             floor: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in saved["floor"].items()}
             state = RoundState(round=state["round"], floor=Floor(**floor), turn=None, batches=list(saved["batches"]))
         turns = max(MAX_TURNS_LIMIT, len(self.deps.personas))
-        config: RunnableConfig = {
-            "configurable": {"thread_id": channel_key},
-            # A turn is one step (its drafts, reviews and delivery), then advance or moderator.
-            "recursion_limit": 20 + 10 * turns,
-        }
+        # A turn is one step (its drafts, reviews and delivery), then advance or moderator. No thread
+        # id: without a checkpointer there is no thread to name, and LangGraph's start is the cheaper.
+        config: RunnableConfig = {"recursion_limit": 20 + 10 * turns}
         tracing.round_id.set(uuid.uuid4().hex[:12])
         with tracing.agent_span(tracing.AGENT_NAME, channel_key):
             final = await self.graph.ainvoke(state, config)
