@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage
@@ -155,6 +156,7 @@ def declared_risk(name: str) -> Risk | None:
     return spec.risk if spec else None
 
 
+@cache  # in every system prompt of a persona that may act
 def action_description(name: str) -> str:
     return " ".join((ACTIONS[name].__doc__ or name).split())
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 
 from graph import observe
 from graph.actions import ActionCall
@@ -45,10 +45,11 @@ def note_line_ids(messages: Sequence[BaseMessage]) -> list[int]:
     return [
         int(m.id.removeprefix(_LINE_ID_PREFIX))
         for m in messages
-        if isinstance(m, HumanMessage)
+        if m.type == "human"  # cheaper than isinstance on a message class, on every line of every prompt
+        and isinstance(m.content, str)
+        and m.content.startswith(_NOTE_OPENING)
         and m.id
         and m.id.startswith(_LINE_ID_PREFIX)
-        and str(m.content).startswith(_NOTE_OPENING)
     ]
 
 

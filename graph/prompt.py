@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -148,11 +149,16 @@ def speaker_name(name: str, persona_names: Collection[str] = ()) -> str:
     """A person's display name as their lines show it in a prompt: no bracket, colon or line break,
     so it can never read as a notice, a note or another speaker's tag; a name that is a persona's
     is marked as a person's. Notes and notices are told by a line's stored kind, never by its text."""
-    shown = " ".join("".join(c if c.isprintable() else " " for c in name.translate(_STRUCTURE)).split())
-    shown = shown[:MAX_SPEAKER_CHARS] or "someone"
-    if shown.casefold() in {n.casefold() for n in persona_names}:
+    shown = _shown_name(name)
+    if persona_names and shown.casefold() in {n.casefold() for n in persona_names}:
         return f"{shown} (a person)"
     return shown
+
+
+@lru_cache(maxsize=4096)  # the same few names, on every line of every moderator's transcript
+def _shown_name(name: str) -> str:
+    shown = " ".join("".join(c if c.isprintable() else " " for c in name.translate(_STRUCTURE)).split())
+    return shown[:MAX_SPEAKER_CHARS] or "someone"
 
 
 def message_text(line: Line, persona_id: str, persona_names: Collection[str] = ()) -> str:

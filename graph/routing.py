@@ -29,6 +29,11 @@ def addressed(text: str, mentions: Sequence[str], participants: Sequence[Speaker
 
     Platform @mentions come first, in their order; names follow by their position in the text.
     """
+    return list(_addressed(text, tuple(mentions), tuple(participants)))
+
+
+@lru_cache(maxsize=256)  # every pick and every turn of a round asks about the same line
+def _addressed(text: str, mentions: tuple[str, ...], participants: tuple[Speaker, ...]) -> tuple[str, ...]:
     by_id = {p.id: p for p in participants}
     ordered = [m for m in mentions if m in by_id]
     found: list[tuple[int, str]] = []
@@ -39,7 +44,7 @@ def addressed(text: str, mentions: Sequence[str], participants: Sequence[Speaker
     for _, persona_id in sorted(found):
         if persona_id not in ordered:
             ordered.append(persona_id)
-    return ordered
+    return tuple(ordered)
 
 
 def listens_only(speaker: Speaker) -> bool:

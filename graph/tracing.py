@@ -59,6 +59,9 @@ def include_text() -> bool:
 def span(name: str, attributes: Mapping[str, Any], kind: SpanKind = SpanKind.INTERNAL) -> Iterator[Span]:
     """A span around the block, the current one inside it; an exception marks it as an error (its
     message and stack trace masked: OpenTelemetry's own recording would carry them as they are)."""
+    if isinstance(_tracer, trace.NoOpTracer):  # tracing off: no context to switch around every turn
+        yield trace.INVALID_SPAN
+        return
     with _tracer.start_as_current_span(
         name, kind=kind, attributes=_masked(attributes), record_exception=False, set_status_on_exception=False
     ) as current:

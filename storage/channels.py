@@ -52,21 +52,23 @@ def _channel(row: Row) -> Channel:
     )
 
 
+_RULES_READ = ", ".join(f"r.{column}" for column in RULES if column != "paused")
+_GET_CHANNEL = (
+    f"SELECT c.key, c.stop_requested, c.next_speaker, c.last_decisions, c.failures_in_a_row, {_RULES_READ}, "
+    f"CASE WHEN c.paused = {PAUSED_AFTER_FAILURES} THEN c.paused WHEN r.paused <> 0 THEN r.paused "
+    "ELSE p.paused END AS paused, p.approval_mode AS channel_approval_mode "
+    "FROM channels c JOIN channels r ON r.key = "
+    "CASE WHEN c.parent_key IS NOT NULL AND c.own_rules = 0 THEN c.parent_key ELSE c.key END "
+    "JOIN channels p ON p.key = COALESCE(c.parent_key, c.key) WHERE c.key = ?"
+)
+
+
 async def get_channel(db: Database, key: str) -> Channel | None:
     """The channel as it applies: a thread's own round state with its parent's rules (a pause after
     model failures in the thread itself counts too). A pause of the channel a thread is in holds
     in the thread even when the thread keeps rules of its own, and so does its approval mode when
     it is the stricter: no thread is a way around them."""
-    rules = ", ".join(f"r.{column}" for column in RULES if column != "paused")
-    row = await db.fetch_one(
-        f"SELECT c.key, c.stop_requested, c.next_speaker, c.last_decisions, c.failures_in_a_row, {rules}, "
-        f"CASE WHEN c.paused = {PAUSED_AFTER_FAILURES} THEN c.paused WHEN r.paused <> 0 THEN r.paused "
-        "ELSE p.paused END AS paused, p.approval_mode AS channel_approval_mode "
-        "FROM channels c JOIN channels r ON r.key = "
-        "CASE WHEN c.parent_key IS NOT NULL AND c.own_rules = 0 THEN c.parent_key ELSE c.key END "
-        "JOIN channels p ON p.key = COALESCE(c.parent_key, c.key) WHERE c.key = ?",
-        (key,),
-    )
+    row = await db.fetch_one(_GET_CHANNEL, (key,))
     if row is None:
         return None
     channel = _channel(row)
