@@ -54,7 +54,8 @@ class SqliteDatabase:
 
     All writes go through `transaction()` on the writer, which holds a lock: coroutines sharing
     one connection would otherwise interleave their statements inside each other's transactions.
-    Reads outside a transaction go to the reader, which in WAL mode sees only committed rows.
+    Reads outside a transaction go to the writer while no transaction is open on it (its page cache
+    stays warm), else to the reader, which in WAL mode sees only committed rows.
     One process owns the file, so its locks are always free: its own per-channel queue already
     keeps a channel's rounds apart.
     """
@@ -72,6 +73,7 @@ class SqliteDatabase:
         self._checkpointer = checkpointer
         self._commits = 0  # since the last checkpoint
         self._checkpointing: asyncio.Task[None] | None = None
+        self._writes = SqliteTx(writer)
         self._reads = SqliteTx(reader or writer)
         self._write_lock = asyncio.Lock()
         self._urgent_waiting = 0
@@ -188,9 +190,13 @@ class SqliteDatabase:
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         if (open_tx := joined(self)) is not None:  # sees what the open transaction wrote
             return await open_tx.fetch_all(sql, params)
+        if not self._write_lock.locked():
+            # No transaction is open on the writer, so it reads what is committed, as the reader
+            # would, from a warm page cache: each commit empties the reader's.
+            return await self._writes.fetch_all(sql, params)
         if self._reader is None:
             async with self._write_lock:
-                return await self._reads.fetch_all(sql, params)
+                return await self._writes.fetch_all(sql, params)
         return await self._reads.fetch_all(sql, params)
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
