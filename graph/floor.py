@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 from graph import routing
 from graph.deps import EngineDeps
@@ -230,24 +230,22 @@ class Chair:
         """The floor once the speaker's turn is over (delivered when `spoke`, else skipped), with a
         /stop or a /next that came during the turn taken. `channel` is read after the turn."""
         key = round_input.channel_key
-        floor = replace(
-            floor,
-            turns_taken=floor.turns_taken + 1,
-            failures=floor.failures + (0 if spoke else 1),
-            moderated_now=bool(channel and channel.moderated),
-        )
+        after: dict[str, Any] = {
+            "turns_taken": floor.turns_taken + 1,
+            "failures": floor.failures + (0 if spoke else 1),
+            "moderated_now": bool(channel and channel.moderated),
+        }
         if channel and channel.stop_requested and await channels.take_stop_request(self.deps.db, key):
-            floor = replace(floor, stopped=True)
+            after["stopped"] = True
             await self.deps.port.notice(key, "Round stopped (/stop).", round_input.thread)
         elif channel and channel.next_speaker and not floor.moderated:
             present = await channels.participants(self.deps.db, key)
-            queue = routing.nominated_first(floor.queue, await self._nominee(key, channel), present)
-            floor = replace(floor, queue=tuple(queue))
+            after["queue"] = tuple(routing.nominated_first(floor.queue, await self._nominee(key, channel), present))
         if spoke:
-            return replace(floor, last_speaker=spoke, spoken_since_human=(*floor.spoken_since_human, spoke))
-        if floor.speaker:
-            return replace(floor, skipped=(*floor.skipped, floor.speaker))
-        return floor
+            after.update(last_speaker=spoke, spoken_since_human=(*floor.spoken_since_human, spoke))
+        elif floor.speaker:
+            after["skipped"] = (*floor.skipped, floor.speaker)
+        return replace(floor, **after)
 
     @staticmethod
     def next_step(floor: Floor) -> Step:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from itertools import takewhile
 from typing import Any
 
@@ -103,7 +103,7 @@ class RoundNodes:
                 else:
                     floor, result = await self.skip(round_input, floor, steps.draft)
                 if of_round:
-                    await rounds.save_turn(self.deps.db, round_input.channel_key, asdict(floor), result.batch)
+                    await rounds.save_turn(self.deps.db, round_input.channel_key, floor.saved(), result.batch)
             if floor.moderated and floor.moderated_now:
                 # What is not queued (the console) is shown at the commit, just now: a /moderate off
                 # that came while it was shown ends the round after this turn, as during the turn.

@@ -45,6 +45,10 @@ class Floor:
     stopped: bool = False  # /stop, or replies paused after failures: the round ends after this turn
     decisions: tuple[str, ...] = ()  # the moderator's picks and reasons, for /moderate status
 
+    def saved(self) -> dict[str, Any]:
+        """Its fields as saved with each turn (storage.rounds): all flat, so no deep copy (asdict's)."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
