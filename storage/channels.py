@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from storage.database import Database, Row, Tx
 from storage.history import insert_line
@@ -33,6 +34,11 @@ class Place:
     parent_key: str | None = None
 
 
+@lru_cache(maxsize=1024)  # a channel's last decisions change once a round, and are read at every turn
+def _decisions(stored: str) -> tuple[str, ...]:
+    return tuple(json.loads(stored))
+
+
 def _channel(row: Row) -> Channel:
     return Channel(
         key=row["key"],
@@ -47,7 +53,7 @@ def _channel(row: Row) -> Channel:
         moderator_prompt=row["moderator_prompt"],
         stop_requested=bool(row["stop_requested"]),
         next_speaker=row["next_speaker"],
-        last_decisions=tuple(json.loads(row["last_decisions"])),
+        last_decisions=_decisions(row["last_decisions"]),
         failures_in_a_row=row["failures_in_a_row"],
     )
 
