@@ -282,6 +282,8 @@ class MemoryKeeper:
             # A session that ended (the channel went quiet) is folded in whole, even what the window still shows.
             ended = await memory.newest_marker(db, channel_key, persona.id, SESSION_ENDED, after_id=through)
             before = max(oldest, ended or 0)
+            if not whole and not ended and before - through - 1 < FOLD_AT_LEAST:
+                return stored  # fewer ids lie between than a fold needs lines: nothing to count
             # Counted first: after most rounds too few lines have left the window to be worth a call.
             left = await memory.witnessed_count(db, channel_key, persona.id, after_id=through, before_id=before)
             if not left or (left < FOLD_AT_LEAST and not whole and not ended):

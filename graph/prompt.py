@@ -133,8 +133,13 @@ def system_text(
 
 def scene_now(scene: str, now: datetime) -> str:
     """The people's /scene text, then the date and time where the channel is (`now` in its time zone)."""
-    clock = f"It is {now:%A %d %B %Y, %H:%M} ({now.tzname()})."
+    clock = _clock(now.replace(second=0, microsecond=0, tzinfo=None), now.tzname())
     return f"{scene.strip()}\n{clock}" if scene.strip() else clock
+
+
+@lru_cache(maxsize=64)  # one text a minute (and time zone), in every persona's prompt
+def _clock(local_minute: datetime, zone: str | None) -> str:
+    return f"It is {local_minute:%A %d %B %Y, %H:%M} ({zone})."
 
 
 MAX_SPEAKER_CHARS = 80

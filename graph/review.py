@@ -205,7 +205,12 @@ def repeats_any(text: str, lines: Iterable[str]) -> bool:
 def leaked_phrase(text: str, phrases: Iterable[str]) -> str | None:
     """The first phrase of the persona's instructions that the draft repeats, if any."""
     words = f" {normalised(text)} "
-    return next((p for p in phrases if f" {normalised(p)} " in words), None)
+    return next((p for p, padded in _padded(tuple(phrases)) if padded in words), None)
+
+
+@lru_cache(maxsize=64)  # the same few phrase lists, for every draft
+def _padded(phrases: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((p, f" {normalised(p)} ") for p in phrases)
 
 
 def speaks_as_other(text: str, own_name: str, other_names: Sequence[str]) -> bool:
