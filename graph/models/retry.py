@@ -117,10 +117,20 @@ async def ainvoke_with_retry(
 async def _ainvoke_with_backoff(
     model: ChatRunnable, messages: list[BaseMessage], *, attempts: int, backoff_seconds: float
 ) -> BaseMessage:
+    """Up to `attempts` tries, waiting backoff_seconds × 1, 2, 4 … (at most × 16) before each next one.
+    The first try runs on its own: most calls need no other, and tenacity's loop costs ~10 µs a call."""
+    longest = max(backoff_seconds * 16, 0.001)
+    try:
+        return await model.ainvoke(list(messages))
+    except Exception as exc:
+        if attempts < 2 or not is_transient(exc):
+            raise
+        log.warning("model call failed (%s); trying again in %.2f s", type(exc).__name__, backoff_seconds)
+        await asyncio.sleep(min(backoff_seconds, longest))
     retrying = AsyncRetrying(
         retry=retry_if_exception(is_transient),
-        stop=stop_after_attempt(attempts),
-        wait=wait_exponential(multiplier=backoff_seconds, max=max(backoff_seconds * 16, 0.001)),
+        stop=stop_after_attempt(attempts - 1),
+        wait=wait_exponential(multiplier=backoff_seconds * 2, max=longest),  # × 2, 4 … from the second try
         before_sleep=before_sleep_log(log, logging.WARNING),
         reraise=True,
     )
