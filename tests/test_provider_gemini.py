@@ -87,6 +87,23 @@ async def test_rate_limit_is_retried_by_tenacity_not_the_sdk(
     assert API_KEY not in caplog.text
 
 
+async def test_one_rate_limit_is_logged_with_its_status_and_tried_again(
+    fake: FakeGemini, models: ChatModels, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, messages = nova_prompt()
+    caplog.set_level(logging.WARNING)
+
+    fake.fail_next(1)
+    reply = await ainvoke_with_retry(
+        models.persona_model(load_personas()["nova"], ["Sage"]), messages, attempts=2, backoff_seconds=0.01
+    )
+
+    assert reply.text == fake.reply_text
+    assert len(fake.requests) == 2
+    assert "429" in caplog.text and "trying again" in caplog.text
+    assert API_KEY not in caplog.text
+
+
 async def test_sdk_makes_a_single_request_per_attempt(fake: FakeGemini, models: ChatModels) -> None:
     """max_retries=1 means no google-genai retries: with one tenacity attempt a 429 surfaces at once."""
     nova = load_personas()["nova"]

@@ -125,7 +125,7 @@ async def _ainvoke_with_backoff(
     except Exception as exc:
         if attempts < 2 or not is_transient(exc):
             raise
-        log.warning("model call failed (%s); trying again in %.2f s", type(exc).__name__, backoff_seconds)
+        log.warning("model call failed (%s: %s); trying again in %.2f s", type(exc).__name__, exc, backoff_seconds)
         await asyncio.sleep(min(backoff_seconds, longest))
     retrying = AsyncRetrying(
         retry=retry_if_exception(is_transient),
