@@ -126,7 +126,7 @@ async def _ainvoke_with_backoff(
         if attempts < 2 or not is_transient(exc):
             raise
         log.warning("model call failed (%s: %s); trying again in %.2f s", type(exc).__name__, exc, backoff_seconds)
-        await asyncio.sleep(min(backoff_seconds, longest))
+        await asyncio.sleep(backoff_seconds)
     retrying = AsyncRetrying(
         retry=retry_if_exception(is_transient),
         stop=stop_after_attempt(attempts - 1),
