@@ -23,9 +23,9 @@ import re
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +34,28 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import MODELS_DIR, default_config  # noqa: E402
 from bench.llama_server import llama_server  # noqa: E402
-from bench.report import machine, rewrite_block  # noqa: E402
+from bench.quality_report import (  # noqa: E402
+    HUMAN,
+    Judged,
+    Played,
+    Reply,
+    comparison_table,
+    judge_table,
+    problems_of,
+    quality_table,
+    report_problems,
+)
+from bench.report import rewrite_block  # noqa: E402
 from bot.app import open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
 from graph.judge import JUDGE_SCHEMA, judge_draft  # noqa: E402
 from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL  # noqa: E402
 from graph.models.gguf import DEFAULT_LOCAL_MODEL, SMALL_LOCAL_MODEL, ensure_gguf  # noqa: E402
-from graph.prompt import INSTRUCTION_PHRASES  # noqa: E402
-from graph.review import copied_example, leaked_phrase, looks_cut_off, repeats, speaks_as_other  # noqa: E402
-from graph.template_text import template_syntax  # noqa: E402
 from personas import load_personas  # noqa: E402
 
 LINES = ROOT / "tests" / "data" / "quality_lines.jsonl"
 USER = "you"  # the console's user: a channel manager, who may switch moderation on
-HUMAN = "Ana"
 JUDGE_SAMPLE = 30  # replies the judge grades, with an echo and a copy made from each one's lines
 
 
@@ -66,43 +73,6 @@ SETUPS = (
 )
 
 
-@dataclass
-class Reply:
-    persona: str
-    text: str
-    answered: str
-    window: list[str]
-    seconds: float
-    problems: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Judged:
-    """The judge's verdicts: on replies the text checks passed, and on echoes and copies they catch."""
-
-    replies: Counter[str] = field(default_factory=Counter)
-    made_copies: Counter[str] = field(default_factory=Counter)  # echoes and copies made from the lines
-    seconds: list[float] = field(default_factory=list)
-    failed: int = 0  # no verdict
-
-
-@dataclass
-class Played:
-    kind: str
-    text: str
-    moderated: bool
-    addressed: list[str]
-    replies: list[Reply]
-    false_action: bool
-    notices: list[str]
-
-    @property
-    def addressed_first(self) -> bool | None:
-        if not self.addressed:
-            return None
-        return bool(self.replies) and self.replies[0].persona in self.addressed
-
-
 def load_lines(path: Path = LINES) -> dict[str, list[dict[str, Any]]]:
     """The labelled lines by channel, in order."""
     channels: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -111,28 +81,6 @@ def load_lines(path: Path = LINES) -> dict[str, list[dict[str, Any]]]:
             line = json.loads(raw)
             channels[line["channel"]].append(line)
     return channels
-
-
-def problems_of(reply: Reply, names: dict[str, str], examples: dict[str, tuple[str, ...]] | None = None) -> list[str]:
-    """Every check a reply fails, by the definitions of graph/review.py (and graph/template_text.py)."""
-    found = []
-    others = [name for pid, name in names.items() if pid != reply.persona] + [HUMAN]
-    text = reply.text
-    if repeats(text, reply.answered):
-        found.append("echo")
-    if any(repeats(text, line) for line in reply.window):
-        found.append("copy")
-    if copied_example(text, (examples or {}).get(reply.persona, ())):
-        found.append("example copy")
-    if template_syntax(text):
-        found.append("template junk")
-    if leaked_phrase(text, INSTRUCTION_PHRASES):
-        found.append("leak")
-    if speaks_as_other(text, names[reply.persona], others) or text.lstrip().startswith(tuple(f"{o}:" for o in others)):
-        found.append("wrong speaker")
-    if not text.strip() or looks_cut_off(text) or text.lstrip().startswith("[") or "[system]" in text.casefold():
-        found.append("empty, cut-off or system-looking")
-    return found
 
 
 async def play(
@@ -248,28 +196,6 @@ async def judge_sample(app: Any, results: dict[str, list[Played]], personas: dic
 _TAG = re.compile(r"^[^:]{1,40}: ")
 
 
-def judge_table(judged: Judged) -> str:
-    def share(tally: Counter[str], ok: bool) -> str:
-        total = sum(tally.values())
-        count = tally["ok"] if ok else total - tally["ok"]
-        return f"{count}/{total} = {count / max(total, 1):.0%}"
-
-    per_call = sum(judged.seconds) / max(len(judged.seconds), 1)
-    verdicts = ", ".join(f"{v} {n}" for v, n in (judged.replies + judged.made_copies).most_common())
-    return "\n".join(
-        [
-            '| the judge (the same model, `[review] judge = "on"`) | measured |',
-            "| --- | --- |",
-            f"| rejects a reply the text checks passed | {share(judged.replies, ok=False)} |",
-            f"| agrees with the text checks on an echo or a copy (rejects it) | {share(judged.made_copies, ok=False)} |",
-            f"| answered no verdict | {judged.failed}/{len(judged.seconds)} |",
-            f"| time per verdict | {per_call:.2f} s |",
-            "",
-            f"Verdicts: {verdicts}.",
-        ]
-    )
-
-
 def without_examples(into: Path) -> Path:
     """A copy of the shipped personas without their example lines, to measure what they do."""
     into.mkdir(parents=True)
@@ -277,96 +203,6 @@ def without_examples(into: Path) -> Path:
         text = re.sub(r"(?ms)^examples = \[.*?^\]\n", "", source.read_text(encoding="utf-8"))
         (into / source.name).write_text(text, encoding="utf-8")
     return into
-
-
-CHECKS = ("echo", "copy", "example copy", "template junk", "leak", "wrong speaker", "empty, cut-off or system-looking")
-
-
-def comparison_table(runs: list[tuple[Setup, dict[str, list[Played]]]], seconds: float, load: float) -> str:
-    """One row per setup: each check's count among its replies, unanswered and addressed-first lines, and
-    the wall seconds per reply (moderator decisions and review rewrites included)."""
-    labels = ("echoes", "copies", "example copies", "template junk", "leaks", "wrong speakers", "cut-offs")
-    head = ["setup", "replies", *labels, "unanswered", "addressed first", "s per reply"]
-    rows = []
-    for setup, results in runs:
-        played = [p for lines in results.values() for p in lines]
-        replies = [r for p in played for r in p.replies]
-        counts = Counter(problem for r in replies for problem in r.problems)
-        addressed = [p for p in played if p.addressed]
-        first = sum(1 for p in addressed if p.addressed_first)
-        per_reply = sum(r.seconds for r in replies) / max(len(replies), 1)
-        cells = [
-            setup.name,
-            str(len(replies)),
-            *(str(counts[c]) for c in CHECKS),
-            f"{sum(1 for p in played if not p.replies)}/{len(played)}",
-            f"{first}/{len(addressed)}",
-            f"{per_reply:.1f}",
-        ]
-        rows.append("| " + " | ".join(cells) + " |")
-    lines_played = sum(len(lines) for lines in runs[0][1].values()) if runs else 0
-    return "\n".join(
-        [
-            f"Machine: {machine(load)}. {lines_played} human lines in {len(runs[0][1]) if runs else 0} new console "
-            f"channels per setup, default config, {seconds:.0f} s in all.",
-            "",
-            "| " + " | ".join(head) + " |",
-            "|" + " --- |" * len(head),
-            *rows,
-        ]
-    )
-
-
-def quality_table(
-    results: dict[str, list[Played]], seconds: float, load: float, model: str = DEFAULT_LOCAL_MODEL
-) -> tuple[str, dict[str, float]]:
-    played = [p for lines in results.values() for p in lines]
-    replies = [r for p in played for r in p.replies]
-    counts = Counter(problem for r in replies for problem in r.problems)
-    total = max(len(replies), 1)
-    unanswered = sum(1 for p in played if not p.replies)
-    addressed = [p for p in played if p.addressed]
-    first = sum(1 for p in addressed if p.addressed_first)
-    false_actions = sum(1 for p in played if p.false_action)
-    moderated = sum(1 for lines in results.values() if lines and lines[0].moderated)
-    per_reply = sum(r.seconds for r in replies) / total
-    figures = {
-        **{check: counts[check] / total for check in CHECKS},
-        "unanswered": unanswered / max(len(played), 1),
-        "addressed first": first / max(len(addressed), 1),
-    }
-
-    def row(metric: str, count: int, of: int, target: str, met: bool) -> str:
-        return f"| {metric} | {count}/{of} = {count / max(of, 1):.0%} | {target} ({'met' if met else 'missed'}) |"
-
-    lines = [
-        f"Machine: {machine(load)}. {len(played)} human lines in {len(results)} new console channels "
-        f"({moderated} moderated), default config, embedded {model}, {seconds:.0f} s; "
-        f"{len(replies)} replies, {per_reply:.1f} s per reply.",
-        "",
-        "| metric | measured | target |",
-        "| --- | --- | --- |",
-        *(row(f"{check} replies", counts[check], len(replies), "0", counts[check] == 0) for check in CHECKS),
-        row(
-            "false actions (a proposal on a line asking for words)", false_actions, len(played), "0", not false_actions
-        ),
-        row("unanswered human lines", unanswered, len(played), "≤ 5%", unanswered <= 0.05 * len(played)),
-        row("addressed persona answered first", first, len(addressed), "all", first == len(addressed)),
-    ]
-    by_kind: dict[str, list[Played]] = defaultdict(list)
-    for p in played:
-        by_kind[p.kind].append(p)
-    lines += [
-        "",
-        "| kind of line | lines | answered | replies | replies with a problem |",
-        "| --- | --- | --- | --- | --- |",
-        *(
-            f"| {kind} | {len(ps)} | {sum(1 for p in ps if p.replies)} | {sum(len(p.replies) for p in ps)} | "
-            f"{sum(1 for p in ps for r in p.replies if r.problems)} |"
-            for kind, ps in sorted(by_kind.items())
-        ),
-    ]
-    return "\n".join(lines), figures
 
 
 def main() -> None:
@@ -389,7 +225,7 @@ def main() -> None:
         channels = {name: lines[: args.lines] for name, lines in channels.items()}
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    runs: list[tuple[Setup, dict[str, list[Played]]]] = []
+    runs: list[tuple[str, dict[str, list[Played]]]] = []
     failed: list[str] = []
     for setup in chosen:
         print(f"{setup.name}:", flush=True)
@@ -404,7 +240,7 @@ def main() -> None:
             print(f"{setup.name} failed: {type(exc).__name__}: {exc}", flush=True)
             failed.append(setup.name)
             continue
-        runs.append((setup, results))
+        runs.append((setup.name, results))
         table, _ = quality_table(results, time.perf_counter() - setup_started, load, setup.name)
         if judge:
             table += "\n\n" + judge_table(judged)
@@ -424,18 +260,6 @@ def main() -> None:
         rewrite_block(comparison, name="models-quality")
     if failed:
         sys.exit(f"failed setups: {', '.join(failed)}")
-
-
-def report_problems(results: dict[str, list[Played]]) -> None:
-    for channel, played in results.items():
-        for p in played:
-            for r in p.replies:
-                if r.problems:
-                    print(f"  {channel}: {p.text!r} -> [{r.persona}] {r.text!r}: {', '.join(r.problems)}")
-            if not p.replies:
-                print(f"  {channel}: {p.text!r} unanswered: {p.notices}")
-            if p.false_action:
-                print(f"  {channel}: {p.text!r} got an approval request")
 
 
 if __name__ == "__main__":
