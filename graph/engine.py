@@ -1,4 +1,5 @@
-"""Runs rounds: one LangGraph thread per channel."""
+"""Runs rounds (one LangGraph run each; a round cut by a crash goes on from storage.rounds),
+approval flows (a checkpointed thread per batch) and tasks (graph/task_runner.py)."""
 
 from __future__ import annotations
 
