@@ -3,7 +3,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint docs bench bench-quick bench-smoke chaos clean
+.PHONY: run test lint docs bench bench-models bench-quick bench-smoke chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,7 +80,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/actions.py
 	$(BIN)/python bench/first_turn.py
-	$(BIN)/python bench/quality.py
+	$(BIN)/python bench/quality.py --setups qwen2.5-coder-1.5b
 	$(BIN)/python bench/moderator.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/scale.py
@@ -88,6 +88,12 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/tool_answers.py
 	$(BIN)/python bench/ops.py
 	$(BIN)/python bench/memory.py
+
+# Reply quality on every model setup side by side (the small embedded Gemma, the default Qwen in-process
+# and Qwen through llama.cpp's OpenAI-compatible server): about 100 minutes on 2 cores. make bench measures
+# the default alone, so that a whole run fits in about two and a half hours.
+bench-models: $(BENCH_STAMP)
+	$(BIN)/python bench/quality.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache site

@@ -218,6 +218,8 @@ def main() -> None:
     parser.add_argument("--no-judge", action="store_true", help="skip the judge's sample")
     args = parser.parse_args()
     chosen = SETUPS if args.setups == "all" else [s for s in SETUPS if s.name in args.setups.split(",")]
+    if not chosen:
+        parser.error(f"--setups {args.setups!r} names no setup; choose from: {', '.join(s.name for s in SETUPS)}")
     channels = load_lines()
     if args.channels:
         channels = dict(list(channels.items())[: args.channels])
