@@ -80,7 +80,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/actions.py
 	$(BIN)/python bench/first_turn.py
-	$(BIN)/python bench/quality.py --setups qwen2.5-coder-1.5b
+	$(BIN)/python bench/quality.py --setups default
 	$(BIN)/python bench/moderator.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/scale.py

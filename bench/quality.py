@@ -208,7 +208,9 @@ def without_examples(into: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
-        "--setups", default="all", help=f"'all' or a comma list of: {', '.join(s.name for s in SETUPS)}"
+        "--setups",
+        default="all",
+        help=f"'all', or a comma list of 'default' (the default model in-process) and: {', '.join(s.name for s in SETUPS)}",
     )
     parser.add_argument("--channels", type=int, default=0, help="play only the first N channels (0: all)")
     parser.add_argument("--lines", type=int, default=0, help="play only the first N lines of each channel (0: all)")
@@ -217,7 +219,8 @@ def main() -> None:
     parser.add_argument("--no-examples", action="store_true", help="the personas without their example lines")
     parser.add_argument("--no-judge", action="store_true", help="skip the judge's sample")
     args = parser.parse_args()
-    chosen = SETUPS if args.setups == "all" else [s for s in SETUPS if s.name in args.setups.split(",")]
+    names = [DEFAULT_LOCAL_MODEL if name == "default" else name for name in args.setups.split(",")]
+    chosen = SETUPS if args.setups == "all" else [s for s in SETUPS if s.name in names]
     if not chosen:
         parser.error(f"--setups {args.setups!r} names no setup; choose from: {', '.join(s.name for s in SETUPS)}")
     channels = load_lines()
