@@ -134,12 +134,10 @@ class _Form:
 
     words: tuple[str, ...]
     counts: Counter[str]
+    vocabulary: frozenset[str]
     most: int  # the most times one word occurs
     padded: str
-
-    @property
-    def length(self) -> int:
-        return len(self.padded) - 2
+    length: int  # of the normalised text
 
 
 @lru_cache(maxsize=8192)
@@ -147,7 +145,7 @@ def _form(text: str) -> _Form:
     normal = normalised(text)
     words = tuple(normal.split())
     counts = Counter(words)
-    return _Form(words, counts, max(counts.values(), default=0), f" {normal} ")
+    return _Form(words, counts, frozenset(counts), max(counts.values(), default=0), f" {normal} ", len(normal))
 
 
 def similar(a: str, b: str) -> bool:
@@ -161,7 +159,7 @@ def _similar_forms(left: _Form, right: _Form) -> bool:
     # building its matcher: most lines of a window are nothing alike.
     if not left.words or not right.words or 2.0 * min(len(left.words), len(right.words)) / total < SIMILAR:
         return False
-    shared = left.counts.keys() & right.counts.keys()
+    shared = left.vocabulary & right.vocabulary
     if 2.0 * len(shared) * min(left.most, right.most) / total < SIMILAR:
         return False  # a bound on quick_ratio that needs no count
     if 2.0 * sum(min(left.counts[word], right.counts[word]) for word in shared) / total < SIMILAR:
