@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graph.models.base import ChatRunnable
+from graph.models.base import ChatRunnable, UnparsableReply
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import DECISION_CUE
 from graph.tasks import PLANNED_FIELDS, TASK_KINDS, Plan, parse_plan
@@ -23,6 +23,7 @@ from graph.tasks import PLANNED_FIELDS, TASK_KINDS, Plan, parse_plan
 log = logging.getLogger(__name__)
 
 PLANNER_ATTEMPTS = 2  # the first plan, and one more with the error attached
+CUT_OFF = "it stopped before its end, at the length limit; write fewer steps, in fewer words"
 NO_KIND = "other"  # a task that is neither research, writing nor actions: the default failure threshold
 
 Check = Callable[[Plan], tuple[Plan, str | None]]
@@ -260,10 +261,13 @@ async def ask_for_plan(
     for _ in range(PLANNER_ATTEMPTS):
         try:
             reply = await ainvoke_with_retry(model, messages, attempts=attempts, backoff_seconds=backoff_seconds)
+            answer: str = reply.text
+            parsed = parse_plan(answer)
+        except UnparsableReply as exc:  # the embedded model's plan, cut off: asked again like any invalid plan
+            answer, parsed = exc.text, CUT_OFF
         except Exception as exc:
             log.warning("planner model failed: %s", type(exc).__name__)
             return "the planner's model failed"
-        parsed = parse_plan(reply.text)
         if isinstance(parsed, Plan):
             parsed, found = check(parsed)
             if found is None:
@@ -271,7 +275,7 @@ async def ask_for_plan(
             problem = found
         else:
             problem = parsed
-        messages = reask(messages, reply.text, problem)
+        messages = reask(messages, answer, problem)
     return f"the plan was invalid twice ({problem})"
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
 
 from bot.inbound import Inbound
 from graph import planner
@@ -171,6 +174,32 @@ async def test_the_embedded_model_plans_under_the_plan_schema(local_models: Chat
     assert [step.id for step in plan.steps] == list(range(1, len(plan.steps) + 1))
     assert all(d < step.id for step in plan.steps for d in step.depends_on)
     assert plan_problem(plan, CAPABILITIES, 4) is None
+
+
+class PromptsSeen(BaseCallbackHandler):
+    """The messages of every chat model call, as LangChain hands them to the model."""
+
+    def __init__(self) -> None:
+        self.prompts: list[list[str]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
+        self.prompts += [[m.text for m in prompt] for prompt in messages]
+
+
+async def test_an_embedded_plan_cut_off_at_its_token_limit_is_asked_for_again_not_taken_for_a_failed_model(
+    local_models: ChatModels,
+) -> None:
+    seen = PromptsSeen()
+    # Eight tokens end the JSON mid-way, as a long plan ends at the planner's limit.
+    model = local_models.planner_model(list(CAPABILITIES), 8).bind(max_tokens=8).with_config(callbacks=[seen])
+    messages = planner.planner_messages("Research three venues and write an invitation", "Ana", CAPABILITIES, 8)
+
+    outcome = await planner.ask_for_plan(model, messages, accept_valid, attempts=2, backoff_seconds=0)
+
+    assert outcome == f"the plan was invalid twice ({planner.CUT_OFF})"
+    first, second = seen.prompts
+    assert second[: len(first)] == first and second[len(first)].startswith("{")  # its own unfinished plan
+    assert second[-1] == f"[system] That plan is invalid: {planner.CUT_OFF}. Answer again with a corrected plan."
 
 
 async def test_the_embedded_coordinator_answers_a_boolean(local_models: ChatModels) -> None:

@@ -15,6 +15,16 @@ from personas import Persona
 ChatRunnable = Runnable[LanguageModelInput, BaseMessage]
 
 
+class UnparsableReply(ValueError):
+    """A reply asked for as JSON that is not JSON: under constrained decoding, one cut off by its
+    token limit (`finish_reason` "length"). The text goes back to whoever asked, who may ask again."""
+
+    def __init__(self, text: str, finish_reason: str | None) -> None:
+        super().__init__(f"the model's JSON reply was not complete ({finish_reason}): {text!r}")
+        self.text = text
+        self.finish_reason = finish_reason
+
+
 class Models(Protocol):
     description: str
 

@@ -26,6 +26,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from graph.models.base import UnparsableReply
 from graph.models.llama_text import (
     JSON_CUE,
     join_lines,
@@ -187,9 +188,7 @@ class LocalLlamaChatModel(BaseChatModel):
             try:
                 json.loads(text)
             except ValueError as exc:
-                raise ValueError(
-                    f"local model returned invalid JSON ({choice.get('finish_reason')}): {text!r}"
-                ) from exc
+                raise UnparsableReply(text, choice.get("finish_reason")) from exc
         usage = result.get("usage", {})
         message = AIMessage(
             content=text,
