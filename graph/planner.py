@@ -262,12 +262,13 @@ async def ask_for_plan(
         try:
             reply = await ainvoke_with_retry(model, messages, attempts=attempts, backoff_seconds=backoff_seconds)
             answer: str = reply.text
-            parsed = parse_plan(answer)
-        except UnparsableReply as exc:  # the embedded model's plan, cut off: asked again like any invalid plan
-            answer, parsed = exc.text, CUT_OFF
+            cut_off = False
+        except UnparsableReply as exc:  # the embedded model's unfinished JSON: asked again like any invalid plan
+            answer, cut_off = exc.text, exc.finish_reason == "length"
         except Exception as exc:
             log.warning("planner model failed: %s", type(exc).__name__)
             return "the planner's model failed"
+        parsed = CUT_OFF if cut_off else parse_plan(answer)
         if isinstance(parsed, Plan):
             parsed, found = check(parsed)
             if found is None:
