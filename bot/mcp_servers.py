@@ -67,6 +67,7 @@ class McpServers:
         self._cwd = config.data_dir
         self._listing = config.data_dir / LISTING_FILE
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
 
     @staticmethod
     def catalog_for(config: Config) -> ToolCatalog:
@@ -104,6 +105,7 @@ class McpServers:
 
     async def stop(self) -> None:
         """Stop every server: each supervisor leaves its session, which ends a stdio child's process group."""
+        self._stopping = True
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -148,6 +150,9 @@ class McpServers:
                 server.session, server.state = None, "stopped"
                 raise
             except Exception as exc:  # a server that cannot start or dies: restart it below
+                if self._stopping:  # the stdio client may end our cancellation as anyio's BrokenResourceError
+                    server.session, server.state = None, "stopped"
+                    return
                 log.warning("MCP server %s stopped: %s", server.name, _reason(exc))
             if server.session is not None or server.state == "starting":
                 server.outages += 1

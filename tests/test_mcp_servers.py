@@ -1,7 +1,8 @@
 """MCP servers outside the chat: config.toml's [mcp] section (one-line errors), persona `tools`
 checked against the configured servers, the reference server from PyPI (mcp-server-time, through
-the test extra) over stdio, a stdio server in its own process group and stopped on shutdown, and a
-call that was running when the bot was killed (SIGKILL after Approve) reported as outcome unknown."""
+the test extra) over stdio, a stdio server in its own process group and stopped on shutdown (also
+while it is still starting), and a call that was running when the bot was killed (SIGKILL after
+Approve) reported as outcome unknown."""
 
 from __future__ import annotations
 
@@ -216,3 +217,37 @@ def _kill(pid: int) -> None:
 
 
 assert NOTES_SERVER.exists()
+
+
+# A stdio server that never answers `initialize` and keeps writing log notifications
+# (notifications/message, MCP spec: server/utilities/logging): the client's stdout reader is nearly
+# always handing a message to the session when a stop cancels it, which the mcp SDK's stdio client
+# then ends with anyio's BrokenResourceError in place of the cancellation.
+_CHATTY_SERVER = """
+import sys
+sys.stdin.readline()
+line = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"warming up"}}\\n'
+while True:
+    sys.stdout.write(line * 50)
+    sys.stdout.flush()
+"""
+
+
+async def test_a_stop_while_a_server_is_still_starting_ends_its_supervisor_instead_of_restarting_it(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM during a server's start (or restart) must not hang shutdown on a supervisor that took
+    the stdio client's error for a crash and went on restarting the server."""
+    script = tmp_path / "chatty_server.py"
+    script.write_text(_CHATTY_SERVER, encoding="utf-8")
+    config = load_config(
+        write_config(tmp_path, {"mcp": {"servers": {"chatty": {"command": [sys.executable, str(script)]}}}})
+    )
+    for _ in range(5):
+        servers = McpServers(config, McpServers.catalog_for(config))
+        await servers.start(wait_seconds=0.5)
+        assert servers.state("chatty") == "starting"
+        stopping = asyncio.ensure_future(servers.stop())
+        done, _pending = await asyncio.wait([stopping], timeout=30)  # a guard against a hang, not a timing
+        assert done, f"the stop did not finish; the server is {servers.state('chatty')}"
+        assert servers.state("chatty") == "stopped"
