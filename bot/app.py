@@ -34,6 +34,7 @@ from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
 from graph.policy import PolicySettings
 from graph.port import OutboundPort
+from graph.prompt import prompt_budget
 from graph.risk import Risk
 from graph.settings import EngineSettings, MemorySettings
 from personas import Persona, load_personas
@@ -82,11 +83,14 @@ def provider_config(config: Config) -> ProviderConfig:
     )
 
 
-def engine_settings(config: Config) -> EngineSettings:
+def engine_settings(config: Config, models: Models) -> EngineSettings:
     s = config.settings
+    embedded = isinstance(models, ChatModels) and models.provider == "local"
     return EngineSettings(
         max_turns=s.moderation.max_turns,
-        token_budget=s.history.token_budget,
+        token_budget=prompt_budget(
+            s.history.token_budget, s.llm.local.context_size if embedded else None, s.llm.local.max_tokens
+        ),
         min_chars=s.review.min_chars,
         max_sentences=s.review.max_sentences,
         judge=s.review.judge == "on",
@@ -179,7 +183,7 @@ async def open_app(
             personas=personas,
             models=models,
             port=outbox,
-            settings=engine_settings(config),
+            settings=engine_settings(config, models),
             rng=rng or random.Random(),
             policy=policy_settings(config),
             timers=stored.timers,

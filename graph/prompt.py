@@ -23,6 +23,7 @@ NO_RESULT_YET = "not run yet: it waits for a person to approve or reject it"
 T = TypeVar("T")
 
 MESSAGE_OVERHEAD_TOKENS = 4
+MIN_PROMPT_BUDGET = 200  # [history] token_budget's own least
 
 # Words of the prompt's own instructions, the review's notes and the actions' descriptions that have
 # no place in a chat message: a draft holding one leaks its instructions (graph/review.py, and
@@ -62,6 +63,15 @@ INSTRUCTION_PHRASES = (
 def estimate_tokens(text: str) -> int:
     """About four characters a token, plus a little per message: cheap and provider-neutral."""
     return MESSAGE_OVERHEAD_TOKENS + (len(text) + 3) // 4
+
+
+def prompt_budget(token_budget: int, context_size: int | None, reply_tokens: int) -> int:
+    """The most tokens of one prompt: [history] token_budget, and within a context window we know
+    (the embedded model's; a server's shows only when it refuses a prompt) less the reply's tokens
+    and a tenth for estimate_tokens' guess, so the model never gets a prompt it must refuse."""
+    if context_size is None:
+        return token_budget
+    return max(min(token_budget, (context_size - reply_tokens) * 9 // 10), MIN_PROMPT_BUDGET)
 
 
 def max_lines_within(budget: int) -> int:

@@ -90,6 +90,11 @@ the shipped reply cap: a tighter one cuts its first sentence, and a reply with n
 def run_console(config: Path, script: str, *options: str, timeout: float = 120) -> str:
     """`python -m bot console --script` on `script` (one line each) beside config; its transcript.
     No model key reaches it, so provider "auto" means the embedded model."""
+    return console_process(config, script, *options, timeout=timeout).stdout
+
+
+def console_process(config: Path, script: str, *options: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """run_console's finished process, for its log (stderr) too."""
     path = config.parent / "script.txt"
     path.write_text(script, encoding="utf-8")
     result = subprocess.run(
@@ -101,7 +106,7 @@ def run_console(config: Path, script: str, *options: str, timeout: float = 120) 
         env={k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "OPENAI_API_KEY")},
     )
     assert result.returncode == 0, result.stderr
-    return result.stdout
+    return result
 
 
 @pytest.fixture(scope="session")

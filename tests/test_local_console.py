@@ -3,7 +3,7 @@ end to end; the small Gemma 3 270M where a test needs only *a* model."""
 
 from pathlib import Path
 
-from tests.conftest import EMBEDDED_DEFAULT, EMBEDDED_GEMMA, run_console, write_config
+from tests.conftest import EMBEDDED_DEFAULT, EMBEDDED_GEMMA, console_process, run_console, write_config
 
 SCRIPT = "Hello Nova, what should we launch next?\n/moderate on 2\nLet's plan the launch party.\n"
 
@@ -54,3 +54,22 @@ def test_gemma_proposes_an_action_when_asked_and_never_on_chit_chat(tmp_path: Pa
     assert chit_chat and chit_chat[0].startswith("[Nova] ")
     assert not any(line.startswith("[approval") for line in chit_chat)
     assert sum(line.startswith("[Nova in #news]") for line in lines) == 1
+
+
+def test_a_long_conversation_on_the_embedded_model_never_sends_a_prompt_past_its_context(tmp_path: Path):
+    """[history] token_budget (3000 by default) is more than a 512-token window holds: the prompt is
+    built within the window less the reply, so llama.cpp refuses none (each refusal is a wasted
+    request and a log line) and every line is answered."""
+    config = write_config(
+        tmp_path, {"llm": {"provider": "local"}, "llm.local": {**EMBEDDED_GEMMA, "context_size": 512}}
+    )
+    said = [
+        f"Nova, note {n} for the harbour festival: lanterns, ribbons, a stage by the pier and volunteers "
+        "for the morning shift, please keep it in mind."
+        for n in range(5)
+    ]
+    finished = console_process(config, "\n".join(said) + "\n", timeout=300)
+    lines = finished.stdout.splitlines()
+    for line in said:
+        assert lines[lines.index(f"[you] {line}") + 1].startswith("[Nova] ")
+    assert "exceeds the available context size" not in finished.stderr

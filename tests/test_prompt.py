@@ -6,7 +6,7 @@ from langchain_core.messages import AIMessage, SystemMessage
 
 from bot.command_values import SetScene
 from bot.inbound import Inbound
-from graph.prompt import prompt_tokens
+from graph.prompt import prompt_budget, prompt_tokens
 from storage import history
 from storage.records import LineKind
 
@@ -80,3 +80,11 @@ async def test_prompt_fits_the_token_budget_with_100k_stored_lines(open_test_app
         assert prompt_tokens(messages) <= 1500
         assert len(messages) > 20  # the budget is used, not wasted
         assert messages[-1].content.startswith("Ana: message number 99999")
+
+
+def test_a_prompt_fits_the_embedded_models_context_less_its_reply_and_any_budget_elsewhere():
+    # The embedded model's window is known: 2048 tokens less a 96-token reply, less a tenth for the guess.
+    assert prompt_budget(3000, 2048, 96) == 1756
+    assert prompt_budget(1000, 2048, 96) == 1000  # a smaller [history] token_budget stays
+    assert prompt_budget(3000, None, 96) == 3000  # a served model's window is not known
+    assert prompt_budget(3000, 256, 200) == 200  # never below the least token_budget allows
