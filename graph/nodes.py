@@ -33,6 +33,7 @@ from graph.review import (
     cut_impersonation,
     first_sentences,
     last_full_sentence,
+    lines_to_avoid,
     passes_on,
     review_draft,
     review_reply,
@@ -177,7 +178,7 @@ class RoundNodes:
         if text:
             unfit = review_draft(
                 text,
-                window=draft.window,
+                window=lines_to_avoid(draft.window, round_input.gathers),
                 answered=round_input.text,
                 own_name=persona.display_name,
                 other_names=others,

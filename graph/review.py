@@ -5,7 +5,8 @@ checks it against the persona's window (an echo of the line it answers, or an op
 it as the draft's own; a copy of any other line, its own earlier ones included), its own examples
 (or a long sentence of one), the review's own note to the model, its instructions (a leak) and its
 identity (speaking as someone else, or to itself by name), and never lets chat-template or tool
-syntax through (graph/template_text.py). A reply cut by its token limit is cut back to its last full
+syntax through (graph/template_text.py); a task's answer may repeat its steps' results
+(`lines_to_avoid`). A reply cut by its token limit is cut back to its last full
 sentence first, and every reply to `first_sentences` ([review] max_sentences). The
 same `repeats` guards task steps (graph/tasks.py) and is what bench/quality.py counts.
 """
@@ -198,6 +199,20 @@ def repeats_any(text: str, lines: Iterable[str]) -> bool:
         ):
             return True
     return False
+
+
+def lines_to_avoid(window: Sequence[str], gathered: Sequence[str]) -> tuple[str, ...]:
+    """The window's lines a draft must not repeat. A turn that gathers results (a task's answer
+    gathers its steps') may give them word for word: the lines that are one of them, or hold one
+    whole (the steps' posts, the turn's own note), are its material, not lines said before."""
+    results = [result for result in gathered if len(_form(result).words) >= _MIN_CONTAINED_WORDS]  # not "Done."
+    if not results:
+        return tuple(window)
+
+    def gathered_in(line: str) -> bool:
+        return any(repeats(line, result) or _form(result).padded in _form(line).padded for result in results)
+
+    return tuple(line for line in window if not gathered_in(line))
 
 
 def leaked_phrase(text: str, phrases: Iterable[str]) -> str | None:

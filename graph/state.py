@@ -25,6 +25,7 @@ class RoundInput:
     mentions: tuple[str, ...] = ()
     thread: str | None = None
     task: TaskStep | None = None  # the task step this turn is (graph/task_flow.py): its actions' requests name it
+    gathers: tuple[str, ...] = ()  # results the reply may repeat: a task's answer gathers its steps' (graph/review.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ note (the plan message keeps its short summaries).
 
 When the task ends with some step completed (done, failed, or stopped by /task stop; not when it is
 cancelled), an integration turn writes its answer: a persona turn like a step's (the same review,
-posted in the channel as the task's last message), after a private note with the request, what
+posted in the channel as the task's last message; it may give a step's result word for word, which
+the review would take for a repeat elsewhere), after a private note with the request, what
 was done (each completed step's whole result), the result itself and what failed. The integrator
 is `[tasks] integrator` when that persona is in the channel, else the persona who completed the
 most steps (on a tie, the one whose completed step comes later in the plan), else the first
@@ -174,7 +175,8 @@ class TaskAnswer:
         reply = await tasks.reply_after(db, key, who, line) if begun_before else None
         batches: list[dict[str, Any]] = []
         if reply is None:
-            asking = RoundInput(key, ask, author_name, (who,), thread)
+            results = tuple(_result(step, artifacts) for step in plan.steps if step.status == "completed")
+            asking = RoundInput(key, ask, author_name, (who,), thread, gathers=results)
             floor = Floor(speaker=who, planned_turns=ANSWER_PLANNED_TURNS)
             _, turn = await self.nodes.turn(asking, floor, of_round=False)
             batches = [turn.batch] if turn.batch else []

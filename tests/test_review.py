@@ -90,6 +90,24 @@ def test_a_draft_that_answers_in_its_own_words_passes():
     assert not repeats("Ship on Tuesday.", "Ship on Thursday, after the review and the launch post.")
 
 
+def test_a_tasks_answer_may_give_a_steps_result_word_for_word_but_repeats_nothing_else():
+    from graph.review import lines_to_avoid
+
+    result = "We launch on May 5 at the same price. Come and see!"
+    window = [
+        "Ana: Announce the launch",
+        "[Sage] Launch is on May 5 in Lyon, and the price stays at 49 euros a month.",
+        result,  # the integrator's own step, posted
+        f"[system] Task #1 has ended.\nWhat was done:\n- step 2, Draft (Nova): {result}\nAna: Nova, the answer?",
+    ]
+    assert "repeated a line already said" in review(result, window)  # in a chat turn, a repeat
+    avoided = lines_to_avoid(window, [result, "Done."])
+    assert list(avoided) == window[:2]  # its post and the note that holds it are its material; "Done." is in no line
+    assert review(result, list(avoided)) is None
+    assert "repeated a line already said" in review(window[1].removeprefix("[Sage] "), list(avoided))
+    assert lines_to_avoid(window, []) == tuple(window)
+
+
 def test_a_draft_that_leaks_its_instructions_or_speaks_as_someone_else_is_sent_back():
     assert "instructions" in review("I'll send a private note to another persona, to say you've made a mistake.")
     assert "instructions" in review("Yes, I'm very happy to say that you've sent your draft to me!")

@@ -133,6 +133,25 @@ async def test_a_whole_task_runs_through_the_provider_and_ends_with_its_answer(
     )
 
 
+async def test_an_answer_that_gives_a_steps_result_word_for_word_is_the_tasks_answer(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    note = "We launch on May 5 at the same price. Come and see!"
+    provider.server.queue(json.dumps(PLAN))
+    provider.server.queue(FACTS)
+    provider.server.queue(note)
+    provider.server.queue(note)  # the integration turn: the note Nova wrote is the result asked for
+    async with open_test_app(models=provider.models) as app:
+        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
+        await app.service.wait_idle()
+        reply = await app.service.handle(Inbound("console:general", "u1", "Ana", "/task result"))
+
+    assert len(provider.bodies) == 4  # posted as it came: not sent back as a repeat of her step
+    assert [(who, text) for _, who, text, _ in port.posts[-2:]] == [("nova", note), ("nova", note)]
+    assert reply is not None and reply.reply == f"Task #1's answer (Nova): {note}"
+    assert not [text for text in port.notices() if "could not answer" in text]
+
+
 async def test_a_step_answered_with_a_refusal_is_tried_again_not_completed(
     provider: Provider, open_test_app, port: RecordingPort
 ) -> None:
