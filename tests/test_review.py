@@ -50,7 +50,7 @@ def test_a_reply_never_passes_for_a_system_notice():
 # -- echoes, copies, leaks, another's voice, cut-off sentences (graph/review.py) -------------------
 
 from graph.prompt import INSTRUCTION_PHRASES  # noqa: E402
-from graph.review import last_full_sentence, looks_cut_off, repeats, review_draft  # noqa: E402
+from graph.review import last_full_sentence, lines_to_avoid, looks_cut_off, repeats, review_draft  # noqa: E402
 
 WINDOW = [
     "Ana: Hello everyone, what should we name our new coffee shop?",
@@ -91,8 +91,6 @@ def test_a_draft_that_answers_in_its_own_words_passes():
 
 
 def test_a_tasks_answer_may_give_a_steps_result_word_for_word_but_repeats_nothing_else():
-    from graph.review import lines_to_avoid
-
     result = "We launch on May 5 at the same price. Come and see!"
     window = [
         "Ana: Announce the launch",
