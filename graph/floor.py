@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from graph import routing
 from graph.deps import EngineDeps
+from graph.models.base import UnparsableReply
 from graph.models.retry import ainvoke_with_retry
-from graph.moderator import invitation_reason, moderator_messages, parse_decision, reask_messages, shown_reason
+from graph.moderator import CUT_OFF, invitation_reason, moderator_messages, parse_decision, reask_messages, shown_reason
 from graph.routing import FINISH, Speaker
 from graph.state import Floor, RoundInput
 from storage import channels, history
@@ -202,11 +203,13 @@ class Chair:
                 reply = await ainvoke_with_retry(
                     model, messages, attempts=settings.model_attempts, backoff_seconds=settings.backoff_seconds
                 )
-                answer = reply.text
+                answer, cut_off = str(reply.text), False
+            except UnparsableReply as exc:  # the embedded model's unfinished JSON: asked again like any invalid answer
+                answer, cut_off = exc.text, exc.finish_reason == "length"
             except Exception as exc:  # a failing moderator falls back below
                 log.warning("moderator model failed in %s: %s", key, type(exc).__name__)
                 break
-            parsed = parse_decision(answer)
+            parsed = CUT_OFF if cut_off else parse_decision(answer)
             error: str | None
             if isinstance(parsed, str):
                 error = parsed

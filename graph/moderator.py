@@ -195,6 +195,9 @@ def moderator_messages(
     ]
 
 
+CUT_OFF = "it stopped before its end, at the length limit; give a shorter reason"
+
+
 def reask_messages(previous: Sequence[BaseMessage], answer: str, error: str) -> list[BaseMessage]:
     return [
         *previous,

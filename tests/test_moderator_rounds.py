@@ -3,14 +3,29 @@
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableLambda
 
 from bot.command_values import Moderate
 from bot.inbound import Inbound
+from graph.models.base import ChatRunnable
+from graph.models.chat import ChatModels
 from graph.models.factory import ProviderConfig, build_models
-from graph.moderator import FINISH_REASONS, PICK_REASONS, decision_schema, fixed_reason_schema, moderator_messages
+from graph.moderator import (
+    CUT_OFF,
+    FINISH_REASONS,
+    PICK_REASONS,
+    decision_schema,
+    fixed_reason_schema,
+    moderator_messages,
+)
+from graph.routing import FALLBACK_PICK
 from tests.conftest import REPO, write_config
 from tests.fake_models import FakeModels, varied_reply
+from tests.test_task_models import PromptsSeen
 
 KEY = "console:m"
 REPLY = varied_reply("A reply that is long enough to pass review.")
@@ -186,3 +201,41 @@ async def test_gemma_moderator_decisions_keep_to_the_choices_and_the_fixed_reaso
         decision = json.loads((await models.moderator_model(choices).ainvoke(messages)).content)
         assert decision["next_speaker"] in choices
         assert decision["reason"] in (FINISH_REASONS if decision["next_speaker"] == "FINISH" else PICK_REASONS)
+
+
+class CutOffOnce(FakeModels):
+    """The test's persona replies; the moderator is the embedded Gemma, whose first decision stops at
+    four tokens, mid-JSON, as a long one stops at the token limit."""
+
+    def __init__(self, embedded: ChatModels) -> None:
+        super().__init__(REPLY)
+        self.embedded = embedded
+        self.moderator_prompts = PromptsSeen()
+
+    def moderator_model(self, choices: Sequence[str]) -> ChatRunnable:
+        whole = self.embedded.moderator_model(choices).with_config(callbacks=[self.moderator_prompts])
+        cut_off = (
+            self.embedded.moderator_model(choices).bind(max_tokens=4).with_config(callbacks=[self.moderator_prompts])
+        )
+
+        async def decide(messages: list[BaseMessage]) -> BaseMessage:
+            return await (whole if self.moderator_prompts.prompts else cut_off).ainvoke(messages)
+
+        return RunnableLambda(decide)
+
+
+async def test_an_embedded_decision_cut_off_at_its_token_limit_is_asked_for_again_not_taken_for_a_failed_model(
+    open_test_app, port, local_models: ChatModels
+):
+    models = CutOffOnce(local_models)
+    async with open_test_app(models=models) as app:
+        await app.service.run_command(KEY, Moderate("on"))
+        await run(app, "What should we launch?")
+    first, second, *_ = models.moderator_prompts.prompts
+    assert second[: len(first)] == first and second[len(first)].startswith("{")  # its own unfinished decision
+    assert second[len(first) + 1] == f"That decision was invalid: {CUT_OFF}. Decide again."
+    # The first pick is the model's second answer, with its reason, not the fallback's natural order.
+    first_pick = traces(port)[0]
+    assert first_pick.startswith("[moderator] next: ") and any(first_pick.endswith(f"{r})") for r in PICK_REASONS)
+    assert FALLBACK_PICK not in first_pick
+    assert len(port.speakers()) == 3
