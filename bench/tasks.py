@@ -31,7 +31,8 @@ from bot.app import open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
 from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
-from graph.tasks import Plan, copied_result  # noqa: E402
+from graph.step_results import copied_result, only_takes_it_on  # noqa: E402
+from graph.tasks import Plan  # noqa: E402
 from storage import task_artifacts  # noqa: E402
 from storage import tasks as stored_tasks  # noqa: E402
 from storage.task_artifacts import ANSWER_STEP  # noqa: E402
@@ -149,6 +150,13 @@ def _rows(side: Pass) -> dict[str, str]:
         for step in r.plan.steps
         if step.status == "completed"
     )
+    done_by_promise = sum(
+        only_takes_it_on(step.result_summary, r.request)
+        for r in ran
+        if r.plan is not None
+        for step in r.plan.steps
+        if step.status == "completed" and not step.batches
+    )
     attempted = [n for r in ran for n in r.attempts.values()]
     times = [r.seconds for r in ran] or [0.0]
     others = ", ".join(f"{k} {v}" for k, v in sorted(endings.items()) if k != "completed") or "none"
@@ -159,6 +167,7 @@ def _rows(side: Pass) -> dict[str, str]:
         "steps retried (stored attempts > 1)": f"{sum(n > 1 for n in attempted)}/{len(attempted)}",
         "steps failed for good (after every try)": f"{sum(s.status == 'failed' for s in steps)}/{len(steps)}",
         "steps completed by a copy (of the request, the step or another result)": str(done_by_copy),
+        'steps completed by only taking the step on ("Sure, let\'s get started.")': str(done_by_promise),
         "tasks finished (completed)": f"{endings['completed']}/{total}",
         "tasks finished with their answer posted": f"{sum(r.status == 'completed' and r.answered for r in ran)}/{total}",
         "tasks ended otherwise": others,

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graph.observe import STEP_ATTEMPTS, STEP_FAILURES
-from graph.review import refuses
 from graph.state import Floor, RoundInput
+from graph.step_results import no_result
 from graph.task_answer import step_inputs
 from graph.task_schedule import (
     after_attempt,
@@ -36,7 +36,7 @@ from graph.task_schedule import (
     too_many_failed,
     with_records,
 )
-from graph.tasks import Plan, Step, assign, copied_result, only_repeats, rejected_required, summary_of
+from graph.tasks import Plan, Step, assign, rejected_required, summary_of
 from personas import Persona
 from storage import channels, task_artifacts, tasks
 from storage.records import TaskStep
@@ -198,12 +198,10 @@ class StepPool:
             return Attempt(
                 step.id, f"no usable answer ({why})" if why else "no usable answer", stopped=stopped, cause=cause
             )
-        if refuses(reply):  # in chat a refusal is posted once asked again; a step it does not complete
-            return Attempt(step.id, "it declined the step", stopped=stopped, cause="review")
-        if (copied := copied_result(reply, state["request"], plan, step.id)) is not None:
-            return Attempt(step.id, copied, stopped=stopped, cause="copied")
-        if only_repeats(reply, asked):
-            return Attempt(step.id, "it only repeated its instruction", stopped=stopped, cause="copied")
+        if none := no_result(
+            reply, asked=asked, request=state["request"], plan=plan, step_id=step.id, acts=bool(batches)
+        ):
+            return Attempt(step.id, none.why, stopped=stopped, cause=none.cause)
         # Its whole result is the task's artifact (what its actions did joins it once they ended).
         await self.flow.answer.keep(state["task_id"], step.id, persona_id, reply)
         return Attempt(step.id, None, summary_of(reply), batches, stopped)

@@ -20,7 +20,6 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from graph.review import repeats
 from personas import Persona
 
 StepStatus = Literal["pending", "in_progress", "completed", "blocked", "failed", "skipped"]
@@ -231,32 +230,9 @@ def summary_of(reply: str, limit: int = SUMMARY_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-ECHO_NEW_WORDS = 3  # a step's reply needs at least this many words it was not given
-
-
-def _words(text: str) -> set[str]:
+def words_of(text: str) -> set[str]:
+    """A text's words, casefolded, with their apostrophes ("let's")."""
     return set(re.findall(r"[a-z0-9']+", text.casefold()))
-
-
-def only_repeats(reply: str, given: str) -> bool:
-    """Whether a step's reply adds next to nothing to what its persona was given: a small model often
-    answers a step by repeating its instruction, which is no result."""
-    return len(_words(reply) - _words(given)) < ECHO_NEW_WORDS
-
-
-def copied_result(reply: str, request: str, plan: Plan, step_id: int) -> str | None:
-    """Why a step's reply is a copy and no result: it repeats the task's request, its own step, or a
-    completed step's result (graph/review.py's `repeats`); None when it is its own."""
-    step = next(s for s in plan.steps if s.id == step_id)
-    if repeats(reply, request):
-        return "it repeated the task's request"
-    if repeats(reply, step.instruction) or repeats(reply, step.title):
-        return "it repeated its own step"
-    for other in plan.steps:
-        # Results are kept as summaries: compare like with like.
-        if other.id != step_id and other.status == "completed" and repeats(summary_of(reply), other.result_summary):
-            return f"it copied step {other.id}'s result"
-    return None
 
 
 def _stem(capability: str) -> str:
@@ -271,7 +247,7 @@ def grounded(plan: Plan, capabilities: Collection[str]) -> Plan:
     stems = {_stem(c): c for c in capabilities if len(c) >= 4}
 
     def named(step: Step) -> str | None:
-        found = {stems[word[:4]] for word in _words(f"{step.title} {step.instruction}") if word[:4] in stems}
+        found = {stems[word[:4]] for word in words_of(f"{step.title} {step.instruction}") if word[:4] in stems}
         return found.pop() if len(found) == 1 else None
 
     return plan.model_copy(

@@ -13,7 +13,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from bot.inbound import Inbound
 from graph.models.base import ChatRunnable
 from graph.models.scripted import ScriptedModels
-from graph.tasks import Plan, Step, copied_result
+from graph.step_results import copied_result
+from graph.tasks import Plan, Step
 from personas import Persona
 from storage import tasks
 from tests.conftest import EMBEDDED_GEMMA, run_bot, run_console, write_config

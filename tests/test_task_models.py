@@ -16,6 +16,7 @@ from bot.inbound import Inbound
 from graph import planner
 from graph.models.chat import ChatModels
 from graph.settings import EngineSettings
+from graph.step_results import TOOK_IT_ON_ONLY
 from graph.tasks import Plan, capabilities_of, parse_plan, plan_problem, summary_of
 from personas import load_personas
 from tests.fakes.providers import PROVIDERS, Provider, fake_provider
@@ -171,6 +172,25 @@ async def test_a_step_answered_with_a_refusal_is_tried_again_not_completed(
     assert text.splitlines()[-1] == "Done: all 2 steps completed."
     retry_prompt = "\n".join(provider.texts(provider.bodies[1 + 1 + EngineSettings().max_review_retries]))
     assert "Your last try failed: it declined the step." in retry_prompt
+
+
+async def test_a_step_answered_with_only_a_promise_to_do_it_is_tried_again_not_completed(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    provider.server.queue(json.dumps(PLAN))
+    provider.server.queue("Sure, let's get started.")  # Qwen's whole answer to a step in the tasks benchmark
+    provider.server.queue(FACTS)  # Sage's second try at step 1
+    provider.server.queue("We launch on May 5 at the same price. Come and see!")
+    provider.server.queue(ANSWER)
+    async with open_test_app(models=provider.models) as app:
+        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
+        await app.service.wait_idle()
+
+    [(_, text)] = port.plans.items()
+    assert text.splitlines()[1] == f"[x] 1. Facts — Sage: {summary_of(FACTS)}"  # not "Sure, let's get started."
+    assert text.splitlines()[-1] == "Done: all 2 steps completed."
+    retry_prompt = "\n".join(provider.texts(provider.bodies[2]))
+    assert f"Your last try failed: {TOOK_IT_ON_ONLY}." in retry_prompt
 
 
 async def test_the_embedded_model_plans_under_the_plan_schema(local_models: ChatModels) -> None:

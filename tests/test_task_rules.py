@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from graph.settings import EngineSettings
+from graph.step_results import TOOK_IT_ON_ONLY, no_result, only_repeats
 from graph.task_schedule import all_completed, too_many_failed
 from graph.task_text import handover, outcome_note, render_plan
 from graph.tasks import (
@@ -21,7 +22,6 @@ from graph.tasks import (
     handed_in,
     merge_replan,
     next_runnable,
-    only_repeats,
     parse_plan,
     plan_problem,
     summary_of,
@@ -213,6 +213,32 @@ def test_a_reply_that_only_repeats_its_instruction_is_no_result() -> None:
     assert only_repeats("Suggest a venue.", given)
     assert only_repeats("Nova, suggest a venue", given)
     assert not only_repeats("The lakeside hall: 40 seats, a terrace, near the station.", given)
+
+
+def test_a_reply_that_only_agrees_to_do_its_step_is_no_result_unless_the_step_acts() -> None:
+    request = "Draft a welcome message for new members and check it for tone"
+    asked = f"{request} Task #5 (Welcome message), step 2 of 4. Ana: Rex, check it for tone."
+    draft = Step(id=1, title="Draft", instruction="Draft a welcome message", capability="writing")
+    tone = Step(id=2, title="Tone", instruction="Check it for tone", capability="writing", depends_on=[1])
+    drafted = plan(draft, tone)
+
+    def why(reply: str, acts: bool = False) -> str | None:
+        found = no_result(reply, asked=asked, request=request, plan=drafted, step_id=2, acts=acts)
+        return found.why if found else None
+
+    # Qwen's step 1 of this task in the tasks benchmark, taken as the draft itself.
+    assert why("Sure, let's get started.") == TOOK_IT_ON_ONLY
+    assert why("Sure thing, I'll get started on it right now!") == TOOK_IT_ON_ONLY
+    assert why("Okay! I’ll work on it right away.") == TOOK_IT_ON_ONLY  # the other apostrophe
+    # A result, however short, and words that say the step's action is on its way.
+    assert why("The tone is friendly and welcoming.") is None
+    assert why("Sure, here it is: welcome aboard, we're glad you joined!") is None
+    assert why("I'll recommend Obsidian because it works offline.") is None
+    assert why("Sure, I'll send it now.", acts=True) is None
+    # The older reasons come first, as before.
+    assert why("Sure, Rex, I'll check it for tone.") == "it only repeated its instruction"
+    assert why("Check it for tone.") == "it repeated the task's request"
+    assert why("I’m sorry, but I can’t assist with that request.") == "it declined the step"
 
 
 def test_a_step_takes_the_capability_its_own_words_name() -> None:
