@@ -198,10 +198,11 @@ class StepPool:
             return Attempt(
                 step.id, f"no usable answer ({why})" if why else "no usable answer", stopped=stopped, cause=cause
             )
-        if none := no_result(
+        missing = no_result(
             reply, asked=asked, request=state["request"], plan=plan, step_id=step.id, acts=bool(batches)
-        ):
-            return Attempt(step.id, none.why, stopped=stopped, cause=none.cause)
+        )
+        if missing is not None:
+            return Attempt(step.id, missing.why, stopped=stopped, cause=missing.cause)
         # Its whole result is the task's artifact (what its actions did joins it once they ended).
         await self.flow.answer.keep(state["task_id"], step.id, persona_id, reply)
         return Attempt(step.id, None, summary_of(reply), batches, stopped)
