@@ -153,13 +153,26 @@ async def test_an_answer_that_gives_a_steps_result_word_for_word_is_the_tasks_an
     assert not [text for text in port.notices() if "could not answer" in text]
 
 
-async def test_a_step_answered_with_a_refusal_is_tried_again_not_completed(
-    provider: Provider, open_test_app, port: RecordingPort
+# What no step completes: a refusal (in the apostrophe small models write), posted in chat once the
+# review's rewrites are spent; and only a promise to do the step, Qwen's whole answer to a step in
+# the tasks benchmark, which the chat review posts at once.
+NO_RESULTS = {
+    "a refusal": (
+        ["I’m sorry, but I can’t assist with that request."] * (1 + EngineSettings().max_review_retries),
+        "it declined the step",
+    ),
+    "only a promise": (["Sure, let's get started."], TOOK_IT_ON_ONLY),
+}
+
+
+@pytest.mark.parametrize("answer", NO_RESULTS)
+async def test_a_step_answered_with_no_result_is_tried_again_not_completed(
+    answer: str, provider: Provider, open_test_app, port: RecordingPort
 ) -> None:
-    refusal = "I’m sorry, but I can’t assist with that request."  # the apostrophe small models write
+    drafts, why = NO_RESULTS[answer]
     provider.server.queue(json.dumps(PLAN))
-    for _ in range(1 + EngineSettings().max_review_retries):  # the turn's draft, then each rewrite asked for
-        provider.server.queue(refusal)
+    for draft in drafts:  # the turn's draft, then each rewrite the review asked for
+        provider.server.queue(draft)
     provider.server.queue(FACTS)  # Sage's second try at step 1
     provider.server.queue("We launch on May 5 at the same price. Come and see!")
     provider.server.queue(ANSWER)
@@ -168,29 +181,10 @@ async def test_a_step_answered_with_a_refusal_is_tried_again_not_completed(
         await app.service.wait_idle()
 
     [(_, text)] = port.plans.items()
-    assert text.splitlines()[1] == f"[x] 1. Facts — Sage: {summary_of(FACTS)}"
+    assert text.splitlines()[1] == f"[x] 1. Facts — Sage: {summary_of(FACTS)}"  # not the first answer
     assert text.splitlines()[-1] == "Done: all 2 steps completed."
-    retry_prompt = "\n".join(provider.texts(provider.bodies[1 + 1 + EngineSettings().max_review_retries]))
-    assert "Your last try failed: it declined the step." in retry_prompt
-
-
-async def test_a_step_answered_with_only_a_promise_to_do_it_is_tried_again_not_completed(
-    provider: Provider, open_test_app, port: RecordingPort
-) -> None:
-    provider.server.queue(json.dumps(PLAN))
-    provider.server.queue("Sure, let's get started.")  # Qwen's whole answer to a step in the tasks benchmark
-    provider.server.queue(FACTS)  # Sage's second try at step 1
-    provider.server.queue("We launch on May 5 at the same price. Come and see!")
-    provider.server.queue(ANSWER)
-    async with open_test_app(models=provider.models) as app:
-        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
-        await app.service.wait_idle()
-
-    [(_, text)] = port.plans.items()
-    assert text.splitlines()[1] == f"[x] 1. Facts — Sage: {summary_of(FACTS)}"  # not "Sure, let's get started."
-    assert text.splitlines()[-1] == "Done: all 2 steps completed."
-    retry_prompt = "\n".join(provider.texts(provider.bodies[2]))
-    assert f"Your last try failed: {TOOK_IT_ON_ONLY}." in retry_prompt
+    retry_prompt = "\n".join(provider.texts(provider.bodies[1 + len(drafts)]))
+    assert f"Your last try failed: {why}." in retry_prompt
 
 
 async def test_the_embedded_model_plans_under_the_plan_schema(local_models: ChatModels) -> None:
