@@ -45,7 +45,10 @@ _SENTENCE_END = re.compile(r"[.!?…](?:[\"'”’)\]*»]*)(?=\s|$)")
 _NOT_AN_END = re.compile(r"(?i)(?:[a-z]\.)+|(?:etc|vs|approx|dr|mr|mrs|ms|st)\.")
 _LIST_NUMBER = re.compile(r"(?:^|\n)[ \t]*\d{1,2}\.$")
 _QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|«[^»\n]*»')
-_GREETING = r"(?:hey|hi|hello|ok|okay|so|well|yes|no|right|thanks|thank you)"
+# What a reply opens with before a name: a greeting, or saying yes to what it was asked.
+_GREETING = (
+    r"(?:hey|hi|hello|ok|okay|so|well|yes|no|right|thanks|thank you|sure|certainly|of course|absolutely|alright|great)"
+)
 _FINAL_CHARS = set(".!?…\"'”’)]*»~")
 # Words a sentence does not end with: articles, prepositions, conjunctions, possessives.
 _DANGLING = frozenset(
@@ -333,8 +336,10 @@ def repeats_review_note(text: str, note: str = "") -> bool:
 
 
 def addresses_itself(text: str, own_name: str) -> bool:
-    """Whether the draft opens by calling its own speaker by name ("Rex, do you ..." from Rex)."""
-    opening = re.compile(rf"^\W*(?:{_GREETING}[\s,!]+)?@?{re.escape(own_name)}\b\s*[,!?:;—–-]", re.IGNORECASE)
+    """Whether the draft opens by calling its own speaker by name ("Rex, do you ..." or "Sure, Rex."
+    from Rex)."""
+    own = re.escape(own_name)
+    opening = re.compile(rf"^\W*(?:{_GREETING}[\s,!]+@?{own}\b\s*[,.!?:;—–-]|@?{own}\b\s*[,!?:;—–-])", re.IGNORECASE)
     return bool(opening.search(text))
 
 
@@ -357,12 +362,17 @@ def written_as_another(draft: str, kept: str, own_name: str) -> str | None:
 
 
 def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> str:
-    """Drop a leading own name tag, and everything from where the draft starts another participant's
-    line, a "[system]" one, or a second line of its own ("I'm still thinking. Rex: Are you sure?"):
-    a persona's message must never pass for a system notice, nor read as two turns."""
+    """Drop a leading own name tag, an opening sentence that only says yes to the persona itself
+    ("Sure, Rex. I'll check it." from Rex: the small models answer "Ana: Rex, check it" so), and
+    everything from where the draft starts another participant's line, a "[system]" one, or a
+    second line of its own ("I'm still thinking. Rex: Are you sure?"): a persona's message must
+    never pass for a system notice, nor read as two turns."""
     own = re.escape(own_name)
     own_tag = re.compile(rf"^\s*(?:\[{own}\]|{own}\s*:)\s*", re.IGNORECASE)
     text = own_tag.sub("", text, count=1)
+    # Only with more after it: a draft that is nothing else is sent back (addresses_itself).
+    yes_to_itself = re.compile(rf"^\W*{_GREETING}[\s,!]+@?{own}\s*[.!]+\s+(?=\S)", re.IGNORECASE)
+    text = yes_to_itself.sub("", text, count=1)
     others = [re.escape(name) for name in sorted(set(other_names), key=len, reverse=True) if name.strip()]
     speaking = rf"(?:^|\n)\s*(?:{'|'.join(others)})\s*:|" if others else ""
     # The own tag again after a sentence's end: a persona never addresses itself.

@@ -162,15 +162,29 @@ async def test_a_copy_of_the_personas_own_example_is_written_again(
     assert "copied one of your example lines" in retry_notes(provider)[0]
 
 
+@pytest.mark.parametrize(
+    "calls_itself", ["Rex, do you really think Monday is safe for this launch?", "Sure, Rex, Monday is safe enough."]
+)
 async def test_a_persona_that_calls_itself_by_name_is_written_again(
-    provider: Provider, open_test_app, port: RecordingPort
+    provider: Provider, open_test_app, port: RecordingPort, calls_itself: str
 ) -> None:
-    provider.server.queue("Rex, do you really think Monday is safe for this launch?")  # from Rex
+    provider.server.queue(calls_itself)  # from Rex
     provider.server.queue("Monday? Show me the test results first.")
     await ask(provider, open_test_app, "Rex, is Monday safe for the launch?")
 
     assert said_by(port, "rex") == ["Monday? Show me the test results first."]
     assert "your own name" in retry_notes(provider)[0]
+
+
+async def test_an_opening_that_only_says_yes_to_the_persona_itself_is_cut_before_posting(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    # What Qwen2.5-Coder-1.5B wrote when a task step asked "Ana: Rex, ...": 14 of 141 recorded replies.
+    provider.server.queue("Sure, Rex. Monday is fine once the tests pass.")
+    await ask(provider, open_test_app, "Rex, is Monday safe for the launch?")
+
+    assert said_by(port, "rex") == ["Monday is fine once the tests pass."]
+    assert retry_notes(provider) == []
 
 
 async def test_a_second_line_of_the_personas_own_is_cut_before_posting(

@@ -30,6 +30,18 @@ def test_own_name_tag_is_dropped_and_a_reply_that_is_all_impersonation_is_empty(
     assert cut_impersonation("Sage: I am Sage now", "Nova", ["Sage"]) == ""
 
 
+def test_an_opening_that_only_says_yes_to_the_persona_itself_is_dropped():
+    # Qwen 1.5B, asked "Ana: Nova, ..." in task steps and answers: 14 of 141 recorded replies.
+    draft = 'Sure, Nova. Here\'s the result: the tagline is "Read less, know more".'
+    assert (
+        cut_impersonation(draft, "Nova", ["Rex", "Ana"]) == 'Here\'s the result: the tagline is "Read less, know more".'
+    )
+    assert cut_impersonation("Certainly, Rex!\nThe report is accurate.", "Rex", []) == "The report is accurate."
+    # Saying yes to someone else is the persona's own line; with nothing after it, the review decides.
+    assert cut_impersonation("Sure, Rex. I'll review it.", "Nova", ["Rex"]) == "Sure, Rex. I'll review it."
+    assert cut_impersonation("Sure, Nova.", "Nova", ["Rex"]) == "Sure, Nova."
+
+
 def test_a_second_line_of_the_personas_own_is_cut():
     # Qwen on the quality bench: "I'm still trying to think about it. Rex: Are you sure about the launch date?"
     draft = "I'm still trying to think about it. Rex: Are you sure about the launch date?"
@@ -208,6 +220,9 @@ def test_a_draft_that_calls_itself_by_name_or_takes_the_human_line_as_its_own_is
     assert addresses_itself("Nova, do you think Monday works?", "Nova")
     assert addresses_itself("Hey Nova! Monday it is.", "Nova")
     assert not addresses_itself("Nova's plan: Monday.", "Nova") and not addresses_itself("Sage, Monday?", "Nova")
+    assert addresses_itself("Sure, Nova, let's continue with the report.", "Nova")
+    assert addresses_itself("Sure, Nova.", "Nova") and not addresses_itself("Sure, Sage.", "Nova")
+    assert not addresses_itself("Nova. That's the plan.", "Nova")  # a full stop after the name alone is no call
     assert "your own name" in review_as_nova("Nova, do you think Monday works for the launch?")
     assert review_as_nova("Sage, do you think Monday works for the launch?") is None
     assert "repeated the message it answers" in review_as_nova(
