@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from bench.report import machine
 from graph.models.gguf import DEFAULT_LOCAL_MODEL
 from graph.prompt import INSTRUCTION_PHRASES
-from graph.review import copied_example, leaked_phrase, looks_cut_off, repeats, speaks_as_other
+from graph.review import addresses_itself, copied_example, leaked_phrase, looks_cut_off, repeats, speaks_as_other
 from graph.template_text import template_syntax
 
 HUMAN = "Ana"  # who says every labelled line
@@ -67,7 +67,12 @@ def problems_of(reply: Reply, names: dict[str, str], examples: dict[str, tuple[s
         found.append("template junk")
     if leaked_phrase(text, INSTRUCTION_PHRASES):
         found.append("leak")
-    if speaks_as_other(text, names[reply.persona], others) or text.lstrip().startswith(tuple(f"{o}:" for o in others)):
+    own = names[reply.persona]
+    if (
+        speaks_as_other(text, own, others)
+        or text.lstrip().startswith(tuple(f"{o}:" for o in others))
+        or addresses_itself(text, own)  # "Sure, Nova." from Nova: written as the one who asked her
+    ):
         found.append("wrong speaker")
     if not text.strip() or looks_cut_off(text) or text.lstrip().startswith("[") or "[system]" in text.casefold():
         found.append("empty, cut-off or system-looking")

@@ -44,6 +44,7 @@ _SENTENCE_END = re.compile(r"[.!?…](?:[\"'”’)\]*»]*)(?=\s|$)")
 # A full stop that ends no sentence: an abbreviation, an initial, a list number ("1.").
 _NOT_AN_END = re.compile(r"(?i)(?:[a-z]\.)+|(?:etc|vs|approx|dr|mr|mrs|ms|st)\.")
 _LIST_NUMBER = re.compile(r"(?:^|\n)[ \t]*\d{1,2}\.$")
+_LEADING_BRACKETS = re.compile(r"\s*\[([^\]\n]{1,40})\]\s*(?=\S)")  # "[Nova] ..." with words after it
 _QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|«[^»\n]*»')
 # What a reply opens with before a name: a greeting, or saying yes to what it was asked.
 _GREETING = (
@@ -362,14 +363,19 @@ def written_as_another(draft: str, kept: str, own_name: str) -> str | None:
 
 
 def cut_impersonation(text: str, own_name: str, other_names: Sequence[str]) -> str:
-    """Drop a leading own name tag, an opening sentence that only says yes to the persona itself
-    ("Sure, Rex. I'll check it." from Rex: the small models answer "Ana: Rex, check it" so), and
-    everything from where the draft starts another participant's line, a "[system]" one, or a
-    second line of its own ("I'm still thinking. Rex: Are you sure?"): a persona's message must
-    never pass for a system notice, nor read as two turns."""
+    """Drop a leading own name tag or a tag of nobody in the chat ("[MochaMaven] Yes, ...": the
+    transcript's form, which Qwen served by llama.cpp copies), an opening sentence that only says
+    yes to the persona itself ("Sure, Rex. I'll check it." from Rex: the small models answer "Ana:
+    Rex, check it" so), and everything from where the draft starts another participant's line, a
+    "[system]" one, or a second line of its own ("I'm still thinking. Rex: Are you sure?"): a
+    persona's message must never pass for a system notice, nor read as two turns."""
     own = re.escape(own_name)
     own_tag = re.compile(rf"^\s*(?:\[{own}\]|{own}\s*:)\s*", re.IGNORECASE)
     text = own_tag.sub("", text, count=1)
+    leading = _LEADING_BRACKETS.match(text)
+    known = {name.casefold() for name in [*other_names, "system"]}
+    if leading and leading.group(1).strip().casefold() not in known and template_syntax(leading.group(0)) is None:
+        text = text[leading.end() :]  # template syntax ("[tools]", "[TOOL_CALLS]") is the review's to send back
     # Only with more after it: a draft that is nothing else is sent back (addresses_itself).
     yes_to_itself = re.compile(rf"^\W*{_GREETING}[\s,!]+@?{own}\s*[.!]+\s+(?=\S)", re.IGNORECASE)
     text = yes_to_itself.sub("", text, count=1)

@@ -176,11 +176,13 @@ async def test_a_persona_that_calls_itself_by_name_is_written_again(
     assert "your own name" in retry_notes(provider)[0]
 
 
-async def test_an_opening_that_only_says_yes_to_the_persona_itself_is_cut_before_posting(
-    provider: Provider, open_test_app, port: RecordingPort
+# What Qwen2.5-Coder-1.5B opened with: in-process, when a task step asked "Ana: Rex, ..." (14 of 141
+# recorded replies); served by llama.cpp, a tag of a name nobody has (2 of 100 on the quality bench).
+@pytest.mark.parametrize("opening", ["Sure, Rex.", "[MochaMaven]"])
+async def test_an_opening_that_is_none_of_the_personas_words_is_cut_before_posting(
+    provider: Provider, open_test_app, port: RecordingPort, opening: str
 ) -> None:
-    # What Qwen2.5-Coder-1.5B wrote when a task step asked "Ana: Rex, ...": 14 of 141 recorded replies.
-    provider.server.queue("Sure, Rex. Monday is fine once the tests pass.")
+    provider.server.queue(f"{opening} Monday is fine once the tests pass.")
     await ask(provider, open_test_app, "Rex, is Monday safe for the launch?")
 
     assert said_by(port, "rex") == ["Monday is fine once the tests pass."]

@@ -42,6 +42,15 @@ def test_an_opening_that_only_says_yes_to_the_persona_itself_is_dropped():
     assert cut_impersonation("Sure, Nova.", "Nova", ["Rex"]) == "Sure, Nova."
 
 
+def test_a_leading_tag_of_nobody_in_the_chat_is_dropped_and_template_syntax_left_to_the_review():
+    # Qwen2.5-Coder-1.5B served by llama.cpp on the quality bench: 2 of 100 replies.
+    assert cut_impersonation("[MochaMaven] Yes, that would work.", "Nova", ["Rex", "Ana"]) == "Yes, that would work."
+    assert cut_impersonation("[Rex] Yes, that would work.", "Nova", ["Rex", "Ana"]) == ""  # another's line
+    assert cut_impersonation("[System] moderation on", "Nova", ["Rex"]) == ""
+    assert cut_impersonation('[tools] send_message(to="Ana")', "Nova", []) == '[tools] send_message(to="Ana")'
+    assert cut_impersonation("[MochaMaven]", "Nova", []) == "[MochaMaven]"  # nothing after it to keep
+
+
 def test_a_second_line_of_the_personas_own_is_cut():
     # Qwen on the quality bench: "I'm still trying to think about it. Rex: Are you sure about the launch date?"
     draft = "I'm still trying to think about it. Rex: Are you sure about the launch date?"
