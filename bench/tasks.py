@@ -32,7 +32,9 @@ from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
 from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
 from graph.step_results import copied_result, only_takes_it_on  # noqa: E402
+from graph.task_schedule import copies_plan_line, same_title  # noqa: E402
 from graph.tasks import Plan  # noqa: E402
+from personas import load_personas  # noqa: E402
 from storage import task_artifacts  # noqa: E402
 from storage import tasks as stored_tasks  # noqa: E402
 from storage.task_artifacts import ANSWER_STEP  # noqa: E402
@@ -157,6 +159,12 @@ def _rows(side: Pass) -> dict[str, str]:
         for step in r.plan.steps
         if step.status == "completed" and not step.batches
     )
+    names = [persona.display_name for persona in load_personas(ROOT / "personas").values()]
+    redone = sum(
+        copies_plan_line(step.title, names) or any(same_title(step.title, e.title) for e in plan.steps[:index])
+        for plan in planned
+        for index, step in enumerate(plan.steps)
+    )
     attempted = [n for r in ran for n in r.attempts.values()]
     times = [r.seconds for r in ran] or [0.0]
     others = ", ".join(f"{k} {v}" for k, v in sorted(endings.items()) if k != "completed") or "none"
@@ -168,6 +176,7 @@ def _rows(side: Pass) -> dict[str, str]:
         "steps failed for good (after every try)": f"{sum(s.status == 'failed' for s in steps)}/{len(steps)}",
         "steps completed by a copy (of the request, the step or another result)": str(done_by_copy),
         'steps completed by only taking the step on ("Sure, let\'s get started.")': str(done_by_promise),
+        "steps that are an earlier step again or copy a line of the plan message": f"{redone}/{len(steps)}",
         "tasks finished (completed)": f"{endings['completed']}/{total}",
         "tasks finished with their answer posted": f"{sum(r.status == 'completed' and r.answered for r in ran)}/{total}",
         "tasks ended otherwise": others,

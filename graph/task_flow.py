@@ -41,6 +41,7 @@ from graph.task_schedule import (
     plan_change,
     recheck_reason,
     replan_due,
+    revision_problem,
     too_many_failed,
 )
 from graph.task_steps import StepPool
@@ -252,9 +253,8 @@ class TaskFlow:
             )
 
         def check(revised: Plan) -> tuple[Plan, str | None]:
-            ids = [s.id for s in revised.steps]
-            if len(set(ids)) < len(ids):
-                return revised, "two steps share an id"
+            if problem := revision_problem(old, revised, self._names(), redo_allowed=not automatic):
+                return revised, problem
             merged = assign_all(merge_replan(old, grounded(revised, capabilities)), present)
             return merged, plan_problem(merged, capabilities, max_steps)
 

@@ -2,15 +2,18 @@
 up to [tasks] max_parallel_steps), how an attempt at a step ends (completed, waiting for approval,
 tried again up to [tasks] step_attempts, or failed), when a task has lost too many steps for its
 kind ([tasks] failure_threshold), and when the planner checks whether the rest of the plan still
-fits ([tasks] max_replans), with what a replan changed in words.
+fits ([tasks] max_replans), whether its answer is a plan of the remaining work, with what a
+replan changed in words.
 
 graph/task_flow.py and graph/task_steps.py act on these; the plan model is graph/tasks.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
+from graph.task_text import WHO
 from graph.tasks import GOES_ON, Plan, Step, block_unreachable, plan_retry, ready_steps, with_step, with_waiting
 from storage.tasks import StepRecord
 
@@ -120,6 +123,41 @@ def replan_due(plan: Plan, *, recheck: bool, max_replans: int) -> bool:
     remaining = any(s.status not in LOST and s.status not in GOES_ON for s in plan.steps)
     unseen = any(s.status in LOST and s.id not in plan.checked for s in plan.steps)
     return plan.auto_replans < max_replans and (unseen or (recheck and remaining))
+
+
+def revision_problem(old: Plan, revised: Plan, names: Mapping[str, str], *, redo_allowed: bool) -> str | None:
+    """What makes the planner's revised steps no plan of the remaining work, as one line for it to
+    fix (None: they are): two steps with one id; a step that copies a line of the plan message it
+    was shown ("Write the tagline — Nova: ..."); or, unless a person asked for the change (they may
+    want a step done again), a step that is a completed one again. The embedded model answers its
+    own check after a failure with both."""
+    ids = [step.id for step in revised.steps]
+    if len(set(ids)) < len(ids):
+        return "two steps share an id"
+    completed = [step for step in old.steps if step.status == "completed"]
+    for step in revised.steps:
+        if copies_plan_line(step.title, names.values()) or copies_plan_line(step.instruction, names.values()):
+            return f"step {step.id} copies a line of the plan message; give it a short title of its own"
+        done = next((c for c in completed if same_title(c.title, step.title)), None)
+        if done is not None and not redo_allowed:
+            return f"step {step.id} ({step.title}) repeats completed step {done.id}; plan only the remaining work"
+    return None
+
+
+def copies_plan_line(text: str, names: Iterable[str]) -> bool:
+    """Whether `text` holds a step's line of the plan message as render_plan writes it: its title,
+    then who has it ("Write the tagline — Nova: ..." or "— Rex (after 2)")."""
+    who = "|".join(re.escape(name) for name in names if name)
+    return bool(who) and re.search(rf"{WHO}(?:{who})(?:$|:| \(after )", text, re.MULTILINE) is not None
+
+
+def same_title(left: str, right: str) -> bool:
+    """Whether two step titles name the same step (case, spacing and a closing full stop aside)."""
+
+    def key(title: str) -> str:
+        return " ".join(title.casefold().strip(" .!").split())
+
+    return key(left) == key(right)
 
 
 def checked(plan: Plan) -> Plan:

@@ -18,6 +18,7 @@ MARKS: Mapping[str, str] = {
 }
 
 NO_STEERING = Steering()
+WHO = " — "  # between a step's title and who has it, in each line of the plan message
 
 
 def render_plan(
@@ -45,7 +46,7 @@ def render_plan(
             result = ": waiting for approval " + ", ".join(f"#{n}" for n in numbers)
         else:
             result = f": {step.result_summary}" if step.result_summary else ""
-        lines.append(f"{MARKS[step.status]} {step.id}. {step.title} — {_who(step, names, steering)}{after}{result}")
+        lines.append(f"{MARKS[step.status]} {step.id}. {step.title}{WHO}{_who(step, names, steering)}{after}{result}")
     if plan.changed:
         lines.append(plan.changed)
     if note:

@@ -187,6 +187,42 @@ async def test_a_step_answered_with_no_result_is_tried_again_not_completed(
     assert f"Your last try failed: {why}." in retry_prompt
 
 
+async def test_a_check_of_the_plan_that_redoes_a_completed_step_goes_back_to_the_planner_with_why(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    """Step 2 fails after every try; the planner's own check first answers step 1 again (what Qwen
+    did on the tasks benchmark), is told why, then plans only the remaining work."""
+    redo = {"title": "Launch note", "steps": [PLAN["steps"][0], {**PLAN["steps"][1], "id": 2}]}
+    rest = {
+        "title": "Launch note",
+        "steps": [{"id": 1, "title": "Short note", "instruction": "Write it in one sentence", "capability": "writing"}],
+    }
+    provider.server.queue(json.dumps(PLAN))
+    provider.server.queue(FACTS)
+    settings = EngineSettings()
+    for _ in range(settings.step_attempts * (1 + settings.max_review_retries)):
+        provider.server.queue(NO_RESULTS["a refusal"][0][0])  # step 2: every try, and every rewrite
+    provider.server.queue(json.dumps(redo))
+    provider.server.queue(json.dumps(rest))
+    provider.server.queue("We launch on May 5 in Lyon, same price.")
+    provider.server.queue(ANSWER)
+    async with open_test_app(models=provider.models) as app:
+        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
+        await app.service.wait_idle()
+
+    [(_, text)] = port.plans.items()
+    assert text.splitlines()[1:3] == [
+        f"[x] 1. Facts — Sage: {summary_of(FACTS)}",
+        "[x] 2. Short note — Nova: We launch on May 5 in Lyon, same price.",
+    ]
+    assert port.posts[-1][2] == ANSWER
+    reask = provider.texts(provider.bodies[-3])
+    assert reask[-2] == json.dumps(redo) and reask[-1] == (
+        "[system] That plan is invalid: step 1 (Facts) repeats completed step 1; plan only the remaining"
+        " work. Answer again with a corrected plan."
+    )
+
+
 async def test_the_embedded_model_plans_under_the_plan_schema(local_models: ChatModels) -> None:
     model = local_models.planner_model(list(CAPABILITIES), 8)  # [tasks] max_steps as shipped
     schema = model.kwargs["response_format"]["json_schema"]["schema"]  # type: ignore[attr-defined]

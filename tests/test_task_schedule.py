@@ -15,6 +15,7 @@ from graph.task_schedule import (
     plan_change,
     recheck_reason,
     replan_due,
+    revision_problem,
     started,
     steps_to_start,
     too_many_failed,
@@ -36,6 +37,10 @@ def step(id: int, depends_on: list[int] | None = None, assignee: str | None = No
         assignee=assignee,
         **changes,
     )
+
+
+def titled(id: int, title: str) -> Step:
+    return step(id).model_copy(update={"title": title})
 
 
 def plan(*steps: Step, kind: str | None = None) -> Plan:
@@ -123,6 +128,31 @@ def test_a_failed_step_or_a_resumed_task_makes_the_planner_check_the_plan_at_mos
     assert replan_due(seen, recheck=True, max_replans=2)  # a person resumed it
     assert not replan_due(checked(seen), recheck=True, max_replans=2)  # two checks are the most
     assert not replan_due(plan(step(1)), recheck=False, max_replans=2)  # nothing failed
+
+
+def test_the_planners_check_must_plan_the_remaining_work_not_copy_the_plan_or_redo_a_completed_step() -> None:
+    # What Qwen2.5-Coder-1.5B answered its own check after a failure on the tasks benchmark.
+    names = {"nova": "Nova", "rex": "Rex"}
+    done = with_step(plan(step(1), step(2, [1])), 1, "completed", "Remote work needs flexibility.")
+    old = with_step(done, 2, "failed", "no usable answer")
+    again = Plan(title="T", steps=[titled(1, "Step 1."), titled(2, "Write the policy")])
+    copied = Plan(title="T", steps=[titled(1, "Summarise what remote work needs — Nova: Remote work needs…")])
+    fresh = Plan(title="T", steps=[titled(1, "Write the policy in two sentences")])
+    assert revision_problem(old, again, names, redo_allowed=False) == (
+        "step 1 (Step 1.) repeats completed step 1; plan only the remaining work"
+    )
+    assert revision_problem(old, again, names, redo_allowed=True) is None  # a person may ask for it again
+    assert revision_problem(old, copied, names, redo_allowed=True) == (
+        "step 1 copies a line of the plan message; give it a short title of its own"
+    )
+    assert revision_problem(old, Plan(title="T", steps=[step(1), step(1)]), names, redo_allowed=True) == (
+        "two steps share an id"
+    )
+    assert revision_problem(old, fresh, names, redo_allowed=False) is None
+    idea = Plan(title="T", steps=[titled(1, "Plan Q3 — Nova's idea"), titled(2, "Send it — Rex (after 1)")])
+    assert revision_problem(old, idea, names, redo_allowed=False) == (
+        "step 2 copies a line of the plan message; give it a short title of its own"
+    )  # a dash before a name alone is no line of the plan
 
 
 def test_what_a_replan_changed_is_said_in_one_line() -> None:
