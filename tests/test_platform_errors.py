@@ -10,6 +10,7 @@ import json
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,44 @@ async def test_discord_persona_post_that_failed_after_discord_took_it_is_not_pos
     assert len(fake.webhook_executes()) == 2  # discord.py did not send it again on the 503 either
 
 
+async def post_agreed_twice(fake: FakeDiscord, bot: Any, *, then_fail: Callable[[], None]) -> list[str]:
+    """Nova says "Agreed." twice through the outbox; `then_fail` arranges the second one's 5xx. Nova's
+    lines in #general once the outbox has nothing left to send."""
+    nova, key = bot.app.personas["nova"], f"discord:{p.TEXT_CHANNEL_ID}"
+    await bot.app.outbox.post(key, nova, "Agreed.", None)
+    await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+    then_fail()
+    await bot.app.outbox.post(key, nova, "Agreed.", None)
+    await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 2 and not counts["waiting"])
+    return [content for author, content in discord_posts(fake) if author == "Nova"]
+
+
+async def test_discord_same_line_twice_whose_second_failed_after_discord_took_it_posts_each_once(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    def created_then_503() -> None:
+        fake.server_errors_after_posting = 1
+
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        nova = await post_agreed_twice(fake, bot, then_fail=created_then_503)
+
+    assert nova == ["Agreed.", "Agreed."]  # the second was found after the first, not posted a third time
+    assert len(fake.webhook_executes()) == 2
+
+
+async def test_discord_same_line_twice_whose_second_failed_before_discord_took_it_posts_each_once(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    def refused_with_503() -> None:
+        fake.webhook_server_errors = 1
+
+    async with open_bot(sections=FAST_RETRIES) as bot:
+        nova = await post_agreed_twice(fake, bot, then_fail=refused_with_503)
+
+    assert nova == ["Agreed.", "Agreed."]  # the first "Agreed." was never taken for the second
+    assert len(fake.webhook_executes()) == 3  # the second tried once more, after its look-back found nothing
+
+
 async def test_discord_notice_that_failed_after_discord_took_it_is_not_posted_again(
     fake: FakeDiscord, open_bot: Any
 ) -> None:
@@ -210,7 +249,8 @@ async def test_discord_look_back_pages_through_a_busy_channel_to_find_the_post(
     sage = [content for author, content in discord_posts(fake) if author == "Sage"]
     assert len(sage) == 1  # found past the newest 50, not posted again
     reads = fake.find_calls("GET", rf"/channels/{p.TEXT_CHANNEL_ID}/messages")
-    assert reads and all("after" in read.query for read in reads)
+    looked = [read for read in reads if "after" in read.query]  # from the mark of Sage's line, oldest first
+    assert looked and len(reads) == len(looked) + 1  # and one read of the newest message, before the first post
 
 
 async def test_discord_autocomplete_names_fit_discords_100_characters(

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -20,6 +19,8 @@ import discord
 
 from bot.avatars import TWEMOJI_BASE_URL, twemoji_url
 from bot.discord_bot.inbound import channel_id_of
+from bot.discord_bot.look_back import LOOKBACK_LIMIT, WebhookSequence, pieces_created, read_after, remember, through
+from bot.discord_bot.webhooks import ChannelWebhooks, webhook_username
 from bot.port import PostFailed, sending
 from personas import Persona
 
@@ -68,6 +69,9 @@ class Delivery:
         self._client = client
         self._twemoji_base_url = twemoji_base_url
         self._webhooks = ChannelWebhooks(client)
+        self._posting: dict[int, asyncio.Lock] = {}  # by channel or thread: one post at a time there
+        self._sequences: dict[int, WebhookSequence] = {}  # by channel or thread
+        self._marks: dict[int, int] = {}  # outbox entry -> the newest message id before its first attempt
         self._parents: dict[int, int | None] = {}
         self._without_webhooks: set[int] = set()
 
@@ -80,14 +84,21 @@ class Delivery:
         return Destination(channel_id, self._parents[channel_id])
 
     async def as_persona(self, where: Destination, persona: Persona, text: str) -> None:
-        chunks = split_message(text)
+        """One post at a time per channel or thread: a post's place in that sequence is what the
+        look-back after an attempt of unknown outcome knows it by (webhook posts take no nonce)."""
+        async with self._posting.setdefault(where.channel_id, asyncio.Lock()):
+            await self._as_persona(where, persona, split_message(text))
+
+    async def _as_persona(self, where: Destination, persona: Persona, chunks: list[str]) -> None:
         sent = 0
+        username = webhook_username(persona.display_name)
         for attempt in (1, 2):
             webhook = await self._webhook(where)
             if webhook is None:
                 await self._as_bot_named(where, persona, "\n".join(chunks[sent:]))
                 return
-            posted_before = await self._posted_before(where, webhook, chunks)
+            await self._mark_first_attempt(where)
+            posted_before = await self._pieces_posted_before(where, webhook, username, chunks)
             try:
                 async with aiohttp.ClientSession(raise_for_status=_server_error_ends_the_attempt) as session:
                     executing = discord.Webhook.partial(webhook.id, webhook.token or "", session=session)
@@ -95,14 +106,15 @@ class Delivery:
                         if piece in posted_before:
                             sent += 1
                             continue
-                        await executing.send(
+                        message = await executing.send(
                             chunk,
-                            username=webhook_username(persona.display_name),
+                            username=username,
                             avatar_url=avatar_url(persona, self._twemoji_base_url),
                             allowed_mentions=NO_MENTIONS,
                             wait=True,
                             thread=discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING,
                         )
+                        self._sequence(where).confirm(message.id, _post_now())
                         sent += 1
                         if (outbox := sending()) is not None:
                             outbox.pieces_posted += 1
@@ -136,9 +148,57 @@ class Delivery:
             for message_id in found.values():
                 await executing.delete_message(message_id, thread=thread)
 
-    async def _posted_before(self, where: Destination, webhook: discord.Webhook, chunks: list[str]) -> set[int]:
-        """The pieces an earlier attempt of unknown outcome posted through the webhook (webhooks take no nonce)."""
-        return await self.posted_before(where.channel_id, chunks, lambda message: message.webhook_id == webhook.id)
+    def _sequence(self, where: Destination) -> WebhookSequence:
+        return self._sequences.setdefault(where.channel_id, WebhookSequence())
+
+    async def _mark_first_attempt(self, where: Destination) -> None:
+        """Before an outbox post's first attempt: the newest message in the channel or thread, so that a
+        look-back after this attempt reads only what came after it. The last message this process
+        confirmed there when there is one; else the channel's newest, read once (a read that fails
+        leaves the time of the attempt, less the clock margin). An attempt another process (or this
+        one before a restart) began is not marked here: its look-back falls back to the time window."""
+        outbox = sending()
+        if outbox is None or outbox.entry_id in self._marks or outbox.unknown_since is not None:
+            return
+        sequence = self._sequence(where)
+        mark = sequence.last_confirmed
+        if mark is None:
+            mark = await self._newest_message_id(where.channel_id)
+        remember(self._marks, outbox.entry_id, mark)
+
+    async def _newest_message_id(self, channel_id: int) -> int:
+        try:
+            async for message in self._client.get_partial_messageable(channel_id).history(limit=1):
+                return message.id
+            return 0  # an empty channel: every message is after the mark
+        except (discord.HTTPException, aiohttp.ClientError, TimeoutError) as exc:
+            why = f"HTTP {exc.status}" if isinstance(exc, discord.HTTPException) else type(exc).__name__
+            log.info("channel %s's newest message could not be read (%s); marking the time", channel_id, why)
+            return discord.utils.time_snowflake(datetime.now(UTC) - timedelta(seconds=CLOCK_MARGIN))
+
+    async def _pieces_posted_before(
+        self, where: Destination, webhook: discord.Webhook, username: str, chunks: list[str]
+    ) -> set[int]:
+        """The pieces earlier attempts of unknown outcome of this outbox post created: by its place in
+        our sequence of posts through the webhook there (pieces_created) when this process marked its
+        first attempt; else (an attempt cut by a restart) the webhook's messages under the persona's
+        name with the piece's text since the attempt began, less the clock margin."""
+        outbox = sending()
+        if outbox is None or outbox.unknown_since is None:
+            return set()
+        others = self._sequence(where).others(_post_now())
+        mark = self._marks.get(outbox.entry_id)
+        if mark is None:
+
+            def ours(message: discord.Message) -> bool:
+                return through(message, webhook.id, username) and message.id not in others
+
+            return await self.posted_before(where.channel_id, chunks, ours)
+        messages = await read_after(self._client, where.channel_id, mark)
+        created = pieces_created(messages, chunks, webhook_id=webhook.id, username=username, other_posts=others)
+        for message_id in created.values():
+            self._sequence(where).confirm(message_id, outbox.entry_id)
+        return set(created)
 
     async def posted_before(
         self, channel_id: int, chunks: list[str], ours: Callable[[discord.Message], bool]
@@ -237,7 +297,6 @@ async def _server_error_ends_the_attempt(response: aiohttp.ClientResponse) -> No
 
 CLOCK_MARGIN = 60.0  # seconds looked back before the attempt began, for a clock that differs from Discord's
 REMOVAL_LOOKBACK = 100  # the newest messages delete_post looks through: one page
-LOOKBACK_LIMIT = 1000  # messages read back at most when an attempt's outcome is unknown (10 pages)
 
 
 def nonce(piece: int) -> Any:
@@ -265,6 +324,13 @@ def failure_of(exc: BaseException) -> PostFailed:
     if isinstance(exc, aiohttp.ClientError | TimeoutError):
         return PostFailed(type(exc).__name__, maybe_posted=True)  # no answer: it may have been taken
     return PostFailed(type(exc).__name__, permanent=True)
+
+
+def _post_now() -> int:
+    """The post being made: its outbox entry, or -1 for a direct call (an action), which the outbox
+    never tries again."""
+    outbox = sending()
+    return -1 if outbox is None else outbox.entry_id
 
 
 # -- message length --------------------------------------------------------------------------------
@@ -295,70 +361,3 @@ def _cut_long_line(line: str, limit: int) -> list[str]:
         line = line[cut:]
     pieces.append(line)
     return pieces
-
-
-# -- webhook usernames -----------------------------------------------------------------------------
-# Webhook usernames Discord accepts, made the way PluralKit makes them.
-#
-# Discord refuses a webhook username that contains "clyde" or "discord" (any case), that is exactly
-# "everyone" or "here", that contains ``` , or that is longer than 80 characters. PluralKit keeps
-# the name readable by slipping a hair space (U+200A) inside the refused word, pads a one-character
-# name with an invisible U+17B5, and truncates to 80.
-
-MAX_USERNAME = 80
-_HAIR_SPACE = "\u200a"
-_INVISIBLE_PAD = "\u17b5"
-_REFUSED = (
-    re.compile(r"(c)(lyde)", re.IGNORECASE),
-    re.compile(r"(d)(iscord)", re.IGNORECASE),
-    re.compile(r"^(e)(veryone)$", re.IGNORECASE),
-    re.compile(r"^(h)(ere)$", re.IGNORECASE),
-    re.compile(r"(`)(``)"),
-)
-
-
-def webhook_username(display_name: str) -> str:
-    name = display_name.strip()
-    for pattern in _REFUSED:
-        name = pattern.sub(lambda m: m.group(1) + _HAIR_SPACE + m.group(2), name)
-    if len(name) == 1:
-        name += _INVISIBLE_PAD
-    return name[:MAX_USERNAME]
-
-
-# -- one webhook per channel -----------------------------------------------------------------------
-# One webhook per channel, PluralKit style: reused if the bot already owns one, else created, then cached.
-
-WEBHOOK_NAME = "Roundtable"
-
-
-class ChannelWebhooks:
-    def __init__(self, client: discord.Client) -> None:
-        self._client = client
-        self._cache: dict[int, discord.Webhook | None] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
-
-    async def get(self, channel_id: int) -> discord.Webhook | None:
-        """The channel's webhook; None where Discord has no webhooks. Raises discord.Forbidden
-        without the Manage Webhooks permission."""
-        # The lock keeps two first posts (a channel and one of its threads, say) from creating two webhooks.
-        async with self._locks.setdefault(channel_id, asyncio.Lock()):
-            if channel_id not in self._cache:
-                self._cache[channel_id] = await self._find_or_create(channel_id)
-            return self._cache[channel_id]
-
-    def forget(self, channel_id: int) -> None:
-        """Drop a cached webhook that Discord no longer knows (someone deleted it)."""
-        self._cache.pop(channel_id, None)
-
-    async def _find_or_create(self, channel_id: int) -> discord.Webhook | None:
-        channel = self._client.get_channel(channel_id) or await self._client.fetch_channel(channel_id)
-        if not isinstance(
-            channel, discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.ForumChannel
-        ):
-            return None  # only these channels have webhooks
-        me = self._client.user
-        for webhook in await channel.webhooks():
-            if me is not None and webhook.user is not None and webhook.user.id == me.id and webhook.token:
-                return webhook
-        return await channel.create_webhook(name=WEBHOOK_NAME, reason="Roundtable posts each persona through it")

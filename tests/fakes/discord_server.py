@@ -140,6 +140,10 @@ class FakeDiscord(LoopbackServer):
     # says nothing of whether the request took effect (https://discord.com/developers/docs/topics/opcodes-and-status-codes#http,
     # "5XX: The server had an error processing your request"), so one may come after the message exists.
     server_errors_after_posting: int = 0
+    # The next this many webhook executes answer 503 and create nothing: the other side of the same rule. Execute
+    # Webhook takes no nonce (https://discord.com/developers/docs/resources/webhook#execute-webhook; discord-api-spec
+    # openapi.json, IncomingWebhookRequestPartial has no nonce field), so nothing here answers a repeat with the first.
+    webhook_server_errors: int = 0
     autocomplete_answers: list[list[dict[str, Any]]] = field(default_factory=list)  # the choices of each accepted one
     # When each interaction was sent (time.monotonic(), by id): its first answer must come within
     # INTERACTION_SECONDS, or the token is invalidated and the callback is 10062 Unknown interaction
@@ -610,6 +614,9 @@ class FakeDiscord(LoopbackServer):
             return refused
         if problem := _content_problem(body):
             return problem
+        if self.webhook_server_errors > 0:
+            self.webhook_server_errors -= 1
+            return _error(503, 0, "503: Service Unavailable")
         username = body.get("username") or webhook["name"]
         if _REFUSED_USERNAME.search(username) or len(username) > 80:
             return _json({"code": 50035, "message": "Invalid Form Body", "errors": _field_error("username")}, 400)
