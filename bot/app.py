@@ -274,5 +274,6 @@ def run(main: Coroutine[Any, Any, T]) -> T:
 
 
 def is_approvals_channel(approvals_channel: str, key: str) -> bool:
-    """Whether a channel key is the configured [slack] approvals_channel (an id, or a name with #)."""
+    """Whether a channel key is the configured [slack] approvals_channel: its ID (a name given there is
+    resolved to the ID when Slack starts, bot/slack/runner.py)."""
     return bool(approvals_channel) and channel_id_of(key) == approvals_channel.lstrip("#")

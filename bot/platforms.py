@@ -37,6 +37,7 @@ async def run_platforms(config: Config, environ: Mapping[str, str]) -> bool:
         raise ConfigError(f'{config.path}: [approvals] surface = "slack" needs [slack] approvals_channel')
     if slack is not None:
         await slack.resolve_channel_names()
+        config = slack.config  # [slack] approvals_channel as the channel's ID, for every check of the app
     async with AsyncExitStack() as stack:
         discord = None
         if token is not None:

@@ -5,19 +5,23 @@ budget; /outbox and /trust are scoped; who decided is stored by id."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from bot.approval_desk import Actor
 from bot.command_values import TaskCommand
-from bot.config import ConfigError
+from bot.config import ConfigError, load_config
 from bot.inbound import Inbound
 from bot.persistence import DATABASE_FILE
+from bot.platforms import run_platforms
 from bot.usage import utc_day
 from storage import approvals, channels, tasks, usage
 from storage.database import open_database
@@ -26,8 +30,9 @@ from tests.conftest import run_console, write_config
 from tests.discord_harness import settle
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
-from tests.fakes.slack_payloads import message
+from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlackApi
+from tests.fakes.slack_payloads import SIGNING_SECRET, buttons_of, envelope, message, signed_headers
+from tests.ports import free_port
 from tests.slack_harness import APPROVER, KEY, SlackHarness, StartSlack
 from tests.test_outbox import wait_for_counts
 from tests.test_slack import REQUEST, request_publication
@@ -89,6 +94,69 @@ async def test_the_approvals_channel_and_the_requests_own_channel_still_decide_t
         decided = await approvals.get(slack.bot.roundtable.db, pending.id)
         assert decided is not None and decided.status is not ApprovalStatus.PENDING and decided.decided_by == "Bea"
         assert [e["text"] for e in slack.ephemerals()] == [f"Approved #{pending.id}."]
+
+
+async def test_the_approvals_channel_given_by_name_decides_typed(fake_slack: FakeSlackApi, tmp_path: Path) -> None:
+    """`python -m bot run`'s own start (run_platforms): "#approvals" is resolved to its ID, and a decision
+    typed there is taken, not refused as belonging to another channel."""
+    port = free_port()
+    slack_section = {"api_base_url": fake_slack.api_url, "host": "127.0.0.1", "port": port}
+    config = load_config(
+        write_config(
+            tmp_path,
+            {
+                "slack": {**slack_section, "approvals_channel": "#approvals"},
+                "approvals": {"approvers": {"slack": [APPROVER]}},
+            },
+        )
+    )
+    environ = {"SLACK_BOT_TOKEN": "xoxb-named", "SLACK_SIGNING_SECRET": SIGNING_SECRET}
+    running = asyncio.create_task(run_platforms(config, environ))
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def send(event: dict[str, Any], event_id: str) -> None:
+                body = json.dumps(envelope(event, event_id))
+                url = f"http://127.0.0.1:{port}/slack/events"
+                async with http.post(url, data=body, headers=signed_headers(body, "application/json")) as answer:
+                    assert answer.status == 200
+
+            await listening(port, running)
+            await send(message(REQUEST, "1700000430.000100"), "EvNamedOne")
+            await fake_slack.wait_until(lambda: bool(requests_in(fake_slack, "C0APPROVALS")), timeout=15)
+            [request] = requests_in(fake_slack, "C0APPROVALS")
+            approval_id = buttons_of(request)[0]["value"]
+            typed = f"<@{BOT_USER_ID}> /approve {approval_id}"
+            await send(
+                {**message(typed, "1700000430.000200", channel="C0APPROVALS", user=APPROVER), "type": "app_mention"},
+                "EvNamedTwo",
+            )
+            await fake_slack.wait_until(lambda: bool(fake_slack.calls_to("chat.postEphemeral")), timeout=15)
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+
+    assert [call.args["text"] for call in fake_slack.calls_to("chat.postEphemeral")] == [f"Approved #{approval_id}."]
+
+
+def requests_in(fake_slack: FakeSlackApi, channel: str) -> list[dict[str, Any]]:
+    posted = [c.args for c in fake_slack.calls_to("chat.postMessage") if c.error is None and c.status == 200]
+    return [args for args in posted if buttons_of(args) and args.get("channel") == channel]
+
+
+async def listening(port: int, running: asyncio.Task[bool], timeout: float = 30) -> None:
+    async with asyncio.timeout(timeout):
+        while True:
+            if running.done():
+                raise AssertionError(f"the bot stopped: {running.exception()!r}")
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            return
 
 
 # -- a thread keeps its channel's rules --------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -55,8 +56,10 @@ class SlackAdapter:
 
     async def resolve_channel_names(self) -> None:
         """[slack] approvals_channel given by name ("#approvals") becomes the channel's ID before anything
-        is posted: chat.postMessage takes a name, but conversations.history (the outbox's look-back) and
-        the keys of requests shown there need the ID. A name no channel has is a one-line error."""
+        is posted: chat.postMessage takes a name, but conversations.history (the outbox's look-back), the
+        keys of requests shown there and the check of where a typed decision was made need the ID. The
+        adapter's `config` then holds the ID too, for the app opened on it. A name no channel has is a
+        one-line error."""
         wanted = self.settings.approvals_channel
         if wanted and not is_channel_id(wanted):
             try:
@@ -74,6 +77,9 @@ class SlackAdapter:
                 )
             log.info("Slack: approvals channel %s is %s", wanted, found)
             self.settings = self.settings.model_copy(update={"approvals_channel": found})
+            self.config = replace(
+                self.config, settings=self.config.settings.model_copy(update={"slack": self.settings})
+            )
 
     @asynccontextmanager
     async def serving(self, app: App) -> AsyncIterator[None]:
