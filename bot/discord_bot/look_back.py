@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import discord
 
@@ -23,6 +24,24 @@ LOOKBACK_LIMIT = 1000  # messages read back at most when an attempt's outcome is
 
 CONFIRMED_KEPT = 1000  # message ids kept per channel: far more than one look-back window holds
 MARKS_KEPT = 10_000
+
+
+class Author(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class PostedMessage(Protocol):
+    """What the look-back reads of a message (a discord.Message has it all)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def webhook_id(self) -> int | None: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def author(self) -> Author: ...
 
 
 @dataclass
@@ -43,7 +62,7 @@ class WebhookSequence:
 
 
 def pieces_created(
-    messages: Sequence[discord.Message],
+    messages: Sequence[PostedMessage],
     chunks: Sequence[str],
     *,
     webhook_id: int,
@@ -83,7 +102,7 @@ async def read_after(client: discord.Client, channel_id: int, mark: int) -> list
     return messages
 
 
-def through(message: discord.Message, webhook_id: int, username: str) -> bool:
+def through(message: PostedMessage, webhook_id: int, username: str) -> bool:
     return message.webhook_id == webhook_id and message.author.name.casefold() == username.casefold()
 
 
