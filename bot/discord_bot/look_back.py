@@ -27,6 +27,8 @@ MARKS_KEPT = 10_000
 
 
 class Author(Protocol):
+    """Who a message is by, as the look-back reads it."""
+
     @property
     def name(self) -> str: ...
 
@@ -47,7 +49,7 @@ class PostedMessage(Protocol):
 @dataclass
 class WebhookSequence:
     """Our posts through the webhook into one channel or thread, as this process confirmed them:
-    each message id with the post it is a piece of (an outbox entry id, or a direct call's own key)."""
+    each message id with the post it is a piece of (its outbox entry id; -1 for a direct call, an action)."""
 
     confirmed: dict[int, int] = field(default_factory=dict)
     last_confirmed: int | None = None
@@ -103,10 +105,12 @@ async def read_after(client: discord.Client, channel_id: int, mark: int) -> list
 
 
 def through(message: PostedMessage, webhook_id: int, username: str) -> bool:
+    """Posted through webhook `webhook_id` under `username` (Discord keeps the name's case as sent)."""
     return message.webhook_id == webhook_id and message.author.name.casefold() == username.casefold()
 
 
 def remember(kept: dict[int, int], key: int, value: int, most: int = MARKS_KEPT) -> None:
+    """Kept, the oldest dropped past `most`: a process that runs for months stays bounded."""
     kept[key] = value
     while len(kept) > most:
         kept.pop(next(iter(kept)))
