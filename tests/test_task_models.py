@@ -134,6 +134,32 @@ async def test_a_whole_task_runs_through_the_provider_and_ends_with_its_answer(
     )
 
 
+BEFORE_THE_TOOL = "Let me leave Nova a note before I answer."
+NOTE_TO_NOVA = {"name": "note_to", "args": {"persona": "Nova", "text": "The facts are on their way."}}
+
+
+async def test_a_step_with_a_tool_call_passes_its_final_answer_on_not_its_words_before_the_tool(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    provider.server.queue(json.dumps(PLAN))
+    provider.server.queue(BEFORE_THE_TOOL, NOTE_TO_NOVA)  # Sage: a tool step (its words are never posted)
+    provider.server.queue(FACTS)  # Sage's final answer, after the tool answered
+    provider.server.queue("We launch on May 5 at the same price. Come and see!")  # Nova: writing
+    provider.server.queue(ANSWER)  # Nova again: the integration turn
+    async with open_test_app(models=provider.models) as app:
+        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
+        await app.service.wait_idle()
+
+    assert [text for _, who, text, _ in port.posts if who == "sage"] == [FACTS]
+    nova_prompt = "\n".join(provider.texts(provider.bodies[-2]))
+    assert f"Results so far: step 1 (Sage): {FACTS.rstrip('.')}. Ana: Nova, write the note." in nova_prompt
+    answer_prompt = "\n".join(provider.texts(provider.bodies[-1]))
+    assert f"- step 1, Facts (Sage): {FACTS}" in answer_prompt
+    assert f"(Sage): {BEFORE_THE_TOOL}" not in nova_prompt + answer_prompt
+    [(_, plan_text)] = port.plans.items()
+    assert f"[x] 1. Facts — Sage: {summary_of(FACTS)}" in plan_text.splitlines()
+
+
 async def test_an_answer_that_gives_a_steps_result_word_for_word_is_the_tasks_answer(
     provider: Provider, open_test_app, port: RecordingPort
 ) -> None:
