@@ -312,3 +312,9 @@ async def reply_after(db: Database, channel_key: str, persona_id: str, after_lin
     if last is None:
         return None
     return str(last["text"]) or ("asked for an action" if last["tool_calls"] else None)
+
+
+async def mark_rolled_back(db: Database, task_id: int, by: str) -> None:
+    """Someone asked to roll the task back (/task cancel rollback): it earns no trust for what it completed."""
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE tasks SET rolled_back_by = ? WHERE id = ? AND rolled_back_by IS NULL", (by, task_id))
