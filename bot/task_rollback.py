@@ -2,7 +2,10 @@
 
 The undos are requested at once, as one approval batch of one request each, through the round
 engine's approval flow: shown like any request (naming the task step each serves, and its risk),
-decided by the channel's approvers, run once all are decided, and audited."""
+decided by the channel's approvers, run once all are decided, and audited. A task's rollbacks are
+serialised and each undo is claimed once per original action (storage/task_undos.py), in the same
+transaction that holds the batch, so two asked at once never request an undo twice; the task is
+marked rolled back there too (it earns no trust for what it completed, graph/trust.py)."""
 
 from __future__ import annotations
 
