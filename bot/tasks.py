@@ -94,7 +94,7 @@ class TaskDesk:
         if command.rollback and latest is not None and not latest.active:  # what a finished task did
             if not (actor.id and actor.id == latest.author_id) and not self.may_decide(key, actor):
                 return steering_refusal(command.verb, latest.id), False
-            return await self.rollback.ask(latest), True
+            return await self.rollback.ask(latest, actor.name), True
         if latest is None or not latest.active:
             return "No task is running here.", False
         if command.verb == "stop":
@@ -138,7 +138,7 @@ class TaskDesk:
             return f"Task #{number} is being cancelled already.", False
         rejected = await self.withdraw(await self._pending_approvals(task), actor, reason)
         told = f" Rejected its pending approvals: {', '.join(f'#{n}' for n in rejected)}." if rejected else ""
-        undo = f" {await self.rollback.ask(task)}" if command.rollback else ""
+        undo = f" {await self.rollback.ask(task, actor.name)}" if command.rollback else ""
         return f"Task #{number} is cancelled ({reason}).{told}{undo}", True
 
     async def _pending_approvals(self, task: TaskRecord) -> list[int]:

@@ -13,7 +13,7 @@ is audited like any action; a rejected or expired one is not run.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,12 +51,21 @@ def undo_of(done: Approval, tools: ToolCatalog | None) -> Undo | None:
     return Undo(done, spec.undo, dict(done.args)) if spec is not None and spec.undo else None
 
 
-def rollback_plan(in_task: Sequence[Approval], tools: ToolCatalog | None) -> tuple[list[Undo], list[Approval]]:
-    """From every approval of a task: the undos to ask for, newest first, and what ran but declares
-    no undo. An action whose undo is already asked for, run or running is left out (a second
-    /task cancel rollback asks only again for undos rejected or expired); a rollback's own actions
-    are never undone."""
+def rollback_plan(
+    in_task: Sequence[Approval], tools: ToolCatalog | None, claims: Mapping[int, str] | None = None
+) -> tuple[list[Undo], list[Approval]]:
+    """From every approval of a task and the undos claimed for it (storage/task_undos.py: the
+    original's approval id -> the rollback batch that asked): the undos to ask for, newest first,
+    and what ran but declares no undo. An action whose undo is already asked for (claimed, its
+    request not out yet), pending, run or running is left out (a second /task cancel rollback asks
+    only again for undos rejected or expired); a rollback's own actions are never undone."""
     asked = {a.call_id for a in in_task if a.batch.startswith(ROLLBACK_BATCH) and a.status not in _NOT_ASKED}
+    turned_down = {(a.batch, a.call_id) for a in in_task if a.status in _NOT_ASKED}
+    asked |= {
+        f"{UNDO_CALL}{undoes}"
+        for undoes, batch in (claims or {}).items()
+        if (batch, f"{UNDO_CALL}{undoes}") not in turned_down
+    }
     done = [
         a
         for a in in_task
@@ -75,13 +84,23 @@ def rollback_plan(in_task: Sequence[Approval], tools: ToolCatalog | None) -> tup
     return undos, cannot
 
 
+def rollback_batch_id(channel_key: str, task_id: int) -> str:
+    """A new rollback's batch id: its undos are claimed under it before its requests go out."""
+    return f"{ROLLBACK_BATCH}{channel_key}:{task_id}:{uuid.uuid4().hex[:12]}"
+
+
 def rollback_batch(
-    task_id: int, channel_key: str, thread: str | None, undos: Sequence[Undo], risk: Callable[[str], Risk]
+    batch_id: str,
+    task_id: int,
+    channel_key: str,
+    thread: str | None,
+    undos: Sequence[Undo],
+    risk: Callable[[str], Risk],
 ) -> dict[str, Any]:
     """The approval batch of a rollback (graph/approval_flow.py ApprovalState): each undo a call of its
     own, by the persona that did the original, naming the task step it served; `risk` rates each."""
     return {
-        "batch": f"{ROLLBACK_BATCH}{channel_key}:{task_id}:{uuid.uuid4().hex[:12]}",
+        "batch": batch_id,
         "channel_key": channel_key,
         "thread": thread,
         "persona_id": undos[0].done.persona_id,

@@ -3,13 +3,15 @@
 Each step's result is kept whole as the task's artifact (storage/task_artifacts.py): its persona's
 whole reply and what its actions did, or what a person said they did, at most [tasks]
 max_artifact_chars with a note when cut. The steps that depend on it get it whole in their private
-note (the plan message keeps its short summaries).
+note (the plan message keeps its short summaries), as long as the prompt's token budget allows:
+the results one note carries share half of [history] token_budget, and each one over its share is
+cut there with a note that says so, so the note, the system text and the conversation all fit.
 
 When the task ends with some step completed (done, failed, or stopped by /task stop; not when it is
 cancelled), an integration turn writes its answer: a persona turn like a step's (the same review,
 posted in the channel as the task's last message; it may give a step's result word for word, which
 the review would take for a repeat elsewhere), after a private note with the request, what
-was done (each completed step's whole result), the result itself and what failed. The integrator
+was done (each completed step's result, within the same share), the result itself and what failed. The integrator
 is `[tasks] integrator` when that persona is in the channel, else the persona who completed the
 most steps (on a tie, the one whose completed step comes later in the plan), else the first
 persona present. The note and the turn's start are stored together as step ANSWER_STEP, so a crash
@@ -30,6 +32,9 @@ from storage import channels, task_artifacts, tasks
 from storage.task_artifacts import ANSWER_STEP, Artifact
 
 ANSWER_PLANNED_TURNS = 2  # one turn; a failed one is the task's to report, not a stopped round's
+RESULTS_SHARE = 0.5  # of a prompt's token budget, for the results its note carries
+CHARS_PER_TOKEN = 4  # graph/prompt.estimate_tokens' rate
+MIN_RESULT_CHARS = 200  # a result cut shorter says too little to build on
 
 
 def bounded(text: str, limit: int) -> str:
@@ -37,8 +42,16 @@ def bounded(text: str, limit: int) -> str:
     text = text.strip()
     if len(text) <= limit:
         return text
-    note = f" … [cut at {limit} characters]"
+    note = f" … [cut at {limit} characters]"  # the model, and who reads the note, know it is not whole
     return text[: max(limit - len(note), 0)].rstrip() + note
+
+
+def result_limit(token_budget: int, results: int) -> int:
+    """The most characters of each of `results` results in one prompt's note: together they take at
+    most RESULTS_SHARE of the prompt's token budget (at graph/prompt.estimate_tokens' four characters
+    a token), so the system text, the note's request and ask, and the conversation keep the rest; never
+    less than MIN_RESULT_CHARS."""
+    return max(int(token_budget * RESULTS_SHARE) * CHARS_PER_TOKEN // max(results, 1), MIN_RESULT_CHARS)
 
 
 def with_outcomes(result: str, ended: Sequence[Ended]) -> str:
@@ -52,22 +65,33 @@ def _who(step: Step, names: Mapping[str, str]) -> str:
     return step.done_by or names.get(step.assignee or "", step.assignee or "nobody")
 
 
-def _result(step: Step, artifacts: Mapping[int, Artifact]) -> str:
+def _result(step: Step, artifacts: Mapping[int, Artifact], limit: int | None = None) -> str:
     found = artifacts.get(step.id)
-    return found.text if found is not None else step.result_summary  # a task begun before artifacts were kept
+    text = found.text if found is not None else step.result_summary  # a task begun before artifacts were kept
+    return text if limit is None else bounded(text, limit)
 
 
-def step_inputs(plan: Plan, step: Step, artifacts: Mapping[int, Artifact], names: Mapping[str, str]) -> list[str]:
-    """What the steps this step depends on left it: each completed one's whole result, and why a
+def step_inputs(
+    plan: Plan, step: Step, artifacts: Mapping[int, Artifact], names: Mapping[str, str], token_budget: int | None = None
+) -> list[str]:
+    """What the steps this step depends on left it: each completed one's whole result (within a
+    prompt of `token_budget` tokens, each cut to its share with a note that says so), and why a
     skipped one has none."""
     by_id = {s.id: s for s in plan.steps}
+    needed_steps = [by_id[d] for d in step.depends_on if d in by_id]
+    limit = _limit(token_budget, sum(1 for s in needed_steps if s.status == "completed"))
     inputs = []
-    for needed in (by_id[d] for d in step.depends_on if d in by_id):
+    for needed in needed_steps:
         if needed.status == "completed":
-            inputs.append(f"step {needed.id} ({_who(needed, names)}): {_result(needed, artifacts).rstrip('.')}")
+            result = _result(needed, artifacts, limit).rstrip(".")
+            inputs.append(f"step {needed.id} ({_who(needed, names)}): {result}")
         elif needed.status == "skipped":
             inputs.append(f"step {needed.id} was {needed.result_summary.rstrip('.')}")
     return inputs
+
+
+def _limit(token_budget: int | None, results: int) -> int | None:
+    return None if token_budget is None else result_limit(token_budget, results)
 
 
 def answer_due(plan: Plan | None, cancelled: bool) -> bool:
@@ -96,14 +120,17 @@ def answer_note(
     artifacts: Mapping[int, Artifact],
     names: Mapping[str, str],
     integrator_id: str,
+    token_budget: int | None = None,
 ) -> tuple[str, str]:
-    """The integrator's private note (the request, every completed step's whole result, what did not
-    get done, then the ask), and the ask alone: what its reply answers."""
+    """The integrator's private note (the request, every completed step's whole result, within a
+    prompt of `token_budget` tokens each cut to its share with a note that says so, what did not get
+    done, then the ask), and the ask alone: what its reply answers."""
     lines = [f"Task #{task_id} ({plan.title}) has ended: {ending}", f"The request ({author_name}): {request}"]
     done = [s for s in plan.steps if s.status == "completed"]
+    limit = _limit(token_budget, len(done))
     if done:
         lines.append("What was done:")
-        lines += [f"- step {s.id}, {s.title} ({_who(s, names)}): {_result(s, artifacts)}" for s in done]
+        lines += [f"- step {s.id}, {s.title} ({_who(s, names)}): {_result(s, artifacts, limit)}" for s in done]
     missing = [s for s in plan.steps if s.status != "completed"]
     if missing:
         lines.append("What did not get done:")
@@ -169,7 +196,8 @@ class TaskAnswer:
         if who is None:
             return None, []
         names = {p.id: p.display_name for p in self.deps.personas.values()}
-        note, ask = answer_note(task_id, request, author_name, plan, ending, artifacts, names, who)
+        budget = self.deps.settings.token_budget
+        note, ask = answer_note(task_id, request, author_name, plan, ending, artifacts, names, who, budget)
         # Recorded like a step (one attempt, no step of the plan: a restart takes it by its note).
         line, begun_before = await tasks.begin_step(db, task_id, ANSWER_STEP, plan.revision, 1, who, note, "{}")
         reply = await tasks.reply_after(db, key, who, line) if begun_before else None

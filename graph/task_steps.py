@@ -171,7 +171,7 @@ class StepPool:
         key = state["channel_key"]
         persona_id = step.assignee or ""
         artifacts = await task_artifacts.of_task(self.deps.db, state["task_id"])
-        inputs = step_inputs(plan, step, artifacts, self.flow._names())
+        inputs = step_inputs(plan, step, artifacts, self.flow._names(), self.deps.settings.token_budget)
         note_text, asked = self.flow._instruction(state, plan, step, inputs)
         note, begun_before = await tasks.begin_step(
             self.deps.db, state["task_id"], step.id, plan.revision, step.attempts, persona_id, note_text,

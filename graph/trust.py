@@ -8,7 +8,9 @@ rejection marked as one starts them again):
 - its task steps, counted here from the plans of the tasks that ended: a step it completed in a task
   that completed is a finished task; a step it failed for good (after its retries, in a task that
   completed or failed) is a failed one. A step a person did (/task done), a blocked step, and every
-  step of a task people stopped or cancelled count for nobody.
+  step of a task people stopped or cancelled count for nobody; a task someone asked to roll back
+  (/task cancel rollback, after it ended too) counts as cancelled, except that its failed steps
+  still count as failed.
 
 Each level asks for all of BARS' figures; `next_level` says what a persona lacks for the next.
 """
@@ -76,7 +78,10 @@ def task_counts(ended: Iterable[EndedTask], persona_id: str, since: float | None
         except ValueError:
             continue  # a plan this version cannot read counts for nobody
         mine = [s for s in plan.steps if s.assignee == persona_id and s.done_by is None]
-        done = sum(1 for s in mine if s.status == "completed") if task.status == "completed" else 0
+        # A rolled-back task is cancelled for trust: its completed steps earn nothing; a step that
+        # failed for good still counts, so a rollback never clears a failure.
+        earns = task.status == "completed" and not task.rolled_back
+        done = sum(1 for s in mine if s.status == "completed") if earns else 0
         lost = sum(1 for s in mine if s.status == "failed")
         if done or lost:
             finished, failed = finished + done, failed + lost

@@ -175,3 +175,4 @@ class EndedTask:
     status: str
     plan: str | None
     ended_at: float
+    rolled_back: bool = False  # someone asked to roll it back (/task cancel rollback)

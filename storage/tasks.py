@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from itertools import takewhile
 
 from storage.database import Database, Row
 from storage.history import insert_line, insert_private_line
@@ -296,13 +297,24 @@ async def set_recheck(db: Database, task_id: int, recheck: bool) -> None:
 
 
 async def reply_after(db: Database, channel_key: str, persona_id: str, after_line_id: int) -> str | None:
-    """The persona's first line after a given line (a step's answer): its text, or the names of
-    the actions it asked for when it only acted; None when it said nothing."""
-    row = await db.fetch_one(
+    """The persona's answer to a given line (a step's note): the last line of its turn after it, which
+    is its first line without tool calls (its final reply after its tool steps) or, when every line
+    made calls (its actions wait for a person), the last of them. Its text, else the names of the
+    actions it asked for when it only acted; None when it said nothing. The words of a tool step
+    before its tools answered were never posted, so they are never the answer."""
+    rows = await db.fetch_all(
         "SELECT text, tool_calls FROM lines WHERE channel_key = ? AND author_id = ? AND kind = 'persona' AND id > ? "
-        "ORDER BY id LIMIT 1",
+        "ORDER BY id",
         (channel_key, persona_id, after_line_id),
     )
-    if row is None:
+    turn = list(takewhile(lambda row: bool(row["tool_calls"]), rows))
+    last = rows[len(turn)] if len(turn) < len(rows) else (turn[-1] if turn else None)
+    if last is None:
         return None
-    return str(row["text"]) or ("asked for an action" if row["tool_calls"] else None)
+    return str(last["text"]) or ("asked for an action" if last["tool_calls"] else None)
+
+
+async def mark_rolled_back(db: Database, task_id: int, by: str) -> None:
+    """Someone asked to roll the task back (/task cancel rollback): it earns no trust for what it completed."""
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE tasks SET rolled_back_by = ? WHERE id = ? AND rolled_back_by IS NULL", (by, task_id))

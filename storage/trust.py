@@ -55,11 +55,13 @@ def _scope(channel_key: str | None) -> tuple[str, tuple[str, ...]]:
 
 async def ended_tasks(db: Database, channel_key: str | None) -> list[EndedTask]:
     """The tasks that completed or failed in the workspace or guild of `channel_key` (None: everywhere),
-    oldest first. Tasks people stopped or cancelled count for nobody, so they are not read."""
+    oldest first, each saying whether someone asked to roll it back. Tasks people stopped or
+    cancelled count for nobody, so they are not read."""
     where, params = _scope(channel_key)
     rows = await db.fetch_all(
-        "SELECT t.status, t.plan, t.updated_at FROM tasks t JOIN channels c ON c.key = t.channel_key "
-        f"WHERE t.status IN ('completed', 'failed') AND {where} ORDER BY t.id",
+        "SELECT t.status, t.plan, t.updated_at, t.rolled_back_by IS NOT NULL FROM tasks t "
+        f"JOIN channels c ON c.key = t.channel_key WHERE t.status IN ('completed', 'failed') AND {where} "
+        "ORDER BY t.id",
         params,
     )
-    return [EndedTask(str(r[0]), r[1], float(r[2])) for r in rows]
+    return [EndedTask(str(r[0]), r[1], float(r[2]), bool(r[3])) for r in rows]

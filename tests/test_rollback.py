@@ -5,6 +5,7 @@ MCP tool's risk and undo from config ([mcp.servers.notes] risk, undo)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -202,6 +203,24 @@ async def test_slack_rollback_deletes_the_published_post_after_approval(slack: S
     assert (where, ts) not in slack.fake.messages  # the post is gone from #news
     [deleted] = slack.fake.calls_to("chat.delete")
     assert deleted.args == {"channel": "C0NEWS", "ts": ts}
+
+
+async def test_slack_two_rollbacks_asked_at_once_request_each_undo_once(slack: SlackHarness) -> None:
+    slack.fake.channel_names["C0NEWS"] = "news"
+    await slack.command("/task", f"Announce the launch {PUBLISH}")
+    [request] = slack.approval_requests()
+    await slack.click("approval_approve", request)
+
+    await asyncio.gather(slack.command("/task", "cancel rollback"), slack.command("/task", "cancel rollback"))
+    answers = sorted(reply["text"] for reply in slack.replies_to_command()[-2:])
+    assert answers == [
+        "Nothing of task #1 is left to undo.",
+        "Rollback of task #1 waits for approval, newest first: #2 undoes #1 publish_post.",
+    ]
+    [_, undo] = slack.approval_requests()  # one request for the one undo
+    await slack.click("approval_approve", undo)
+    await slack.bot.wait_idle()
+    assert len(slack.fake.calls_to("chat.delete")) == 1
 
 
 # -- Discord ---------------------------------------------------------------------------------------------

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from graph import planner
 from graph.settings import EngineSettings
-from graph.task_answer import answer_due, answer_note, bounded, integrator, step_inputs, with_outcomes
+from graph.task_answer import (
+    answer_due,
+    answer_note,
+    bounded,
+    integrator,
+    result_limit,
+    step_inputs,
+    with_outcomes,
+)
 from graph.task_flow import TaskState, next_move
 from graph.task_schedule import all_completed, too_many_failed
 from graph.task_text import outcome_note, render_plan
@@ -173,3 +181,14 @@ def test_the_answer_note_holds_the_request_every_whole_result_and_what_failed() 
         ask,
     ]
     assert ask == "Ana: Sage, give me the task's answer: the result itself, what was done and anything that failed."
+
+
+def test_results_share_half_the_prompts_token_budget_and_each_one_over_its_share_is_cut() -> None:
+    assert result_limit(3000, 3) == 2000  # 1,500 tokens of 3,000, four characters a token, three ways
+    assert result_limit(3000, 1) == 6000 and result_limit(200, 8) == 200  # never cut to nothing
+    work = Plan(title="Launch", steps=[step(1, assignee="sage"), step(2, [1], assignee="nova")])
+    work = with_step(work, 1, "completed", "short")
+    whole = "x" * 3000
+    [cut] = step_inputs(work, work.steps[1], {1: Artifact(1, "sage", whole)}, NAMES, token_budget=1000)
+    assert cut.startswith("step 1 (Sage): xxx") and cut.endswith(" … [cut at 2000 characters]")
+    assert len(cut) < len(whole)

@@ -134,6 +134,87 @@ async def test_a_whole_task_runs_through_the_provider_and_ends_with_its_answer(
     )
 
 
+BEFORE_THE_TOOL = "Let me leave Nova a note before I answer."
+NOTE_TO_NOVA = {"name": "note_to", "args": {"persona": "Nova", "text": "The facts are on their way."}}
+
+
+async def test_a_step_with_a_tool_call_passes_its_final_answer_on_not_its_words_before_the_tool(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    provider.server.queue(json.dumps(PLAN))
+    provider.server.queue(BEFORE_THE_TOOL, NOTE_TO_NOVA)  # Sage: a tool step (its words are never posted)
+    provider.server.queue(FACTS)  # Sage's final answer, after the tool answered
+    provider.server.queue("We launch on May 5 at the same price. Come and see!")  # Nova: writing
+    provider.server.queue(ANSWER)  # Nova again: the integration turn
+    async with open_test_app(models=provider.models) as app:
+        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Announce the launch"))
+        await app.service.wait_idle()
+
+    assert [text for _, who, text, _ in port.posts if who == "sage"] == [FACTS]
+    nova_prompt = "\n".join(provider.texts(provider.bodies[-2]))
+    assert f"Results so far: step 1 (Sage): {FACTS.rstrip('.')}. Ana: Nova, write the note." in nova_prompt
+    answer_prompt = "\n".join(provider.texts(provider.bodies[-1]))
+    assert f"- step 1, Facts (Sage): {FACTS}" in answer_prompt
+    assert f"(Sage): {BEFORE_THE_TOOL}" not in nova_prompt + answer_prompt
+    [(_, plan_text)] = port.plans.items()
+    assert f"[x] 1. Facts — Sage: {summary_of(FACTS)}" in plan_text.splitlines()
+
+
+THREE = {
+    "title": "Launch report",
+    "steps": [
+        {"id": 1, "title": "Facts", "instruction": "Collect the facts", "capability": "research", "depends_on": []},
+        {"id": 2, "title": "Draft", "instruction": "Write the note", "capability": "writing", "depends_on": []},
+        {"id": 3, "title": "Review", "instruction": "Review both", "capability": "review", "depends_on": [1, 2]},
+    ],
+}
+
+
+def long_result(topic: str) -> str:
+    """A 4,000-character result of three sentences (the review keeps three), each word its own."""
+    words = iter(f"{topic}{n}" for n in range(10_000))
+    sentences = []
+    for _ in range(3):
+        sentence = "We found"
+        while len(sentence) < 1340:
+            sentence += f" {next(words)}"
+        sentences.append(sentence + ".")
+    return " ".join(sentences)[:3999].rstrip(" .") + "."
+
+
+async def test_three_long_results_are_cut_to_fit_the_prompt_of_the_step_after_them_and_of_the_answer(
+    provider: Provider, open_test_app, port: RecordingPort
+) -> None:
+    results = [long_result(topic) for topic in ("venue", "price", "review")]
+    assert all(3990 <= len(result) <= 4000 for result in results)
+    provider.server.queue(json.dumps(THREE))
+    for result in results:  # steps 1 and 2 side by side, then step 3, which builds on both
+        provider.server.queue(result)
+    provider.server.queue(ANSWER)
+    async with open_test_app(models=provider.models) as app:
+        await app.service.handle(Inbound("console:general", "u1", "Ana", "/task Report on the launch"))
+        await app.service.wait_idle()
+
+    assert port.posts[-1][2] == ANSWER
+    # Rex's step note holds both results it builds on, each cut with a note, and ends with his ask.
+    [review_note] = [text for text in provider.texts(provider.bodies[3]) if "Results so far:" in text]
+    assert review_note.count("[cut at ") == 2 and review_note.endswith("Ana: Rex, review both.")
+    for result in results[:2]:
+        assert result[:200] in review_note and result not in review_note
+    # The integrator's note holds all three, each cut, with the request and the ask; the prompt
+    # keeps the conversation too (the newest step's post).
+    answer_texts = provider.texts(provider.bodies[4])
+    [answer_note] = [text for text in answer_texts if "What was done:" in text]
+    assert answer_note.count("[cut at ") == 3
+    assert "The request (Ana): Report on the launch" in answer_note
+    for result in results:
+        assert result[:200] in answer_note and result not in answer_note
+    assert answer_note.rstrip().endswith(
+        "Ana: Rex, give me the task's answer: the result itself, what was done and anything that failed."
+    )
+    assert any(results[2] in text for text in answer_texts if text != answer_note)
+
+
 async def test_an_answer_that_gives_a_steps_result_word_for_word_is_the_tasks_answer(
     provider: Provider, open_test_app, port: RecordingPort
 ) -> None:

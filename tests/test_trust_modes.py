@@ -146,3 +146,13 @@ def test_trust_in_the_console_says_what_each_persona_needs_next(tmp_path: Path) 
         "[system] Rex: new (0 decided by people, 0% approved, 0 finished tasks, 0 failed, 0 days)"
         " — 50 more decided requests, 5 more finished tasks and 7 more days to reach proficient"
     ) in lines
+
+
+def test_a_rolled_back_task_earns_no_trust(tmp_path: Path) -> None:
+    script = "/trust\n/task Research venues; write the invite\n/trust\n/task cancel rollback\n/trust\n"
+    transcript = run_console(write_config(tmp_path), script)
+    before, during, after = (part.split("[you] ", 1)[0] for part in transcript.split("[you] /trust")[1:])
+    sage = "[system] Sage: new (0 decided by people, 0% approved, {} finished task"
+    assert sage.format(1) in during  # the finished task counted
+    assert "[system] Nothing of task #1 is left to undo." in transcript
+    assert sage.format(0) in after and after == before  # rolled back: as if it never ran
