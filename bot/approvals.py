@@ -79,7 +79,15 @@ def unknown_outcome_line(approval: Approval, persona_name: str, clean: Callable[
 
 
 def unknown_outcome_notice(approval: Approval) -> str:
+    why = unknown_why(approval)
     return (
         f"Approval #{approval.id} ({approval.action}) was running when the bot stopped, so it may or may not "
-        f"have happened. /approvals retry {approval.id} runs it again; /approvals close {approval.id} leaves it."
+        f"have happened{f' ({why})' if why else ''}. [Run again] on its request or /approvals retry {approval.id} "
+        f"runs it again; [Close] or /approvals close {approval.id} leaves it."
     )
+
+
+def unknown_why(approval: Approval) -> str:
+    """Why an unknown outcome could not be told, as start-up recorded it ("" when it did not say)."""
+    result = approval.result or ""
+    return result[result.index("(") + 1 : -1] if result.endswith(")") and "(" in result else ""

@@ -3,8 +3,10 @@
 - Approved actions that never ran are run: each batch whose approvals are all decided is resumed in
   its channel's queue (a flow that had finished resumes as a no-op), and so is each batch still
   held (storage.batches): one whose requests a stop kept from going out starts.
-- A run that started in a process that is gone, and was never confirmed, is marked unknown and
-  reported to the approvers, never run again blindly (/approvals retry N or close N settles it).
+- A run that started in a process that is gone, and was never confirmed, is looked up where it can
+  be (bot/cut_runs.py): a post found is recorded as executed, one not found is posted once now; what
+  cannot be told is marked unknown and reported to the approvers, never run again blindly ([Run
+  again] or [Close] on the request, or /approvals retry N or close N, settles it).
 - Tasks that were running continue, then every channel's round cut short by a crash goes on from
   its last committed turn, and the messages that were recorded but not answered are answered,
   oldest first, as they came.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from bot.approval_desk import ResumeApprovals
 from bot.approvals import unknown_outcome_notice
+from bot.cut_runs import settle_cut_run
 from bot.service import AnswerInbox, ChannelService
 from graph.action_runner import IMMEDIATE_BATCH
 from storage import approvals, inbox, memory, rounds
@@ -30,11 +33,13 @@ async def recover(service: ChannelService) -> None:
     for approval in await approvals.with_status(db, ApprovalStatus.RUNNING):
         owner = approval.runner or ""
         if owner != runner and await db.claim(f"runner:{owner}"):  # its process is gone
-            marked = await approvals.mark_unknown(db, approval.id, owner)
-            if marked is not None:
-                await service.tell_approvers(approval.channel_key, unknown_outcome_notice(approval))
-                if marked.batch.startswith(IMMEDIATE_BATCH):  # no approval flow to resume: its persona is told here
-                    await service.engine.show_outcome(marked)
+            settled = await settle_cut_run(db, service.engine.runner, service.personas, approval, owner)
+            if settled is None:
+                continue
+            if settled.status is ApprovalStatus.UNKNOWN:
+                await service.tell_approvers(approval.channel_key, unknown_outcome_notice(settled))
+            if settled.batch.startswith(IMMEDIATE_BATCH):  # no approval flow to resume: its persona is told here
+                await service.engine.show_outcome(settled)
     # A batch whose flow a stop cut short is still held (storage.batches): never started, or
     # decided and not yet told to its persona.
     batches: dict[str, str] = dict(await held_batches.all_held(db))

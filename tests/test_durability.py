@@ -112,7 +112,8 @@ def test_a_run_cut_short_is_reported_not_repeated_and_an_approver_can_retry_it(t
     after = restart(config, tmp_path)
     assert "[Nova in #news]" not in after  # not run blindly a second time
     assert "[system] approvers: Approval #1 (publish_post) was running when the bot stopped" in after
-    assert "[action 1] outcome unknown: the bot stopped while it ran: it may or may not have run" in after
+    unknown = "outcome unknown: the bot stopped while it ran (the console's posts carry no marker to look them up by)"
+    assert f"[action 1] {unknown}: it may or may not have run" in after  # why it could not be looked up
     assert approval_status(tmp_path) == "unknown"
 
     retried = restart(config, tmp_path, "/approvals retry 1\n/approvals retry 1\n")

@@ -25,6 +25,7 @@ from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.port import sending
 from bot.request_places import RequestPlaces
+from graph.action_marks import refuse_to_look
 from graph.actions import ActionCall
 from graph.mcp import is_mcp_action
 from graph.observe import DELIVERY_FAILURES
@@ -217,6 +218,7 @@ class DiscordPort:
         return True
 
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        refuse_to_look("Discord webhook")  # a webhook post takes no nonce: nothing but its text to find it by
         if call.name in ("publish_post", "delete_post"):
             named = call.args["channel"]
         elif call.name == "send_message":
