@@ -115,6 +115,11 @@ async def test_an_approved_post_cut_by_a_kill_exists_once_and_is_executed_after_
         finally:
             await bot.stop()
     assert launches(fake) == 1
+    done = "posted in #news" if action == "publish_post" else "sent in #news"
+    way = "found already posted, not posted again" if posted else "not posted before the stop, posted now"
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        audited = db.execute("SELECT event, actor, detail FROM audit_log ORDER BY id DESC LIMIT 1").fetchone()
+    assert audited == ("executed", "start-up recovery", f"{done} (after the restart: {way})")  # which way it went
 
 
 @pytest.mark.parametrize("posted", [False, True], ids=["killed before the post", "killed after the post"])
@@ -217,3 +222,52 @@ async def wait_for(condition: Callable[[], bool], timeout: float = 60) -> None:
     async with asyncio.timeout(timeout):
         while not condition():
             await asyncio.sleep(0.05)
+
+
+# -- approved, not started: it runs at once after the restart ----------------------------------------
+
+
+def round_started(tmp_path: Path, text: str) -> bool:
+    """The line is recorded and off the inbox: its round is running."""
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        row = db.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM inbox i WHERE i.line_id = l.id) FROM lines l WHERE l.text = ?", (text,)
+        ).fetchone()
+    return row is not None and bool(row[0])
+
+
+async def test_an_approved_action_not_started_at_the_kill_runs_first_and_at_once_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    slow = "Sage, take your time. !!slow 5"
+    async with news() as fake, aiohttp.ClientSession() as http:
+        bot = bot_for(tmp_path, fake)
+        await bot.start()
+        try:
+            await say(http, bot, asking("publish_post"), 1)
+            await fake.wait_until(lambda: len(requests(fake)) == 1, timeout=60)
+            await say(http, bot, slow, 2)
+            await wait_for(lambda: round_started(tmp_path, slow))  # the channel is busy: the run must wait
+            await click(http, bot, fake, requests(fake)[0])
+            await wait_for(lambda: statuses(tmp_path) == ["approved"])  # decided, its run not begun: kill now
+        finally:
+            await bot.kill()
+        before = len(fake.calls)
+
+        await bot.start()
+        try:
+            restarted = asyncio.get_running_loop().time()
+            await say(http, bot, "Sage, and what else?", 3)  # a new line in the same channel
+            await fake.wait_until(lambda: launches(fake) == 1, timeout=10)  # within 10 s of the restart
+            ran_after = asyncio.get_running_loop().time() - restarted
+            await fake.wait_until(lambda: sum(p.get("username") == "Sage" for p in posts_since(fake, before)) >= 2, 60)
+        finally:
+            await bot.stop()
+    assert ran_after < 10
+    after = [p for p in posts_since(fake, before) if p.get("username") in ("Nova", "Sage")]
+    assert after[0]["text"] == "We launched!"  # before the channel's rounds went on
+    assert statuses(tmp_path) == ["executed"]
+
+
+def posts_since(fake: FakeSlackApi, calls: int) -> list[dict[str, Any]]:
+    return [c.args for c in fake.calls[calls:] if c.method == "chat.postMessage" and c.status == 200 and not c.error]
