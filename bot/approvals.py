@@ -72,8 +72,9 @@ def request_context(approval: Approval, clean: Callable[[str], str] = str) -> st
 def unknown_outcome_line(approval: Approval, persona_name: str, clean: Callable[[str], str] = str) -> str:
     """ "#4 Rex ran notes.write_note(...): outcome unknown" for /approvals, with how to settle it."""
     call = ActionCall(approval.call_id, approval.action, approval.args)
+    why = f" ({clean(reason)})" if (reason := unknown_why(approval)) else ""
     return (
-        f"#{approval.id} {persona_name} ran {clean(call.describe())}: outcome unknown, it may or may not have "
+        f"#{approval.id} {persona_name} ran {clean(call.describe())}: outcome unknown{why}, it may or may not have "
         f"happened (/approvals retry {approval.id} or /approvals close {approval.id})"
     )
 

@@ -19,7 +19,7 @@ import discord
 from bot.approvals import outcome
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.discord_bot.approval_message import PLATFORM, ApprovalBoard
-from bot.discord_bot.approvals import approval_view
+from bot.discord_bot.approvals import approval_view, settle_view
 from bot.discord_bot.delivery import MESSAGE_LIMIT, NO_MENTIONS, Delivery, failure_of, nonce
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
@@ -198,7 +198,7 @@ class DiscordPort:
         if self._elsewhere is not None:
             await self._elsewhere.show_decision(approval, persona)  # the request there loses its buttons
         try:
-            if await self.board.show(approval, persona):
+            if await self.board.show(approval, persona, settle_view(approval)):
                 return
         except _DELIVERY_ERRORS as exc:
             log.warning("approval #%s's request could not be updated: %s", approval.id, _describe(exc))
