@@ -271,3 +271,42 @@ async def test_an_approved_action_not_started_at_the_kill_runs_first_and_at_once
 
 def posts_since(fake: FakeSlackApi, calls: int) -> list[dict[str, Any]]:
     return [c.args for c in fake.calls[calls:] if c.method == "chat.postMessage" and c.status == 200 and not c.error]
+
+
+async def test_a_long_post_cut_between_its_messages_posts_only_the_missing_one_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    long_text = "alpha " * 520 + "bravo " * 100  # two Slack messages: the second holds every "bravo"
+    asked = f"Nova, do it. !!act publish_post {json.dumps({'channel': 'news', 'text': long_text.strip()})}"
+
+    def second_piece(args: dict[str, Any]) -> bool:
+        return args.get("username") == "Nova" and "bravo" in str(args.get("text"))
+
+    def in_news() -> list[str]:
+        return [str(m["text"]) for (channel, _), m in sorted(fake.messages.items()) if channel == "C0NEWS"]
+
+    async with news() as fake, aiohttp.ClientSession() as http:
+        bot = bot_for(tmp_path, fake)
+        await bot.start()
+        try:
+            await say(http, bot, asked, 1)
+            await fake.wait_until(lambda: len(requests(fake)) == 1, timeout=60)
+            assert bot.process is not None
+            fake.kill_on = KillOn("chat.postMessage", second_piece, bot.process.pid, after_doing=False)
+            await click(http, bot, fake, requests(fake)[0])
+            await fake.wait_until(lambda: fake.killed == 1, timeout=60)
+        finally:
+            await bot.kill()
+        assert len(in_news()) == 1  # the first message only
+
+        await bot.start()
+        try:
+            await fake.wait_until(lambda: statuses(tmp_path) == ["executed"], timeout=60)
+        finally:
+            await bot.stop()
+    posted = in_news()
+    assert len(posted) == 2 and "bravo" not in posted[0] and "bravo" in posted[1]  # each once, in order
+    assert " ".join(" ".join(posted).split()) == long_text.strip()
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        [result] = db.execute("SELECT result FROM approvals").fetchone()
+    assert result == "posted in #news (after the restart: 1 of 2 messages had been posted, the other 1 posted now)"
