@@ -33,12 +33,15 @@ from graph.engine import RoundEngine
 from graph.mcp import is_mcp_action
 from graph.trust import figures, next_level, task_counts, trust_record
 from personas import Persona
-from storage import approvals, channels, tool_grants, trust
+from storage import approvals, channels, cut_runs, tool_grants, trust
 from storage.approvals import Person
 from storage.database import Database
 from storage.records import Approval, ApprovalStatus
 
 log = logging.getLogger(__name__)
+
+RECOVERED_HEADING = "Finished by start-up recovery, after a stop cut them short (last 24 hours):"
+RECOVERED_SHOWN_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -348,6 +351,10 @@ class ApprovalDesk:
         if unknown:  # cut short by a stop: only an approver settles them
             listed += f"\n{UNKNOWN_HEADING}\n" + "\n".join(
                 unknown_outcome_line(a, self._persona_name(a.persona_id), clean) for a in unknown
+            )
+        if recovered := await cut_runs.recovered(self.db, key, time.time() - RECOVERED_SHOWN_SECONDS):
+            listed += f"\n{RECOVERED_HEADING}\n" + "\n".join(
+                clean(f"#{a.id} {a.action}: {a.status.value}, {a.result or ''}") for a in recovered
             )
         if granted := await tool_grants.grants(self.db, key):
             listed += f"\n{GRANTS_HEADING}\n" + "\n".join(clean(f"{g.tool}, by {g.granted_by}") for g in granted)

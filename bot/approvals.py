@@ -72,14 +72,23 @@ def request_context(approval: Approval, clean: Callable[[str], str] = str) -> st
 def unknown_outcome_line(approval: Approval, persona_name: str, clean: Callable[[str], str] = str) -> str:
     """ "#4 Rex ran notes.write_note(...): outcome unknown" for /approvals, with how to settle it."""
     call = ActionCall(approval.call_id, approval.action, approval.args)
+    why = f" ({clean(reason)})" if (reason := unknown_why(approval)) else ""
     return (
-        f"#{approval.id} {persona_name} ran {clean(call.describe())}: outcome unknown, it may or may not have "
+        f"#{approval.id} {persona_name} ran {clean(call.describe())}: outcome unknown{why}, it may or may not have "
         f"happened (/approvals retry {approval.id} or /approvals close {approval.id})"
     )
 
 
 def unknown_outcome_notice(approval: Approval) -> str:
+    why = unknown_why(approval)
     return (
         f"Approval #{approval.id} ({approval.action}) was running when the bot stopped, so it may or may not "
-        f"have happened. /approvals retry {approval.id} runs it again; /approvals close {approval.id} leaves it."
+        f"have happened{f' ({why})' if why else ''}. [Run again] on its request or /approvals retry {approval.id} "
+        f"runs it again; [Close] or /approvals close {approval.id} leaves it."
     )
+
+
+def unknown_why(approval: Approval) -> str:
+    """Why an unknown outcome could not be told, as start-up recorded it ("" when it did not say)."""
+    result = approval.result or ""
+    return result[result.index("(") + 1 : -1] if result.endswith(")") and "(" in result else ""

@@ -11,6 +11,7 @@ from datetime import datetime
 from bot.app import App
 from bot.approvals import request_context
 from bot.inbound import Inbound
+from graph.action_marks import refuse_to_look
 from graph.actions import ActionCall
 from personas import Persona
 from storage.records import Approval, ApprovalStatus
@@ -111,6 +112,7 @@ class ConsolePort:
         )
 
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        refuse_to_look("the console's")  # what it wrote to a terminal cannot be read back
         if call.name == "publish_post":
             target = "#" + call.args["channel"].lstrip("#")
             self.write(f"[{persona.display_name} in {target}] {call.args['text']}")

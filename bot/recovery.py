@@ -1,10 +1,13 @@
 """Start-up recovery: finish what a stop interrupted, before the platforms take new events.
 
-- Approved actions that never ran are run: each batch whose approvals are all decided is resumed in
-  its channel's queue (a flow that had finished resumes as a no-op), and so is each batch still
-  held (storage.batches): one whose requests a stop kept from going out starts.
-- A run that started in a process that is gone, and was never confirmed, is marked unknown and
-  reported to the approvers, never run again blindly (/approvals retry N or close N settles it).
+- Approved actions that never ran are run, first in their channel's queue: each batch whose
+  approvals are all decided is resumed (a flow that had finished resumes as a no-op), and so is each batch still
+  held (storage.batches): one whose requests a stop kept from going out starts. An approved action
+  no flow will run (one an approver ran again, by [Run again] or /approvals retry) is run itself.
+- A run that started in a process that is gone, and was never confirmed, is looked up where it can
+  be (bot/cut_runs.py): a post found is recorded as executed, one not found is posted once now; what
+  cannot be told is marked unknown and reported to the approvers, never run again blindly ([Run
+  again] or [Close] on the request, or /approvals retry N or close N, settles it).
 - Tasks that were running continue, then every channel's round cut short by a crash goes on from
   its last committed turn, and the messages that were recorded but not answered are answered,
   oldest first, as they came.
@@ -14,13 +17,14 @@
 
 from __future__ import annotations
 
-from bot.approval_desk import ResumeApprovals
+from bot.approval_desk import ResumeApprovals, RunApproved
 from bot.approvals import unknown_outcome_notice
+from bot.cut_runs import settle_cut_run
 from bot.service import AnswerInbox, ChannelService
 from graph.action_runner import IMMEDIATE_BATCH
 from storage import approvals, inbox, memory, rounds
 from storage import batches as held_batches
-from storage.records import ApprovalStatus
+from storage.records import Approval, ApprovalStatus
 
 
 async def recover(service: ChannelService) -> None:
@@ -30,17 +34,22 @@ async def recover(service: ChannelService) -> None:
     for approval in await approvals.with_status(db, ApprovalStatus.RUNNING):
         owner = approval.runner or ""
         if owner != runner and await db.claim(f"runner:{owner}"):  # its process is gone
-            marked = await approvals.mark_unknown(db, approval.id, owner)
-            if marked is not None:
-                await service.tell_approvers(approval.channel_key, unknown_outcome_notice(approval))
-                if marked.batch.startswith(IMMEDIATE_BATCH):  # no approval flow to resume: its persona is told here
-                    await service.engine.show_outcome(marked)
+            settled = await settle_cut_run(db, service.engine.runner, service.personas, approval, owner)
+            if settled is None:
+                continue
+            if settled.status is ApprovalStatus.UNKNOWN:
+                await service.tell_approvers(approval.channel_key, unknown_outcome_notice(settled))
+            if settled.batch.startswith(IMMEDIATE_BATCH):  # no approval flow to resume: its persona is told here
+                await service.engine.show_outcome(settled)
     # A batch whose flow a stop cut short is still held (storage.batches): never started, or
     # decided and not yet told to its persona.
     batches: dict[str, str] = dict(await held_batches.all_held(db))
     for status in (ApprovalStatus.APPROVED, ApprovalStatus.UNKNOWN):
         for approval in await approvals.with_status(db, status):
-            batches.setdefault(approval.batch, approval.channel_key)
+            if status is ApprovalStatus.APPROVED and await _no_flow_runs(service, approval):
+                service.enqueue(RunApproved(approval.channel_key, approval.id))  # a retry the stop cut off
+            else:
+                batches.setdefault(approval.batch, approval.channel_key)
     for batch, key in batches.items():
         if not await approvals.awaits_decision(db, batch):
             service.enqueue(ResumeApprovals(key, batch))
@@ -51,3 +60,12 @@ async def recover(service: ChannelService) -> None:
         service.enqueue(AnswerInbox(key))
     for key in sorted({key for key, _ in await memory.channels_with_participants(db)}):
         service.engine.memory.after_round(key)
+
+
+async def _no_flow_runs(service: ChannelService, approval: Approval) -> bool:
+    """Whether no approval flow will run this approved action: one run at once (no flow behind it),
+    or one an approver ran again after its flow had ended (/approvals retry, [Run again])."""
+    if approval.batch.startswith(IMMEDIATE_BATCH):
+        return True
+    snapshot = await service.engine.approval_graph.aget_state({"configurable": {"thread_id": approval.batch}})
+    return bool(snapshot.values) and not snapshot.next

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from graph import observe, tracing
+from graph.action_marks import ActionRun, acting_for
 from graph.actions import ActionCall, check_call, cost_of, declared_risk
 from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
@@ -294,7 +295,9 @@ class ActionRunner:
                     at = datetime.fromisoformat(call.args["at"]).timestamp()
                     result = self.timers.schedule_post(at, channel_key, persona.id, call)
                 else:
-                    result = await self.port.execute(channel_key, persona, call)
+                    # The post is marked as this approval's, so a restart can look it up (graph/action_marks.py).
+                    with acting_for(ActionRun(approval_id) if approval_id is not None else None):
+                        result = await self.port.execute(channel_key, persona, call)
             ok = True
         except Exception as exc:
             log.warning("action %s by %s failed: %s", call.name, persona.id, type(exc).__name__)

@@ -301,15 +301,17 @@ async def with_status(db: Database, status: ApprovalStatus) -> list[Approval]:
     return [_approval(r) for r in rows]
 
 
-async def mark_unknown(db: Database, approval_id: int, runner: str) -> Approval | None:
-    """A run `runner` started and never confirmed (its process stopped): outcome unknown."""
+async def mark_unknown(db: Database, approval_id: int, runner: str, why: str = "") -> Approval | None:
+    """A run `runner` started and never confirmed (its process stopped): outcome unknown, and `why`
+    it could not be told (an MCP tool's effect is not observable, a look-up could not finish)."""
+    result = f"{UNKNOWN_RESULT} ({why})" if why else UNKNOWN_RESULT
     return await _transition(
         db,
         "status = 'unknown', result = ? WHERE id = ? AND status = 'running' AND runner = ?",
-        (UNKNOWN_RESULT, approval_id, runner),
+        (result, approval_id, runner),
         event="failed",
         actor=None,
-        detail=UNKNOWN_RESULT,
+        detail=result,
     )
 
 

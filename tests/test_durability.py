@@ -112,7 +112,9 @@ def test_a_run_cut_short_is_reported_not_repeated_and_an_approver_can_retry_it(t
     after = restart(config, tmp_path)
     assert "[Nova in #news]" not in after  # not run blindly a second time
     assert "[system] approvers: Approval #1 (publish_post) was running when the bot stopped" in after
-    assert "[action 1] outcome unknown: the bot stopped while it ran: it may or may not have run" in after
+    why = "the look-up could not finish: the console's posts carry no marker to look them up by"
+    unknown = f"outcome unknown: the bot stopped while it ran ({why})"
+    assert f"[action 1] {unknown}: it may or may not have run" in after  # why it could not be looked up
     assert approval_status(tmp_path) == "unknown"
 
     retried = restart(config, tmp_path, "/approvals retry 1\n/approvals retry 1\n")
@@ -136,3 +138,37 @@ def test_an_unknown_outcome_can_be_closed_without_running_it(tmp_path: Path) -> 
     assert "[action 1] closed by you without running again" in closed
     assert "[Nova in #news]" not in closed
     assert approval_status(tmp_path) == "failed"
+
+
+def test_a_retry_cut_off_by_a_stop_before_it_ran_runs_once_after_restart(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    console = InteractiveConsole(config)
+    console.type(REQUEST)
+    console.wait_for("[approval 1] Nova wants publish_post")
+    console.stop(signal.SIGKILL)
+    with database(tmp_path) as db:
+        db.execute("UPDATE approvals SET status = 'running', runner = 'gone', decided_by = 'you' WHERE id = 1")
+    restart(config, tmp_path)  # unknown, and its flow has ended
+    with database(tmp_path) as db:  # what /approvals retry 1 leaves, had the bot stopped before the run began
+        db.execute("UPDATE approvals SET status = 'approved', result = NULL, runner = NULL WHERE id = 1")
+
+    after = restart(config, tmp_path)
+    assert after.count("[Nova in #news] We launched!") == 1
+    assert approval_status(tmp_path) == "executed"
+    assert "[Nova in #news]" not in restart(config, tmp_path)  # and once only
+
+
+def test_a_cut_schedule_post_is_scheduled_again_and_approvals_says_how_recovery_went(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    console = InteractiveConsole(config)
+    args = '{"at": "2030-01-01T09:00:00+00:00", "channel": "news", "text": "We launched!"}'
+    console.type(f"Nova, schedule it. !!act schedule_post {args}")
+    console.wait_for("[approval 1] Nova wants schedule_post")
+    console.stop(signal.SIGKILL)
+    with database(tmp_path) as db:  # cut while it ran: the timer may or may not have been added
+        db.execute("UPDATE approvals SET status = 'running', runner = 'gone', decided_by = 'you' WHERE id = 1")
+
+    listed = restart(config, tmp_path)
+    assert approval_status(tmp_path) == "executed"
+    assert "Finished by start-up recovery" in listed
+    assert "#1 schedule_post: executed, scheduled for 2030-01-01 09:00 UTC in #news (after the restart:" in listed

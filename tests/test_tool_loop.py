@@ -235,7 +235,8 @@ def test_sigkill_after_an_immediate_action_ran_leaves_an_unknown_outcome_never_r
             assert db.execute("SELECT status FROM approvals").fetchall() == [("unknown",)]
             audit = db.execute("SELECT event, actor, detail FROM audit_log ORDER BY id").fetchall()
         assert audit[0] == ("approved", "policy", 'ran at once: {"title": "launch", "text": "We launched"}')
-        assert audit[-1] == ("failed", None, approvals.UNKNOWN_RESULT)
+        why = "an MCP tool's effect cannot be looked up"
+        assert audit[-1] == ("failed", None, f"{approvals.UNKNOWN_RESULT} ({why})")
         time.sleep(0.5)
         assert [c["tool"] for c in calls_received(log)] == ["write_note"]  # never run again by itself
 

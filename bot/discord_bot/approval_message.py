@@ -104,7 +104,8 @@ log = logging.getLogger(__name__)
 
 PLATFORM = "discord"
 NO_MENTIONS = discord.AllowedMentions.none()
-_NOT_FINAL = (ApprovalStatus.PENDING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
+# An unknown outcome is not final either: an approver may run it again.
+_NOT_FINAL = (ApprovalStatus.PENDING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING, ApprovalStatus.UNKNOWN)
 
 
 class ApprovalBoard:
@@ -120,9 +121,10 @@ class ApprovalBoard:
         message = await channel.send(approval_text(approval, persona), view=buttons, allowed_mentions=NO_MENTIONS)
         await self.places.remember(approval.id, Place(str(message.channel.id), str(message.id)))
 
-    async def show(self, approval: Approval, persona: Persona) -> bool:
-        """Edit the request to show the approval's state, buttons removed. False when no request
-        message is known (the approval went to Slack, or its post failed). Raises on a failed edit."""
+    async def show(self, approval: Approval, persona: Persona, buttons: discord.ui.View | None = None) -> bool:
+        """Edit the request to show the approval's state, its buttons replaced by `buttons` (an unknown
+        outcome's [Run again] and [Close]) or removed. False when no request message is known (the
+        approval went to Slack, or its post failed). Raises on a failed edit."""
         place = await self.places.place(approval.id)
         if place is None or not (place.channel.isdigit() and place.message.isdigit()):
             return False
@@ -132,7 +134,7 @@ class ApprovalBoard:
             decider = await self.places.decider(approval.id)
             message = self._client.get_partial_messageable(int(place.channel)).get_partial_message(int(place.message))
             text = approval_text(approval, persona, decider_id=decider if decider and decider.isdigit() else None)
-            await message.edit(content=text, view=None, allowed_mentions=NO_MENTIONS)
+            await message.edit(content=text, view=buttons, allowed_mentions=NO_MENTIONS)
             if approval.status not in _NOT_FINAL:
                 self._settled.add(approval.id)
                 self._locks.pop(approval.id, None)

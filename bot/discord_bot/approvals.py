@@ -21,7 +21,7 @@ from bot.request_places import Place
 from bot.revisions import FORM_HINT, arguments_json, code_blocks, read_arguments
 from bot.service import ChannelService
 from storage import approvals
-from storage.records import Approval
+from storage.records import Approval, ApprovalStatus
 
 # -- the clicks ----------------------------------------------------------------------------------------
 # What a click on an approval button (or a form's submission) does: the approvals core
@@ -86,6 +86,12 @@ class ApprovalClicks:
             except (discord.HTTPException, OSError, TimeoutError) as exc:
                 log.warning("approval #%s's request could not be updated: %s", approval_id, type(exc).__name__)
 
+    async def settle(self, interaction: discord.Interaction, approval_id: int, retry: bool) -> None:
+        """[Run again] or [Close] on an unknown outcome, as /approvals retry or close: once, whoever
+        clicks how often; the clicker hears how it went, the request shows the outcome once known."""
+        reply = await self.service.approval_desk.settle_unknown(approval_id, actor_of(interaction), retry)
+        await tell(interaction, reply.reply)
+
     async def show_arguments(self, interaction: discord.Interaction, approval_id: int) -> None:
         """The full arguments, to the clicker alone: as many ephemeral messages as they need, never cut."""
         reply = await self.service.approval_desk.show_arguments(approval_id, actor_of(interaction))
@@ -124,8 +130,9 @@ async def tell(interaction: discord.Interaction, text: str) -> None:
 # needs, and the client registers the class in setup_hook, so a button on any request message works
 # after a restart too. Each click reaches the ApprovalClicks the client serves (interaction.client).
 
-Verb = Literal["approve", "always", "reject", "feedback", "view", "revise"]
-TEMPLATE = rf"approval:(?P<id>[0-9]{{1,{ID_DIGITS}}}):(?P<verb>approve|always|reject|feedback|view|revise)"  # ASCII
+Verb = Literal["approve", "always", "reject", "feedback", "view", "revise", "retry", "close"]
+VERBS = "approve|always|reject|feedback|view|revise|retry|close"
+TEMPLATE = rf"approval:(?P<id>[0-9]{{1,{ID_DIGITS}}}):(?P<verb>{VERBS})"  # ASCII
 FEEDBACK_FORM = "approval-feedback:{approval_id}:{opened_by}"  # one form per opening
 FEEDBACK_FIELD = "feedback"
 REVISE_FORM = "approval-revise:{approval_id}:{opened_by}"
@@ -139,7 +146,10 @@ _STYLE: dict[Verb, tuple[str, discord.ButtonStyle]] = {
     "feedback": ("Reject with feedback", discord.ButtonStyle.secondary),
     "view": ("View", discord.ButtonStyle.secondary),
     "revise": ("Revise", discord.ButtonStyle.primary),
+    "retry": ("Run again", discord.ButtonStyle.success),  # an unknown outcome (ApprovalDesk.settle_unknown)
+    "close": ("Close", discord.ButtonStyle.secondary),
 }
+SETTLE_VERBS: tuple[Verb, ...] = ("retry", "close")
 STARTING = "Roundtable is still starting; try again in a moment."
 
 
@@ -153,8 +163,18 @@ def approval_view(approval_id: int, *, always: bool = False) -> discord.ui.View:
     button onto a second row)."""
     view = discord.ui.View(timeout=None)
     for verb in _STYLE:
-        if verb != "always" or always:
+        if verb not in SETTLE_VERBS and (verb != "always" or always):
             view.add_item(ApprovalButton(approval_id, verb))
+    return view
+
+
+def settle_view(approval: Approval) -> discord.ui.View | None:
+    """[Run again] and [Close] for an unknown outcome (persistent, like the request's buttons); else none."""
+    if approval.status is not ApprovalStatus.UNKNOWN:
+        return None
+    view = discord.ui.View(timeout=None)
+    for verb in SETTLE_VERBS:
+        view.add_item(ApprovalButton(approval.id, verb))
     return view
 
 
@@ -163,7 +183,7 @@ def clicks_of(interaction: discord.Interaction) -> ApprovalClicks | None:
     return clicks if isinstance(clicks, ApprovalClicks) else None
 
 
-DEFERRED_VERBS = ("approve", "always", "reject")
+DEFERRED_VERBS = ("approve", "always", "reject", *SETTLE_VERBS)
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLATE):
@@ -186,7 +206,8 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
         answer within 3 seconds (10062 Unknown interaction after that); a form can only be a first answer."""
         if self.verb in DEFERRED_VERBS:
             await interaction.response.defer()
-        return self.verb == "view" or await _may_decide(interaction, self.approval_id)
+        # Who may run again or close an unknown outcome the desk checks as it settles it.
+        return self.verb in ("view", *SETTLE_VERBS) or await _may_decide(interaction, self.approval_id)
 
     async def callback(self, interaction: discord.Interaction) -> None:
         clicks = clicks_of(interaction)
@@ -197,6 +218,8 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
                 await interaction.response.send_modal(FeedbackForm(self.approval_id, interaction.id))
             elif self.verb == "view":
                 await clicks.show_arguments(interaction, self.approval_id)
+            elif self.verb in SETTLE_VERBS:
+                await clicks.settle(interaction, self.approval_id, retry=self.verb == "retry")
             elif self.verb == "revise":
                 form = await clicks.revision_form(self.approval_id, interaction.id)
                 await (tell(interaction, form) if isinstance(form, str) else interaction.response.send_modal(form))

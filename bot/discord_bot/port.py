@@ -19,12 +19,13 @@ import discord
 from bot.approvals import outcome
 from bot.avatars import TWEMOJI_BASE_URL
 from bot.discord_bot.approval_message import PLATFORM, ApprovalBoard
-from bot.discord_bot.approvals import approval_view
+from bot.discord_bot.approvals import approval_view, settle_view
 from bot.discord_bot.delivery import MESSAGE_LIMIT, NO_MENTIONS, Delivery, failure_of, nonce
 from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.port import sending
 from bot.request_places import RequestPlaces
+from graph.action_marks import refuse_to_look
 from graph.actions import ActionCall
 from graph.mcp import is_mcp_action
 from graph.observe import DELIVERY_FAILURES
@@ -197,7 +198,7 @@ class DiscordPort:
         if self._elsewhere is not None:
             await self._elsewhere.show_decision(approval, persona)  # the request there loses its buttons
         try:
-            if await self.board.show(approval, persona):
+            if await self.board.show(approval, persona, settle_view(approval)):
                 return
         except _DELIVERY_ERRORS as exc:
             log.warning("approval #%s's request could not be updated: %s", approval.id, _describe(exc))
@@ -217,6 +218,7 @@ class DiscordPort:
         return True
 
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
+        refuse_to_look("Discord webhook")  # a webhook post takes no nonce: nothing but its text to find it by
         if call.name in ("publish_post", "delete_post"):
             named = call.args["channel"]
         elif call.name == "send_message":

@@ -13,7 +13,7 @@ from bot.slack.keys import channel_id_of
 from bot.slack.text import escape_clipped, escape_for_slack
 from graph.mcp import is_mcp_action
 from personas import Persona
-from storage.records import Approval
+from storage.records import Approval, ApprovalStatus
 
 APPROVE_ACTION = "approval_approve"
 APPROVE_ALWAYS_ACTION = "approval_approve_always"  # an MCP tool: approve, and run it without asking in this channel
@@ -24,6 +24,8 @@ FEEDBACK_BLOCK = "feedback"
 FEEDBACK_INPUT = "feedback_text"
 FEEDBACK_MAX_CHARS = 1000
 VIEW_ACTION = "approval_view"
+RETRY_ACTION = "approval_retry"  # an unknown outcome: run it again (ApprovalDesk.settle_unknown)
+CLOSE_ACTION = "approval_close"  # an unknown outcome: leave it, failed, without running it
 REVISE_ACTION = "approval_revise"
 REVISE_MODAL = "approval_revise_modal"
 REVISE_BLOCK = "arguments"
@@ -81,11 +83,19 @@ def request_blocks(approval: Approval, persona: Persona, *, name_the_channel: bo
 
 
 def decision_blocks(approval: Approval, persona: Persona, outcome: str, *, name_the_channel: bool) -> list[Block]:
-    """The request without its buttons, and how it ended (`outcome` is mrkdwn, already escaped)."""
-    return [
+    """The request without its buttons, and how it ended (`outcome` is mrkdwn, already escaped); an
+    unknown outcome offers an approver [Run again] and [Close]."""
+    blocks = [
         *_description(approval, persona, name_the_channel),
         {"type": "section", "text": {"type": "mrkdwn", "text": outcome[:SECTION_LIMIT]}},
     ]
+    if approval.status is ApprovalStatus.UNKNOWN:
+        settle = [
+            _button("Run again", RETRY_ACTION, approval.id, style="primary"),
+            _button("Close", CLOSE_ACTION, approval.id),
+        ]
+        blocks.append({"type": "actions", "block_id": f"unknown_{approval.id}", "elements": settle})
+    return blocks
 
 
 def outcome_text(approval: Approval, decider: str) -> str:

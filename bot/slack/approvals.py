@@ -25,11 +25,13 @@ from bot.revisions import arguments_json, code_blocks, edited_arguments, read_ar
 from bot.slack.approval_blocks import (
     APPROVE_ACTION,
     APPROVE_ALWAYS_ACTION,
+    CLOSE_ACTION,
     FEEDBACK_ACTION,
     FEEDBACK_BLOCK,
     FEEDBACK_INPUT,
     FEEDBACK_MODAL,
     REJECT_ACTION,
+    RETRY_ACTION,
     REVISE_ACTION,
     REVISE_BLOCK,
     REVISE_INPUT,
@@ -148,6 +150,8 @@ def register(bot: SlackBot) -> None:
     bot.bolt.action(VIEW_ACTION)(_on_button(bot, show_arguments, "slack approval view"))
     bot.bolt.action(REVISE_ACTION)(_on_button(bot, open_revise_modal, "slack revise form"))
     bot.bolt.view(REVISE_MODAL)(_on_revision_submitted(bot))
+    bot.bolt.action(RETRY_ACTION)(_on_button(bot, partial(settle_click, retry=True), "slack run again"))
+    bot.bolt.action(CLOSE_ACTION)(_on_button(bot, partial(settle_click, retry=False), "slack close"))
 
 
 def _on_button(
@@ -257,6 +261,15 @@ async def revise(bot: SlackBot, submission: FeedbackSubmission) -> None:
 async def decide_click(bot: SlackBot, click: ButtonClick, approve: bool, always: bool = False) -> None:
     reply = await _decide(bot, click.approval_id, click.user_id, click.team_id, click.workspace, approve, always=always)
     if not reply.ok and click.channel:
+        await tell_privately(bot.bolt.client, click.channel, click.user_id, reply.reply, click.thread)
+
+
+async def settle_click(bot: SlackBot, click: ButtonClick, retry: bool) -> None:
+    """[Run again] or [Close] on an unknown outcome: as /approvals retry or close, once, whoever clicks
+    how often; the clicker alone hears how it went (the request shows the outcome once it is known)."""
+    actor = Actor(click.user_id, await bot.names.name_of(click.user_id), click.team_id)
+    reply = await bot.roundtable.service.approval_desk.settle_unknown(click.approval_id, actor, retry)
+    if click.channel:
         await tell_privately(bot.bolt.client, click.channel, click.user_id, reply.reply, click.thread)
 
 

@@ -21,14 +21,16 @@ from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.port import PostFailed, sending
 from bot.request_places import Place, RequestPlaces
 from bot.settings import slack_approver
+from bot.slack.action_posts import action_metadata, posted_pieces
 from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
 from bot.slack.delivery import failure_of, is_gone, outbox_metadata, posted_before, shows_already
 from bot.slack.inbound import message_of
 from bot.slack.keys import channel_id_of, thread_ts_of
-from bot.slack.post_removal import delete_post
+from bot.slack.post_removal import PostNotFound, delete_post
 from bot.slack.slack_bot import UserNames
 from bot.slack.text import escape_clipped, escape_for_slack, slack_messages
+from graph.action_marks import current_run
 from graph.actions import ActionCall
 from graph.observe import DELIVERY_FAILURES
 from personas import Persona
@@ -268,9 +270,21 @@ class SlackPort:
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
         target = target_of(call)
         identity = persona_identity(persona)
+        run = current_run()  # the approval it runs for: each piece is marked as its (bot/slack/action_posts.py)
         if call.name == "delete_post":
-            return await delete_post(self.client, target, identity["username"], str(call.args.get("text", "")))
-        for piece in slack_messages(str(call.args.get("text", ""))):
+            try:
+                return await delete_post(self.client, target, identity["username"], str(call.args.get("text", "")))
+            except PostNotFound:
+                if run is None or not run.looks_first:
+                    raise
+                return f"{target.done} (it was gone already)"  # the cut run took it down
+        pieces = slack_messages(str(call.args.get("text", "")))
+        found = await posted_pieces(self.client, target, run) if run is not None and run.looks_first else {}
+        if run is not None:
+            run.pieces, run.found = len(pieces), len([n for n in found if n < len(pieces)])
+        for number, piece in enumerate(pieces):
+            if number in found:
+                continue  # posted before a stop cut the run short
             try:
                 await self.client.chat_postMessage(
                     channel=target.channel,
@@ -279,6 +293,7 @@ class SlackPort:
                     username=identity["username"],
                     icon_url=identity.get("icon_url"),
                     icon_emoji=identity.get("icon_emoji"),
+                    metadata=action_metadata(run, number) if run is not None else None,
                 )
             except _DELIVERY_ERRORS as exc:
                 raise ActionFailed(f"Slack did not deliver it ({_describe(exc)})") from None

@@ -22,6 +22,10 @@ HISTORY_LIMIT = 200  # the newest messages looked through: an undo follows its p
 _ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError)
 
 
+class PostNotFound(ActionFailed):
+    """No post of the persona's with that text is among the newest: there is nothing to take down."""
+
+
 async def delete_post(client: AsyncWebClient, target: Target, username: str, text: str) -> str:
     """Raises ActionFailed when the channel or the post is not found, or Slack refuses."""
     try:
@@ -33,7 +37,7 @@ async def delete_post(client: AsyncWebClient, target: Target, username: str, tex
         found = [_newest(messages, username, piece) for piece in slack_messages(text)]
         stamps = [ts for ts in found if ts is not None]
         if len(stamps) < len(found):
-            raise ActionFailed(f"no post of {username}'s with that text is among the newest in #{target.channel}")
+            raise PostNotFound(f"no post of {username}'s with that text is among the newest in #{target.channel}")
         for ts in stamps:
             await client.chat_delete(channel=channel, ts=ts)
     except SlackApiError as exc:

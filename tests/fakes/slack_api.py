@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -52,6 +54,18 @@ class ScriptedAnswer:
     done_anyway: bool = False  # the call took effect (a message was posted) before this failure was answered
     then: Callable[[], None] | None = None  # what happens in the workspace before the answer goes back
     held_until: asyncio.Event | None = None  # the answer waits for this (the call has taken effect meanwhile)
+
+
+@dataclass
+class KillOn:
+    """SIGKILL the process `pid` when a call to `method` whose arguments `match` arrives: before
+    Slack does it (`after_doing` False: the message is never posted) or after (it is posted, and the
+    process never learns so). Once."""
+
+    method: str
+    match: Callable[[dict[str, Any]], bool]
+    pid: int
+    after_doing: bool
 
 
 @dataclass
@@ -94,6 +108,8 @@ class FakeSlackApi(LoopbackServer):
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _ts: int = 0
+    kill_on: KillOn | None = None
+    killed: int = 0  # processes killed by kill_on
 
     # -- addresses -------------------------------------------------------------------------------
 
@@ -237,6 +253,15 @@ class FakeSlackApi(LoopbackServer):
             await asyncio.sleep(delay)
         if method == "users.info" and (held := self.held_users.get(str(args.get("user")))):
             await held.wait()
+        if (rule := self.kill_on) is not None and rule.method == method and rule.match(args):
+            self.kill_on = None
+            if rule.after_doing:
+                self._answer(method, args)
+            os.kill(rule.pid, signal.SIGKILL)
+            async with self._changed:
+                self.killed += 1
+                self._changed.notify_all()
+            return web.json_response({"ok": False, "error": "fatal_error"}, status=500)  # nobody reads it
         scripted = self._scripted[method].popleft() if self._scripted[method] else self._outage_answer(method)
         if scripted is None and str(args.get("channel")) in self.missing_channels:
             scripted = ScriptedAnswer(200, {"ok": False, "error": "channel_not_found"})

@@ -1,0 +1,49 @@
+"""Runs a stop cut short, as start-up takes them over: it looks up whether each happened and
+finishes it; the audit entry of how it ended names start-up recovery as its actor."""
+
+from __future__ import annotations
+
+from storage.approvals import _transition, get
+from storage.database import Database, Row
+from storage.records import Approval, ApprovalStatus
+
+RECOVERY = "start-up recovery"  # the actor of the audit entry of a run start-up finished
+
+
+async def reclaim_run(db: Database, approval_id: int, gone: str, runner: str) -> float | None:
+    """A run the process `gone` started and never confirmed, taken over by `runner` to find out
+    whether it happened (and to finish it): when the cut run began. None when it is no longer
+    that process's run (another process took it first)."""
+    async with db.transaction() as tx:
+        row: Row | None = await tx.fetch_one(
+            "UPDATE approvals SET runner = ? WHERE id = ? AND status = 'running' AND runner = ? "
+            "RETURNING started_at, requested_at",
+            (runner, approval_id, gone),
+        )
+    if row is None:
+        return None
+    return float(row["started_at"] if row["started_at"] is not None else row["requested_at"])
+
+
+async def finish_recovered(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
+    """The outcome of a run start-up took over, once, audited with how recovery went (in `result`)."""
+    status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
+    return await _transition(
+        db,
+        "status = ?, result = ? WHERE id = ? AND status = 'running'",
+        (status.value, result, approval_id),
+        event=status.value,
+        actor=RECOVERY,
+        detail=result,
+    )
+
+
+async def recovered(db: Database, channel_key: str, since: float) -> list[Approval]:
+    """The channel's runs start-up finished since `since`, oldest first."""
+    rows = await db.fetch_all(
+        "SELECT id FROM approvals WHERE channel_key = ? AND id IN "
+        "(SELECT approval_id FROM audit_log WHERE actor = ? AND at >= ?) ORDER BY id",
+        (channel_key, RECOVERY, since),
+    )
+    found = [await get(db, row["id"]) for row in rows]
+    return [approval for approval in found if approval is not None]
