@@ -23,7 +23,6 @@ from bot.port import PostFailed
 LOOKBACK_LIMIT = 1000  # messages read back at most when an attempt's outcome is unknown (10 pages)
 
 CONFIRMED_KEPT = 1000  # message ids kept per channel: far more than one look-back window holds
-MARKS_KEPT = 10_000
 
 
 class Author(Protocol):
@@ -109,7 +108,7 @@ def through(message: PostedMessage, webhook_id: int, username: str) -> bool:
     return message.webhook_id == webhook_id and message.author.name.casefold() == username.casefold()
 
 
-def remember(kept: dict[int, int], key: int, value: int, most: int = MARKS_KEPT) -> None:
+def remember(kept: dict[int, int], key: int, value: int, most: int) -> None:
     """Kept, the oldest dropped past `most`: a process that runs for months stays bounded."""
     kept[key] = value
     while len(kept) > most:
