@@ -187,7 +187,7 @@ class ProcessStopped(Exception):
 
 
 async def agreed_twice_across_a_stop(
-    fake: FakeDiscord, open_bot: Any, *, hold: Callable[[asyncio.Event], None]
+    fake: FakeDiscord, open_bot: Any, *, hold: Callable[[asyncio.Event], None], before_marks: bool = False
 ) -> list[RecordedCall]:
     """Nova says "Agreed." twice; the process stops while Discord holds the second one's execute (`hold`
     arranges how), so its outcome is never recorded, and a new process over the same database sends
@@ -202,6 +202,11 @@ async def agreed_twice_across_a_stop(
                 hold(released)
                 await bot.app.outbox.post(key, bot.app.personas[nova], "Agreed.", None)
                 await fake.wait_for_webhook_executes(2)
+                if before_marks:  # as migration 26 leaves an attempt in flight when it runs
+                    async with bot.app.db.transaction() as tx:
+                        await tx.execute(
+                            "UPDATE outbox SET look_back_mark = ? WHERE status = 'waiting'", (outbox.MARK_NEVER_NOTED,)
+                        )
                 raise ProcessStopped
         before_the_restart = len(fake.calls)
         async with open_bot(sections=FAST_RETRIES) as bot:
@@ -236,6 +241,19 @@ async def test_discord_same_line_twice_whose_second_never_reached_discord_before
 
     assert [content for author, content in discord_posts(fake) if author == "Nova"] == ["Agreed.", "Agreed."]
     assert len(fake.webhook_executes()) == 3  # the second posted once more after the restart: the first is not it
+
+
+async def test_discord_post_in_flight_before_marks_were_kept_is_found_by_its_text_since_it_was_queued(
+    fake: FakeDiscord, open_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    def created_then_held(released: asyncio.Event) -> None:
+        fake.held_after_creating = released
+
+    await agreed_twice_across_a_stop(fake, open_bot, hold=created_then_held, before_marks=True)
+
+    assert [content for author, content in discord_posts(fake) if author == "Nova"] == ["Agreed.", "Agreed."]
+    assert len(fake.webhook_executes()) == 2  # found by its text since it was queued: not posted a third time
+    assert "before look-back marks were kept" in caplog.text
 
 
 async def test_discord_notice_that_failed_after_discord_took_it_is_not_posted_again(

@@ -5,7 +5,8 @@ Execute Webhook takes no nonce (https://discord.com/developers/docs/resources/we
 discord-api-spec openapi.json, IncomingWebhookRequestPartial: no nonce field), and after a 5xx the
 message's id is unknown. What only this post has is its place in our own sequence of posts through
 the webhook into that channel or thread: they are made one at a time (Delivery.as_persona), and
-before a post's first attempt the newest message there is noted (its mark). A message of the webhook
+before a post's attempt the newest message there is stored with its outbox entry (its mark, read by
+whichever process makes the next attempt, after a crash too). A message of the webhook
 after the mark that is none of our other posts' can only be a piece of this post. Text never decides
 alone: it only confirms that the message in this post's place is the piece expected there.
 """
