@@ -299,10 +299,11 @@ async def _server_error_ends_the_attempt(response: aiohttp.ClientResponse) -> No
 # A message the bot itself sends for the outbox carries a nonce with enforce_nonce (discord.py sets it
 # with the nonce): Discord answers a repeat within a few minutes with the message it already created,
 # so an attempt cut by a crash is not posted twice. Webhook messages (persona lines) take no nonce:
-# for them the channel's newest messages are read first (Delivery._posted_before).
+# for them the channel's messages after the post's stored look-back mark are read first
+# (Delivery._pieces_posted_before, look_back.py).
 
 
-CLOCK_MARGIN = 60.0  # seconds looked back before the attempt began, for a clock that differs from Discord's
+CLOCK_MARGIN = 60.0  # seconds looked back before a time (text look-backs only), for a clock that differs from Discord's
 REMOVAL_LOOKBACK = 100  # the newest messages delete_post looks through: one page
 
 
