@@ -259,7 +259,8 @@ class Outbox:
                 await stored.release_claims_of(self.db, holder)
 
     async def _send(self, entry: stored.Entry) -> None:
-        attempt = Sending(entry.id, entry.in_flight_since)
+        attempt = Sending(entry.id, entry.in_flight_since, entry.created_at, entry.look_back_mark)
+        attempt.keep_mark = lambda mark: self._keep_mark(attempt, mark)
         try:
             token = SENDING.set(attempt)
             try:
@@ -282,6 +283,13 @@ class Outbox:
         finally:
             self._sending.pop(entry.id, None)
             self._wake.set()
+
+    async def _keep_mark(self, attempt: Sending, mark: int) -> None:
+        """Stored before the platform call, so that the process that makes the next attempt, this one or
+        another after a crash, looks only at what came after it; a lost claim stops the attempt."""
+        if not await stored.keep_look_back_mark(self.db, attempt.entry_id, self.claimer, mark):
+            raise PostFailed("taken over by another process")
+        attempt.look_back_mark = mark
 
     @staticmethod
     def _unknown(attempt: Sending, failure: PostFailed) -> bool:

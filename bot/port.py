@@ -3,7 +3,7 @@ named by its channel key's prefix ("slack:", "discord:", "console:")."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -40,10 +40,15 @@ class PostFailed(Exception):
 class Sending:
     """The outbox entry being sent: its id marks what it posts (Slack metadata, Discord nonce), and
     `unknown_since` says an earlier attempt's outcome is unknown (a crash), so the port looks for
-    what that attempt may have posted before posting again."""
+    what that attempt may have posted before posting again. `look_back_mark` is where that look
+    begins, as an earlier attempt stored it (`keep_mark`, before its platform call), in whichever
+    process it ran; None when no attempt stored one."""
 
     entry_id: int
     unknown_since: float | None = None
+    created_at: float = 0.0
+    look_back_mark: int | None = None
+    keep_mark: Callable[[int], Awaitable[None]] | None = None  # stores the mark with the entry
     found: dict[int, str] = field(default_factory=dict)  # piece -> the platform's id, of an earlier attempt
     pieces_posted: int = 0  # by this attempt: when a later piece fails, the next attempt looks first
 

@@ -7,7 +7,9 @@ so processes sharing a PostgreSQL database never send one entry together), marks
 flight before the platform call, and records the outcome: sent (with the platform's message id),
 tried again later, or failed. An attempt whose outcome is unknown (a crash, a timeout, or a long text
 cut short after its first pieces) stays marked until the entry is sent, so every later attempt
-looks for what it may have posted. A later entry of a conversation waits while an earlier one
+looks for what it may have posted. Before its platform call an attempt may store its look-back mark (a
+plain integer the platform's port chooses: on Discord, the newest message id in the channel), so that
+whichever process makes the next attempt looks only at what came after it. A later entry of a conversation waits while an earlier one
 waits, so order is kept. Each process sends only the platforms it serves.
 Sent entries are deleted after a week (bot/timers.py's hourly upkeep).
 """
@@ -21,6 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.database import Database, Row, Tx
+
+# The look-back mark of an attempt that was in flight when marks began to be kept (migration 26):
+# what it posted can only be looked for without one.
+MARK_NEVER_NOTED = -1
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class Entry:
     in_flight_since: float | None
     sent_ref: str | None
     error: str | None
+    look_back_mark: int | None = None  # None: no attempt noted one; MARK_NEVER_NOTED: made before marks
 
 
 def conversation_of(channel_key: str, thread: str | None) -> str:
@@ -150,6 +157,17 @@ async def mark_in_flight(db: Database, entry_id: int, claimer: str, lease_second
             "UPDATE outbox SET in_flight_since = COALESCE(in_flight_since, ?), attempts = attempts + 1, "
             "claimed_until = ? WHERE id = ? AND claimed_by = ? AND status = 'waiting'",
             (now, now + lease_seconds, entry_id, claimer),
+        )
+    return changed == 1
+
+
+async def keep_look_back_mark(db: Database, entry_id: int, claimer: str, mark: int) -> bool:
+    """Before an attempt's platform call: where the look for what this and later attempts posted
+    begins, for whichever process makes the next attempt. False when the claim was lost."""
+    async with db.transaction() as tx:
+        changed = await tx.execute(
+            "UPDATE outbox SET look_back_mark = ? WHERE id = ? AND claimed_by = ? AND status = 'waiting'",
+            (mark, entry_id, claimer),
         )
     return changed == 1
 
@@ -275,4 +293,5 @@ def _entry(row: Row) -> Entry:
         in_flight_since=None if row["in_flight_since"] is None else float(row["in_flight_since"]),
         sent_ref=row["sent_ref"],
         error=row["error"],
+        look_back_mark=None if row["look_back_mark"] is None else int(row["look_back_mark"]),
     )

@@ -29,7 +29,7 @@ from storage import history, outbox
 from storage.records import LineKind
 from tests.conftest import REPO
 from tests.fakes import discord_payloads as p
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_server import FakeDiscord, RecordedCall
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_payloads import envelope, message, signed_headers
 from tests.ports import free_port
@@ -180,6 +180,80 @@ async def test_discord_same_line_twice_whose_second_failed_before_discord_took_i
 
     assert nova == ["Agreed.", "Agreed."]  # the first "Agreed." was never taken for the second
     assert len(fake.webhook_executes()) == 3  # the second tried once more, after its look-back found nothing
+
+
+class ProcessStopped(Exception):
+    """The bot process going away while a post is out."""
+
+
+async def agreed_twice_across_a_stop(
+    fake: FakeDiscord, open_bot: Any, *, hold: Callable[[asyncio.Event], None], before_marks: bool = False
+) -> list[RecordedCall]:
+    """Nova says "Agreed." twice; the process stops while Discord holds the second one's execute (`hold`
+    arranges how), so its outcome is never recorded, and a new process over the same database sends
+    what is left. The Get Channel Messages calls the new process made."""
+    nova, key = "nova", f"discord:{p.TEXT_CHANNEL_ID}"
+    released = asyncio.Event()
+    try:
+        with pytest.raises(ProcessStopped):  # at once: nothing waits for the outbox, the send is cut
+            async with open_bot(sections={**FAST_RETRIES, "bot": {"shutdown_grace_seconds": 0}}) as bot:
+                await bot.app.outbox.post(key, bot.app.personas[nova], "Agreed.", None)
+                await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 1 and not counts["waiting"])
+                hold(released)
+                await bot.app.outbox.post(key, bot.app.personas[nova], "Agreed.", None)
+                await fake.wait_for_webhook_executes(2)
+                if before_marks:  # as migration 26 leaves an attempt in flight when it runs
+                    async with bot.app.db.transaction() as tx:
+                        await tx.execute(
+                            "UPDATE outbox SET look_back_mark = ? WHERE status = 'waiting'", (outbox.MARK_NEVER_NOTED,)
+                        )
+                raise ProcessStopped
+        before_the_restart = len(fake.calls)
+        async with open_bot(sections=FAST_RETRIES) as bot:
+            await wait_for_counts(bot.app.db, lambda counts: counts["sent"] == 2 and not counts["waiting"])
+    finally:
+        released.set()
+    return [c for c in fake.calls[before_the_restart:] if c.matches("GET", rf"/channels/{p.TEXT_CHANNEL_ID}/messages")]
+
+
+async def test_discord_same_line_twice_whose_second_was_created_before_the_process_stopped_posts_each_once(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    def created_then_held(released: asyncio.Event) -> None:
+        fake.held_after_creating = released
+
+    reads = await agreed_twice_across_a_stop(fake, open_bot, hold=created_then_held)
+
+    nova = [m for m in fake.history if m.get("webhook_id") and m["author"]["global_name"] == "Nova"]
+    assert [m["content"] for m in nova] == ["Agreed.", "Agreed."]  # the second was found, not posted a third time
+    assert len(fake.webhook_executes()) == 2
+    looked_after = [int(c.query["after"]) for c in reads if "after" in c.query]
+    assert looked_after == [int(nova[0]["id"])]  # only after the first line: the mark stored before the attempt
+
+
+async def test_discord_same_line_twice_whose_second_never_reached_discord_before_the_process_stopped_posts_each_once(
+    fake: FakeDiscord, open_bot: Any
+) -> None:
+    def lost(released: asyncio.Event) -> None:
+        fake.lost_before_creating = released
+
+    await agreed_twice_across_a_stop(fake, open_bot, hold=lost)
+
+    assert [content for author, content in discord_posts(fake) if author == "Nova"] == ["Agreed.", "Agreed."]
+    assert len(fake.webhook_executes()) == 3  # the second posted once more after the restart: the first is not it
+
+
+async def test_discord_post_in_flight_before_marks_were_kept_is_found_by_its_text_since_it_was_queued(
+    fake: FakeDiscord, open_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    def created_then_held(released: asyncio.Event) -> None:
+        fake.held_after_creating = released
+
+    await agreed_twice_across_a_stop(fake, open_bot, hold=created_then_held, before_marks=True)
+
+    assert [content for author, content in discord_posts(fake) if author == "Nova"] == ["Agreed.", "Agreed."]
+    assert len(fake.webhook_executes()) == 2  # found by its text since it was queued: not posted a third time
+    assert "before look-back marks were kept" in caplog.text
 
 
 async def test_discord_notice_that_failed_after_discord_took_it_is_not_posted_again(

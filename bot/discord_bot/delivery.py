@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -19,10 +19,11 @@ import discord
 
 from bot.avatars import TWEMOJI_BASE_URL, twemoji_url
 from bot.discord_bot.inbound import channel_id_of
-from bot.discord_bot.look_back import LOOKBACK_LIMIT, WebhookSequence, pieces_created, read_after, remember, through
+from bot.discord_bot.look_back import LOOKBACK_LIMIT, WebhookSequence, pieces_created, read_after, through
 from bot.discord_bot.webhooks import ChannelWebhooks, webhook_username
 from bot.port import PostFailed, sending
 from personas import Persona
+from storage.outbox import MARK_NEVER_NOTED
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,6 @@ class Delivery:
         self._webhooks = ChannelWebhooks(client)
         self._posting: dict[int, asyncio.Lock] = {}  # by channel or thread: one post at a time there
         self._sequences: dict[int, WebhookSequence] = {}  # by channel or thread
-        self._marks: dict[int, int] = {}  # outbox entry -> the newest message id before its first attempt
         self._parents: dict[int, int | None] = {}
         self._without_webhooks: set[int] = set()
 
@@ -90,14 +90,16 @@ class Delivery:
             await self._as_persona(where, persona, split_message(text))
 
     async def _as_persona(self, where: Destination, persona: Persona, chunks: list[str]) -> None:
-        sent = 0
+        sent, marked = 0, False
         username = webhook_username(persona.display_name)
         for attempt in (1, 2):
             webhook = await self._webhook(where)
             if webhook is None:
                 await self._as_bot_named(where, persona, "\n".join(chunks[sent:]))
                 return
-            await self._mark_first_attempt(where)
+            if not marked:
+                await self._keep_mark(where)
+                marked = True
             posted_before = await self._pieces_posted_before(where, webhook, username, chunks)
             try:
                 async with aiohttp.ClientSession(raise_for_status=_server_error_ends_the_attempt) as session:
@@ -151,20 +153,19 @@ class Delivery:
     def _sequence(self, where: Destination) -> WebhookSequence:
         return self._sequences.setdefault(where.channel_id, WebhookSequence())
 
-    async def _mark_first_attempt(self, where: Destination) -> None:
-        """Before an outbox post's first attempt: the newest message in the channel or thread, so that a
-        look-back after this attempt reads only what came after it. The last message this process
-        confirmed there when there is one; else the channel's newest, read once (a read that fails
-        leaves the time of the attempt, less the clock margin). An attempt another process (or this
-        one before a restart) began is not marked here: its look-back falls back to the time window."""
+    async def _keep_mark(self, where: Destination) -> None:
+        """Before the platform call of an outbox post's attempt that follows no attempt of unknown
+        outcome: the newest message in the channel or thread (the last one this process confirmed
+        there, else the channel's newest, read), stored with the outbox entry, so that whichever
+        process makes the next attempt, this one or another after a crash, reads only what came
+        after it. A read that fails leaves the attempt unmade: it is tried again later."""
         outbox = sending()
-        if outbox is None or outbox.entry_id in self._marks or outbox.unknown_since is not None:
+        if outbox is None or outbox.unknown_since is not None or outbox.keep_mark is None:
             return
-        sequence = self._sequence(where)
-        mark = sequence.last_confirmed
+        mark = self._sequence(where).last_confirmed
         if mark is None:
             mark = await self._newest_message_id(where.channel_id)
-        remember(self._marks, outbox.entry_id, mark)
+        await outbox.keep_mark(mark)
 
     async def _newest_message_id(self, channel_id: int) -> int:
         try:
@@ -173,27 +174,33 @@ class Delivery:
             return 0  # an empty channel: every message is after the mark
         except (discord.HTTPException, aiohttp.ClientError, TimeoutError) as exc:
             why = f"HTTP {exc.status}" if isinstance(exc, discord.HTTPException) else type(exc).__name__
-            log.info("channel %s's newest message could not be read (%s); marking the time", channel_id, why)
-            return discord.utils.time_snowflake(datetime.now(UTC) - timedelta(seconds=CLOCK_MARGIN))
+            raise PostFailed(f"the channel's newest message could not be read ({why}); not posted yet") from exc
 
     async def _pieces_posted_before(
         self, where: Destination, webhook: discord.Webhook, username: str, chunks: list[str]
     ) -> set[int]:
         """The pieces earlier attempts of unknown outcome of this outbox post created: by its place in
-        our sequence of posts through the webhook there (pieces_created) when this process marked its
-        first attempt; else (an attempt cut by a restart) the webhook's messages under the persona's
-        name with the piece's text since the attempt began, less the clock margin."""
+        our sequence of posts through the webhook there, after the mark stored with the entry
+        (pieces_created), whichever process made those attempts. No mark stored: the attempt was
+        cut before its platform call, so it created nothing. An attempt made before marks were kept
+        (MARK_NEVER_NOTED): posted again only when no message of the webhook under the persona's name
+        with the piece's text is there since the entry was queued (less the clock margin)."""
         outbox = sending()
-        if outbox is None or outbox.unknown_since is None:
+        if outbox is None or outbox.unknown_since is None or outbox.look_back_mark is None:
             return set()
         others = self._sequence(where).others(_post_now())
-        mark = self._marks.get(outbox.entry_id)
-        if mark is None:
+        mark = outbox.look_back_mark
+        if mark == MARK_NEVER_NOTED:
+            log.warning(
+                "outbox entry %s was in flight before look-back marks were kept: a piece with its text posted "
+                "through the webhook since it was queued counts as posted",
+                outbox.entry_id,
+            )
 
             def ours(message: discord.Message) -> bool:
                 return through(message, webhook.id, username) and message.id not in others
 
-            return await self.posted_before(where.channel_id, chunks, ours)
+            return await self.posted_before(where.channel_id, chunks, ours, since=outbox.created_at)
         messages = await read_after(self._client, where.channel_id, mark)
         created = pieces_created(messages, chunks, webhook_id=webhook.id, username=username, other_posts=others)
         for message_id in created.values():
@@ -201,22 +208,22 @@ class Delivery:
         return set(created)
 
     async def posted_before(
-        self, channel_id: int, chunks: list[str], ours: Callable[[discord.Message], bool]
+        self, channel_id: int, chunks: list[str], ours: Callable[[discord.Message], bool], *, since: float | None = None
     ) -> set[int]:
         """The pieces (of `chunks`) an earlier attempt whose outcome is unknown posted in the channel: its
         messages since that attempt began that are `ours` with the same text, read page by page to the
         window's end. Nothing to look for unless the outbox says an attempt's outcome is unknown; a window
-        too busy to read leaves it unknown (PostFailed, permanent)."""
+        too busy to read leaves it unknown (PostFailed, permanent). `since`: from then on instead."""
         outbox = sending()
         if outbox is None or outbox.unknown_since is None:
             return set()
-        since = datetime.fromtimestamp(outbox.unknown_since - CLOCK_MARGIN, UTC)
+        began = datetime.fromtimestamp((since or outbox.unknown_since) - CLOCK_MARGIN, UTC)
         found: set[int] = set()
         read = 0
         channel = self._client.get_partial_messageable(channel_id)
         # Oldest first from the attempt on, 100 a page (Get Channel Messages with `after`); discord.py
         # waits out the rate limit. Every piece found ends the look early.
-        async for message in channel.history(limit=LOOKBACK_LIMIT + 1, after=since):
+        async for message in channel.history(limit=LOOKBACK_LIMIT + 1, after=began):
             read += 1
             if ours(message) and message.content in chunks:
                 found.add(chunks.index(message.content))
@@ -292,10 +299,11 @@ async def _server_error_ends_the_attempt(response: aiohttp.ClientResponse) -> No
 # A message the bot itself sends for the outbox carries a nonce with enforce_nonce (discord.py sets it
 # with the nonce): Discord answers a repeat within a few minutes with the message it already created,
 # so an attempt cut by a crash is not posted twice. Webhook messages (persona lines) take no nonce:
-# for them the channel's newest messages are read first (Delivery._posted_before).
+# for them the channel's messages after the post's stored look-back mark are read first
+# (Delivery._pieces_posted_before, look_back.py).
 
 
-CLOCK_MARGIN = 60.0  # seconds looked back before the attempt began, for a clock that differs from Discord's
+CLOCK_MARGIN = 60.0  # seconds looked back before a time (text look-backs only), for a clock that differs from Discord's
 REMOVAL_LOOKBACK = 100  # the newest messages delete_post looks through: one page
 
 

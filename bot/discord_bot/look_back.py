@@ -5,7 +5,8 @@ Execute Webhook takes no nonce (https://discord.com/developers/docs/resources/we
 discord-api-spec openapi.json, IncomingWebhookRequestPartial: no nonce field), and after a 5xx the
 message's id is unknown. What only this post has is its place in our own sequence of posts through
 the webhook into that channel or thread: they are made one at a time (Delivery.as_persona), and
-before a post's first attempt the newest message there is noted (its mark). A message of the webhook
+before a post's attempt the newest message there is stored with its outbox entry (its mark, read by
+whichever process makes the next attempt, after a crash too). A message of the webhook
 after the mark that is none of our other posts' can only be a piece of this post. Text never decides
 alone: it only confirms that the message in this post's place is the piece expected there.
 """
@@ -23,7 +24,6 @@ from bot.port import PostFailed
 LOOKBACK_LIMIT = 1000  # messages read back at most when an attempt's outcome is unknown (10 pages)
 
 CONFIRMED_KEPT = 1000  # message ids kept per channel: far more than one look-back window holds
-MARKS_KEPT = 10_000
 
 
 class Author(Protocol):
@@ -109,7 +109,7 @@ def through(message: PostedMessage, webhook_id: int, username: str) -> bool:
     return message.webhook_id == webhook_id and message.author.name.casefold() == username.casefold()
 
 
-def remember(kept: dict[int, int], key: int, value: int, most: int = MARKS_KEPT) -> None:
+def remember(kept: dict[int, int], key: int, value: int, most: int) -> None:
     """Kept, the oldest dropped past `most`: a process that runs for months stays bounded."""
     kept[key] = value
     while len(kept) > most:

@@ -144,6 +144,13 @@ class FakeDiscord(LoopbackServer):
     # Webhook takes no nonce (https://discord.com/developers/docs/resources/webhook#execute-webhook; discord-api-spec
     # openapi.json, IncomingWebhookRequestPartial has no nonce field), so nothing here answers a repeat with the first.
     webhook_server_errors: int = 0
+    # A client that dies while its request is out (a SIGKILL, a lost network) is not answered; Discord
+    # either created the message before (Execute Webhook, https://discord.com/developers/docs/resources/webhook#execute-webhook)
+    # or never got it. The next webhook execute creates its message and then waits for this event before it
+    # answers (held_after_creating), or waits and then creates nothing, as a request that never arrived
+    # (lost_before_creating).
+    held_after_creating: asyncio.Event | None = None
+    lost_before_creating: asyncio.Event | None = None
     autocomplete_answers: list[list[dict[str, Any]]] = field(default_factory=list)  # the choices of each accepted one
     # When each interaction was sent (time.monotonic(), by id): its first answer must come within
     # INTERACTION_SECONDS, or the token is invalidated and the callback is 10062 Unknown interaction
@@ -617,6 +624,10 @@ class FakeDiscord(LoopbackServer):
         if self.webhook_server_errors > 0:
             self.webhook_server_errors -= 1
             return _error(503, 0, "503: Service Unavailable")
+        if (lost := self.lost_before_creating) is not None:
+            self.lost_before_creating = None
+            await lost.wait()
+            return _error(503, 0, "503: Service Unavailable")  # to a client that is gone: nothing was created
         username = body.get("username") or webhook["name"]
         if _REFUSED_USERNAME.search(username) or len(username) > 80:
             return _json({"code": 50035, "message": "Invalid Form Body", "errors": _field_error("username")}, 400)
@@ -631,6 +642,9 @@ class FakeDiscord(LoopbackServer):
         await self._echo(message)
         if failed := self._posted_but_failed():
             return failed
+        if (held := self.held_after_creating) is not None:
+            self.held_after_creating = None
+            await held.wait()
         if request.query.get("wait") in ("1", "true", "True"):
             return _json(message)
         return web.Response(status=204)
