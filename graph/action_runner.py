@@ -235,7 +235,8 @@ class ActionRunner:
         if not is_mcp_action(name):
             return None
         read_only = self.tools is not None and self.tools.is_read_only(name)
-        return ToolStanding(read_only, not read_only and await tool_grants.is_granted(self.db, channel_key, name))
+        granted = not read_only and await tool_grants.is_granted(self.db, channel_key, name)
+        return ToolStanding(read_only, granted, own_risk=self.tools is not None and self.tools.has_own_risk(name))
 
     async def run_at_once(
         self, channel_key: str, thread: str | None, persona: Persona, action: ActionCall, task: TaskStep | None = None
