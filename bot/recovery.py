@@ -4,7 +4,9 @@
   its channel's queue (a flow that had finished resumes as a no-op), and so is each batch still
   held (storage.batches): one whose requests a stop kept from going out starts.
 - A run that started in a process that is gone, and was never confirmed, is marked unknown and
-  reported to the approvers, never run again blindly (/approvals retry N or close N settles it).
+  reported to the approvers, never run again blindly (/approvals retry N or close N settles it);
+  except a `remember` or `note_to`, whose effect commits with its outcome: it had not happened, and
+  runs now (graph/stored_actions.py).
 - Tasks that were running continue, then every channel's round cut short by a crash goes on from
   its last committed turn, and the messages that were recorded but not answered are answered,
   oldest first, as they came.
@@ -30,6 +32,9 @@ async def recover(service: ChannelService) -> None:
     for approval in await approvals.with_status(db, ApprovalStatus.RUNNING):
         owner = approval.runner or ""
         if owner != runner and await db.claim(f"runner:{owner}"):  # its process is gone
+            persona = service.engine.deps.personas.get(approval.persona_id)
+            if persona is not None and await service.engine.runner.resume_stored(approval, persona):
+                continue  # a note: its effect commits with its outcome, so it had not happened, and runs now
             marked = await approvals.mark_unknown(db, approval.id, owner)
             if marked is not None:
                 await service.tell_approvers(approval.channel_key, unknown_outcome_notice(approval))
