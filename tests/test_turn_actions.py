@@ -124,6 +124,21 @@ async def test_one_action_per_turn_on_the_loop_runs_the_first_of_three_steps_and
         assert said[-1] == "All three posts are up in #news now, as you asked."
 
 
+async def test_the_built_in_calls_count_towards_the_turn_a_note_to_rex_then_a_remember_waits(
+    start_slack: StartSlack, openai: Provider
+) -> None:
+    async with start_slack({"approvals": {"max_actions_per_turn": 1}}, models=openai.models) as slack:
+        openai.queue("", {"name": "note_to", "args": {"persona": "Rex", "text": "The demo moved to Monday"}})
+        openai.queue("", {"name": "remember", "args": {"text": "The demo is on Monday"}})
+        await slack.say("Sage, tell Rex the demo moved to Monday, and remember it.", "1700000920.000100")
+
+        db = slack.bot.roundtable.db
+        [waiting] = await approvals.pending(db)  # the note to Rex went at once, and was the turn's one call
+        assert (waiting.action, waiting.reason) == ("remember", "2 actions in one turn > max_actions_per_turn 1")
+        assert await memory.notes(db, KEY, "sage") == []
+        assert len(slack.approval_requests()) == 1
+
+
 # -- a remember stopped mid-way is never left unanswered ---------------------------------------------
 
 
