@@ -85,6 +85,15 @@ def test_in_the_loop_a_note_is_said_in_the_channel_and_a_later_pre_approved_publ
     assert "[Nova in #announcements]" not in transcript  # nothing posted: it waits for a person
 
 
+def test_on_the_loop_a_note_is_said_once_as_noted(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    transcript = run_console(config, f"/approvals mode on-the-loop\nSage, remember this. {noting('Ana prefers tea')}\n")
+    lines = transcript.splitlines()
+    assert lines.count("[system] Sage noted: Ana prefers tea") == 1
+    assert not any("ran remember(" in line for line in lines)  # the note is said once, as what it is
+    assert notes_kept(config, "sage") == ["Ana prefers tea"]
+
+
 # -- max_actions_per_turn counts the whole turn ------------------------------------------------------
 
 
