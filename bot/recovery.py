@@ -7,7 +7,9 @@
 - A run that started in a process that is gone, and was never confirmed, is looked up where it can
   be (bot/cut_runs.py): a post found is recorded as executed, one not found is posted once now; what
   cannot be told is marked unknown and reported to the approvers, never run again blindly ([Run
-  again] or [Close] on the request, or /approvals retry N or close N, settles it).
+  again] or [Close] on the request, or /approvals retry N or close N, settles it). A `remember` or
+  `note_to` commits its effect with its outcome: cut short, it had not happened, and runs now
+  (graph/stored_actions.py).
 - Tasks that were running continue, then every channel's round cut short by a crash goes on from
   its last committed turn, and the messages that were recorded but not answered are answered,
   oldest first, as they came.
@@ -34,6 +36,9 @@ async def recover(service: ChannelService) -> None:
     for approval in await approvals.with_status(db, ApprovalStatus.RUNNING):
         owner = approval.runner or ""
         if owner != runner and await db.claim(f"runner:{owner}"):  # its process is gone
+            persona = service.engine.deps.personas.get(approval.persona_id)
+            if persona is not None and await service.engine.runner.resume_stored(approval, persona):
+                continue  # a note: its effect commits with its outcome, so it had not happened, and runs now
             settled = await settle_cut_run(db, service.engine.runner, service.personas, approval, owner)
             if settled is None:
                 continue

@@ -10,31 +10,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from graph import observe, tracing
+from graph import tracing
 from graph.action_marks import ActionRun, acting_for
-from graph.actions import ActionCall, check_call, cost_of, declared_risk
+from graph.actions import ActionCall, check_call
+from graph.call_judge import CallJudge
 from graph.mailbox import NOTE_ACTION, Mailbox
 from graph.mcp import QUALIFIER, McpClient, McpOutcome, ToolCatalog, is_mcp_action
 from graph.memory import REMEMBER_ACTION, Notebook
-from graph.policy import (
-    PolicySettings,
-    ToolStanding,
-    Trust,
-    Verdict,
-    is_sensitive,
-    mode_for,
-    revision_of,
-    verdict,
-    wait_triggers,
-)
+from graph.policy import PolicySettings, revision_of
 from graph.port import OutboundPort, Timers
-from graph.risk import Risk, risk_of
-from graph.trust import task_counts, trust_record
+from graph.risk import Risk
+from graph.stored_actions import StoredActions, is_stored_action
 from personas import Persona
-from storage import approvals, batches, channels, history, tool_grants
-from storage import trust as stored_trust
+from storage import approvals, batches, history
 from storage.database import Database, one_transaction
-from storage.records import Approval, ApprovalMode, TaskStep, ToolCall
+from storage.records import Approval, TaskStep, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +71,14 @@ class ActionRunner:
     # Channels told that a server is down, per (server, outage): told once per outage.
     _told_down: set[tuple[str, int, str]] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        self.judge = CallJudge(self.db, self.policy, self.tools, self.clock)
+        self.stored = StoredActions(self.db, self.port, self.mailbox, self.notebook)
+
+    def risk(self, name: str) -> Risk:
+        """The risk a call of `name` carries (graph/call_judge.py)."""
+        return self.judge.risk(name)
+
     async def handle(
         self,
         channel_key: str,
@@ -90,6 +88,7 @@ class ActionRunner:
         rejected: Sequence[Approval] = (),
         *,
         task: TaskStep | None = None,
+        earlier_calls: int = 0,
     ) -> dict[str, Any] | None:
         """Store the persona's step with its calls, run or refuse what may go now, and return the
         batch that must wait for approval, if any.
@@ -100,7 +99,8 @@ class ActionRunner:
         run gets its result in the persona's history at once; a waiting call gets its result when
         it is decided. `rejected` are the persona's proposals that were just turned down: a new
         call revises one of them. `task`: the task step the turn is, named by every request and
-        claim it makes.
+        claim it makes. `earlier_calls`: the calls the turn made in its earlier steps (and before its
+        approvals' follow-up): [approvals] max_actions_per_turn counts the whole turn's calls.
         """
         checked: list[ActionCall] = []
         refused: list[tuple[ToolCall, str]] = []
@@ -110,9 +110,12 @@ class ActionRunner:
                 refused.append((call, result))
             else:
                 checked.append(result)
-        at_once = [c for c in checked if c.name not in (NOTE_ACTION, REMEMBER_ACTION)]
-        waiting, now = await self._judge(channel_key, persona, at_once)
-        batch = self._batch(channel_key, thread, persona, waiting, rejected, task) if waiting else None
+        # A note to another persona is delivered at once, never through the policy; `remember` is
+        # judged like any action (in command it waits for a person). Both count towards the turn.
+        judged = [c for c in checked if c.name != NOTE_ACTION]
+        turn_calls = earlier_calls + len(step.calls)
+        waiting, now = await self.judge.judge(channel_key, persona, judged, turn_calls)
+        batch = self._batch(channel_key, thread, persona, waiting, rejected, task, turn_calls) if waiting else None
         async with one_transaction(self.db):
             await history.append_persona_turn(
                 self.db, channel_key, persona.id, persona.display_name, step.text, step.calls, step.signature
@@ -132,58 +135,17 @@ class ActionRunner:
                 await batches.hold(self.db, batch)
                 if step.text:
                     await self.port.post(channel_key, persona, step.text, thread)
-        for note in [c for c in checked if c.name == NOTE_ACTION]:  # delivered now, never through the policy
-            sent = await self.mailbox.send(channel_key, persona, note) if self.mailbox else "error: no mailbox here"
-            await history.append_tool_result(
-                self.db, channel_key, persona.id, ToolCall(note.call_id, note.name, note.args), sent
-            )
-        for kept in [c for c in checked if c.name == REMEMBER_ACTION]:  # the persona's own notes: no approval
-            noted = (
-                await self.notebook.remember(channel_key, persona, kept, thread)
-                if self.notebook
-                else "error: no notebook"
-            )
-            await history.append_tool_result(
-                self.db, channel_key, persona.id, ToolCall(kept.call_id, kept.name, kept.args), noted
-            )
+        for note in [c for c in checked if c.name == NOTE_ACTION]:  # delivered now, claimed like any run at once
+            await self.run_at_once(channel_key, thread, persona, note, task=task)
         for action, announced in now:
             outcome = await self.run_at_once(channel_key, thread, persona, action, task=task)
+            if action.name == REMEMBER_ACTION:
+                continue  # the notebook says in the channel what was noted, whatever the mode
             if announced or self.policy.announce_immediate:
                 await self.port.notice(
                     channel_key, f"{persona.display_name} ran {action.describe()}: {outcome.shown}", thread
                 )
         return batch
-
-    async def _judge(
-        self, channel_key: str, persona: Persona, checked: Sequence[ActionCall]
-    ) -> tuple[list[tuple[ActionCall, str]], list[tuple[ActionCall, bool]]]:
-        """Which calls wait for a person (with why) and which run now (and whether that is announced)."""
-        if not checked:
-            return [], []
-        channel = await channels.get_channel(self.db, channel_key)
-        mode = channel.approval_mode if channel else ApprovalMode.IN_THE_LOOP
-        judged_by_trust = self.policy.auto_relax or self.policy.trust_sets_mode
-        trust = await self._trust(persona, channel_key) if judged_by_trust else Trust.NEW
-        waiting: list[tuple[ActionCall, str]] = []
-        now: list[tuple[ActionCall, bool]] = []
-        for action in checked:
-            decision = verdict(
-                action.name,
-                mode=mode,
-                actions_in_turn=len(checked),
-                trust=trust,
-                settings=self.policy,
-                cost=cost_of(action.name, self.policy.action_costs),
-                confidence=action.confidence,
-                tool=await self._standing(channel_key, action.name),
-                risk=self.risk(action.name),
-            )
-            if decision.verdict is Verdict.WAIT:
-                self._count_escalation(action, mode, trust, len(checked))
-                waiting.append((action, self._why(action.name, decision.reason)))
-            else:
-                now.append((action, decision.verdict is Verdict.ANNOUNCE))
-        return waiting, now
 
     def _batch(
         self,
@@ -193,6 +155,7 @@ class ActionRunner:
         waiting: Sequence[tuple[ActionCall, str]],
         rejected: Sequence[Approval],
         task: TaskStep | None,
+        turn_calls: int,
     ) -> dict[str, Any]:
         return {
             "batch": f"approval:{channel_key}:{uuid.uuid4().hex[:12]}",
@@ -200,6 +163,7 @@ class ActionRunner:
             "thread": thread,
             "persona_id": persona.id,
             "task": task.as_dict() if task else None,
+            "turn_calls": turn_calls,  # its follow-up goes on counting the same turn's calls
             "calls": [
                 {
                     "call_id": c.call_id,
@@ -208,35 +172,11 @@ class ActionRunner:
                     "revises": revision_of(c.name, rejected),
                     "reason": reason,
                     "confidence": c.confidence,
-                    "risk": self.risk(c.name).value,
+                    "risk": self.judge.risk(c.name).value,
                 }
                 for c, reason in waiting
             ],
         }
-
-    def _why(self, name: str, reason: str) -> str:
-        """Why a call waits; for an MCP tool, also its server's own annotations, shown as untrusted hints."""
-        tool = self.tools.tool(name) if self.tools is not None and is_mcp_action(name) else None
-        hints = tool.hints() if tool else ""
-        return "; ".join(part for part in (reason, f"server hints (untrusted): {hints}" if hints else "") if part)
-
-    def risk(self, name: str) -> Risk:
-        """The risk a call of `name` carries (graph/risk.py): declared by a built-in action, configured
-        for an MCP tool (whose sensitivity is its own name's, without the server's)."""
-        if not is_mcp_action(name):
-            return risk_of(declared=declared_risk(name), sensitive=is_sensitive(name, self.policy.sensitive))
-        tool = name.partition(QUALIFIER)[2]
-        return risk_of(
-            declared=self.tools.declared_risk(name) if self.tools else None,
-            sensitive=is_sensitive(tool, self.policy.sensitive),
-            mcp_read_only=self.tools is not None and self.tools.is_read_only(name),
-        )
-
-    async def _standing(self, channel_key: str, name: str) -> ToolStanding | None:
-        if not is_mcp_action(name):
-            return None
-        read_only = self.tools is not None and self.tools.is_read_only(name)
-        return ToolStanding(read_only, not read_only and await tool_grants.is_granted(self.db, channel_key, name))
 
     async def run_at_once(
         self, channel_key: str, thread: str | None, persona: Persona, action: ActionCall, task: TaskStep | None = None
@@ -255,14 +195,21 @@ class ActionRunner:
             args=action.args,
             runner=self.runner_id,
             confidence=action.confidence,
-            risk=self.risk(action.name).value,
+            risk=self.judge.risk(action.name).value,
             task=task,
         )
         ran = await self.run(channel_key, persona, action, approval_id=claim.id, thread=thread, claimed=True)
         finished = await approvals.get(self.db, claim.id)
-        if finished is not None:
+        # A note to a persona is private, and one to itself is said by the notebook ("Rex noted: …").
+        if finished is not None and not is_stored_action(action.name):
             await self.port.show_ran(finished, persona)
         return ran
+
+    async def resume_stored(self, approval: Approval, persona: Persona) -> bool:
+        """A `remember` or `note_to` whose claim a stopped process left running has not happened (its
+        effect commits with its outcome): it runs now, once, and a run at once gives its persona the
+        result. False for any other action, whose outcome may be unknown."""
+        return await self.stored.resume(approval, persona, for_persona=approval.batch.startswith(IMMEDIATE_BATCH))
 
     async def run(
         self,
@@ -285,6 +232,9 @@ class ActionRunner:
             and await approvals.claim_run(self.db, approval_id, self.runner_id) is None
         ):
             return Ran("not run: it was not waiting to run")
+        if is_stored_action(call.name):
+            done = await self.stored.run(channel_key, persona, call, approval_id, thread, for_persona=claimed)
+            return Ran(done if done is not None else "not run: it was not waiting to run")
         if is_mcp_action(call.name):
             return await self._run_tool(channel_key, persona, call, approval_id, thread, claimed)
         try:
@@ -378,23 +328,3 @@ class ActionRunner:
                 channel_key, persona, call, approval_id, outcome.ok, outcome.summary, text if claimed else None
             )
         return Ran(text, outcome.summary, tool_answer=outcome.text)
-
-    async def _trust(self, persona: Persona, channel_key: str) -> Trust:
-        """The persona's trust in the channel's workspace or guild."""
-        counted = (await stored_trust.trust_counts(self.db, channel_key)).get(persona.id)
-        ended = await stored_trust.ended_tasks(self.db, channel_key)
-        steps = task_counts(ended, persona.id, counted.reset_at if counted else None)
-        return trust_record(counted, self.clock(), steps).level
-
-    def _count_escalation(self, action: ActionCall, mode: ApprovalMode, trust: Trust, actions_in_turn: int) -> None:
-        """Count on /metrics a call sent to a person: by the triggers that made it wait, and the mode it was judged in."""
-        triggers = wait_triggers(
-            actions_in_turn=actions_in_turn,
-            cost=cost_of(action.name, self.policy.action_costs),
-            confidence=action.confidence,
-            settings=self.policy,
-        )
-        judged_in = mode_for(
-            mode, trust, trust_sets_mode=self.policy.trust_sets_mode, mcp_tool=is_mcp_action(action.name)
-        )
-        observe.escalated([kind for kind, _ in triggers], judged_in.value)

@@ -88,7 +88,7 @@ class NoteTo(_Args):
     turn, and it never appears in the channel. Use it only when someone asks you to send, leave or
     pass another persona a note, or to tell them something privately."""
 
-    risk: ClassVar[Risk] = Risk.LOW  # never through the approval policy
+    risk: ClassVar[Risk] = Risk.LOW  # delivered at once, never through the approval policy
 
     persona: str = Field(min_length=1, max_length=100, description="the persona's name, e.g. Rex")
     text: str = Field(min_length=1, max_length=2000, description="the note, as the persona should read it")
@@ -105,7 +105,7 @@ class Remember(_Args):
     numbered. Use it when someone asks you to remember or note something, or not to forget it. To
     drop a note that no longer holds, give its number as `forget` (with or without a new text)."""
 
-    risk: ClassVar[Risk] = Risk.LOW  # never through the approval policy
+    risk: ClassVar[Risk] = Risk.LOW  # judged by the approval policy like any action: in command it waits
 
     text: str = Field(
         default="", max_length=500, description="the note, in your own words, e.g. Ana's deadline is Friday"
@@ -124,7 +124,7 @@ ACTIONS: dict[str, type[_Args]] = {
     "send_message": SendMessage,
     "schedule_post": SchedulePost,
     "note_to": NoteTo,  # delivered by graph/mailbox.py, never through the approval policy
-    "remember": Remember,  # kept by graph/memory.py, never through the approval policy
+    "remember": Remember,  # kept by graph/memory.py, judged by the approval policy like any action
     "delete_post": DeletePost,  # publish_post's undo (graph/rollback.py)
 }
 

@@ -32,6 +32,7 @@ class ApprovalState(TypedDict):
     task: dict[str, Any] | None  # the task step the calls serve (storage.records.TaskStep.as_dict)
     calls: list[dict[str, Any]]  # call_id, name, args, revises, reason, confidence, risk (a rollback: persona_id, task)
     rollback: bool  # undos of a cancelled task (graph/rollback.py): no persona reads their outcome
+    turn_calls: int  # the calls of the persona's turn up to these: its follow-up goes on counting them
     outcomes: list[str]
     new_batches: list[dict[str, Any]]
 
@@ -158,7 +159,7 @@ class ApprovalFlow:
         rejected = [a for a in decided if a.status is ApprovalStatus.REJECTED]
         # No human line starts a follow-up: nobody is addressed, and the review compares with nothing.
         follow = RoundInput(key, "", "", thread=thread, task=TaskStep.of(state.get("task")))
-        steps = await self.tool_steps.run(follow, persona.id, rejected)
+        steps = await self.tool_steps.run(follow, persona.id, rejected, earlier_calls=state.get("turn_calls", 0))
         if steps.draft.failed:
             await batches.let_go(self.deps.db, state["batch"])
             return {"new_batches": []}

@@ -1,8 +1,9 @@
 """The mailbox's engine side: `note_to`, a persona's private note to another persona present.
 
 A note is internal to the team, not an action on the world: it is delivered at once and never goes
-through the approval policy (whatever the channel's approval mode), and approvers see every note
-with /mailbox. It lands in the recipient's history alone, as "[note from Sage] …"; the channel, the
+through the approval policy (whatever the channel's approval mode), though it counts towards the
+turn's max_actions_per_turn; approvers see every note with /mailbox. It is claimed before it is
+sent, and stored with its outcome in one commit (graph/stored_actions.py). It lands in the recipient's history alone, as "[note from Sage] …"; the channel, the
 moderator and the other personas never see it. It is *pending* until *delivered*: until one of the
 recipient's round turns has had its model answer with the note in its prompt. At most
 `max_pending` notes wait for one recipient; past that a note is dropped and counted

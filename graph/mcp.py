@@ -134,6 +134,12 @@ class ToolCatalog:
             level = level.get(tool)
         return Risk(level) if level else None
 
+    def has_own_risk(self, qualified: str) -> bool:
+        """Whether config gives this tool a risk of its own ({ TOOL = LEVEL }), not its server's one level."""
+        server, _, tool = qualified.partition(QUALIFIER)
+        level = self._risks.get(server)
+        return isinstance(level, Mapping) and bool(level.get(tool))
+
     def undo_of(self, qualified: str) -> str | None:
         """The tool that takes a call of this one back ([mcp.servers.X] undo), as "SERVER.TOOL"."""
         server, _, tool = qualified.partition(QUALIFIER)

@@ -3,7 +3,8 @@
 - Notes: the built-in action `remember` keeps a note the persona sees in every later prompt, under
   "What you noted"; at most `max_notes` per persona (the oldest go, and the persona and the channel
   are told). Per channel, or with share_notes = "persona" per persona within one workspace of one
-  platform (the channel key's tenant). Never through the approval policy; audited.
+  platform (the channel key's tenant). Judged by the approval policy like any action, said in the
+  channel when kept, and claimed and committed with its outcome (graph/stored_actions.py).
 - Summaries: the lines that left a persona's window are folded, by a model, into that persona's
   running summary for the conversation, from only the lines delivered to it (what it witnessed).
   Updated in the background after a round; stored in one transaction with the last line it covers,
@@ -30,7 +31,7 @@ from graph.prompt import speaker_name
 from graph.review import repeats
 from graph.settings import SHARE_PER_PERSONA, MemorySettings
 from personas import Persona
-from storage import approvals, channels, memory
+from storage import channels, memory
 from storage.database import Database
 from storage.inbox import SESSION_ENDED
 from storage.memory import numbered
@@ -84,7 +85,9 @@ def bounded(text: str, tokens: int) -> str:
 
 @dataclass
 class Notebook:
-    """Runs `remember` calls: a note kept (or forgotten), audited, and the persona's tool result."""
+    """Runs `remember` calls: a note kept (or forgotten), said in the channel, and the persona's tool
+    result. Written in its caller's transaction (graph/stored_actions.py), with the claim's outcome,
+    which is what audits it."""
 
     db: Database
     port: OutboundPort
@@ -99,9 +102,13 @@ class Notebook:
             results.append(
                 f"forgot note {forget} ({gone.text[:60]!r})" if gone else f"error: there is no note {forget}"
             )
+            if gone:
+                await self.port.notice(channel_key, f"{persona.display_name} forgot: {gone.text}", thread)
         text = " ".join(str(call.args.get("text") or "").split())
         if text:
             kept = await memory.add_note(self.db, scope, persona.id, text, max_notes=self.settings.max_notes)
+            # Said where it was taken, in every mode: nobody's note reaches a prompt unseen.
+            await self.port.notice(channel_key, f"{persona.display_name} noted: {text}", thread)
             results.append(f"noted: {text[:80]!r}; you see it in every later prompt")
             for old in kept.dropped:
                 results.append(
@@ -113,17 +120,7 @@ class Notebook:
                     f"its oldest ({old.text[:60]!r}) was dropped.",
                     thread,
                 )
-        result = "; ".join(results)
-        await approvals.audit(
-            self.db,
-            channel_key=channel_key,
-            persona_id=persona.id,
-            action=REMEMBER_ACTION,
-            event="failed" if result.startswith("error") else "executed",
-            actor=None,
-            detail=result,
-        )
-        return result
+        return "; ".join(results)
 
 
 def summary_schema(tokens: int) -> dict[str, Any]:

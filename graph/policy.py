@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -58,6 +59,10 @@ class ToolStanding:
 
     read_only: bool = False
     approved_always: bool = False
+    # Config gave this tool its own risk ([mcp.servers.X] risk = { TOOL = ... }): only such a risk
+    # lets [approvals] auto_approve_risk run it. A server-wide level also covers tools the server
+    # adds later, which nobody has looked at.
+    own_risk: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,9 +76,23 @@ class Decision:
         return "; ".join(self.reasons)
 
 
+# A name's words, whatever its casing or separators: "deleteNote", "delete-note", "Delete_note" and
+# "DELETE NOTE" are all delete + note; "HTTPDelete" is http + delete.
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """The lower-case words of an action's or a tool's name."""
+    return tuple(word.lower() for word in _WORD.findall(name))
+
+
 def is_sensitive(action: str, sensitive: Collection[str]) -> bool:
-    """`publish_post` is sensitive when "publish" (its verb) or the whole name is configured."""
-    return action in sensitive or action.split("_", 1)[0] in sensitive
+    """`publish_post` is sensitive when one of its words ("publish") or the whole name is configured,
+    whatever the casing or the separators of either: `deleteNote`, `delete-note` and `Delete_note`
+    are as sensitive as `delete_note`."""
+    words = name_words(action)
+    configured = {name_words(entry) for entry in sensitive}
+    return words in configured or any((word,) in configured for word in words)
 
 
 def wait_triggers(
@@ -133,7 +152,8 @@ def verdict(
     An MCP tool (`tool` given) is sensitive unless config lists it read-only, whatever its server's
     annotations say; one an approver chose to "Approve always" in this channel runs like a read-only one.
     Trust (auto_relax) relaxes only the built-in sensitive actions, never an MCP tool. In the loop, a
-    call whose `risk` (graph/risk.py) is at or below [approvals] auto_approve_risk runs at once."""
+    call whose `risk` (graph/risk.py) is at or below [approvals] auto_approve_risk runs at once: a
+    built-in action's declared risk, or an MCP tool's own (never its server's one level for all)."""
     reasons = always_wait_reasons(actions_in_turn=actions_in_turn, cost=cost, confidence=confidence, settings=settings)
     if reasons:
         return Decision(Verdict.WAIT, tuple(reasons))
@@ -145,7 +165,7 @@ def verdict(
     sensitive = is_sensitive(action, settings.sensitive) if tool is None else not tool.read_only
     if not sensitive or tool is not None and tool.approved_always:
         return Decision(Verdict.RUN)
-    if risk.at_most(settings.auto_approve_risk):
+    if risk.at_most(settings.auto_approve_risk) and (tool is None or tool.own_risk):
         return Decision(Verdict.RUN)
     if settings.auto_relax and trust is Trust.EXPERT and tool is None:  # trust never relaxes an MCP tool
         return Decision(Verdict.ANNOUNCE)

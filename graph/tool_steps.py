@@ -69,14 +69,18 @@ class ToolSteps:
         self.runner = runner
         self.drafted = drafted
 
-    async def run(self, round_input: RoundInput, speaker: str, rejected: Sequence[Approval] = ()) -> Steps:
+    async def run(
+        self, round_input: RoundInput, speaker: str, rejected: Sequence[Approval] = (), earlier_calls: int = 0
+    ) -> Steps:
         """The persona's model steps until it answers without a tool call, a call waits for a person,
         or the step limit. `rejected` are proposals just turned down (a follow-up): a new call may
-        revise one of them."""
+        revise one of them. `earlier_calls`: the calls the turn made before its follow-up, counted
+        with each step's own against [approvals] max_actions_per_turn."""
         persona = self.deps.personas[speaker]
         key, thread = round_input.channel_key, round_input.thread
         limit = self.deps.settings.max_tool_steps
         last_words = ""
+        turn_calls = earlier_calls  # every call of the turn so far, in every step, built-in ones too
         step = 0
         while True:
             step += 1
@@ -95,7 +99,10 @@ class ToolSteps:
                 return Steps(replace(draft, tool_calls=()), stopped_at=step, last_words=last_words)
             # The step's words are kept with its calls, and posted only if the turn ends here.
             step_line = PersonaStep(draft.text, stored_calls(draft.tool_calls), draft.signature)
-            batch = await self.runner.handle(key, thread, persona, step_line, rejected, task=round_input.task)
+            batch = await self.runner.handle(
+                key, thread, persona, step_line, rejected, task=round_input.task, earlier_calls=turn_calls
+            )
+            turn_calls += len(step_line.calls)
             rejected = ()
             if batch:  # its words went out with it (ActionRunner.handle)
                 return Steps(replace(draft, text=""), batch=batch, stored=True)

@@ -8,7 +8,7 @@ What the tests observe comes through the environment, whose names config.toml pa
 env): every tools/call it receives is appended to $NOTES_CALL_LOG (one JSON line, written before the
 tool answers), its pid is written to $NOTES_PID_FILE, and write_note waits $NOTES_WRITE_DELAY
 seconds before answering (a call still running when the bot is killed). With $NOTES_DELETE set, it also
-offers delete_note, write_note's undo (tests/test_rollback.py). $NOTES_SEED names a JSON file
+offers delete_note, write_note's undo (tests/test_rollback.py), under the name it holds if not "1". $NOTES_SEED names a JSON file
 of more notes ({"title": "text"}) the notebook starts with (bench/tool_answers.py's).
 """
 
@@ -66,8 +66,10 @@ def delete_note(title: str) -> str:
     return f"Deleted the note {title!r}."
 
 
-if os.environ.get("NOTES_DELETE"):  # offered only where a test asks: write_note's undo ([mcp.servers] undo)
-    server.tool()(delete_note)
+# Offered only where a test asks: write_note's undo ([mcp.servers] undo); a value other than "1" is
+# the name it is offered under (deleteNote, delete-note: a sensitive verb spelled another way).
+if os.environ.get("NOTES_DELETE"):
+    server.tool(name=None if os.environ["NOTES_DELETE"] == "1" else os.environ["NOTES_DELETE"])(delete_note)
 
 
 if __name__ == "__main__":

@@ -74,14 +74,13 @@ def test_a_summary_is_bounded_at_its_last_full_sentence() -> None:
 # -- notes ----------------------------------------------------------------------------------------
 
 
-def test_remember_from_a_tool_call_keeps_a_note_in_the_next_prompt_without_approval(tmp_path: Path) -> None:
+def test_remember_from_a_tool_call_keeps_a_note_in_the_next_prompt_and_says_it_in_the_channel(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    transcript = run_console(
-        config,
-        "/approvals mode in-command\n"  # every action waits for a person: a note to oneself is no action
-        f"Sage, remember that the launch is on Friday. {remember('The launch is on Friday')}\n",
+    transcript = run_console(  # in the loop (the default): a note to oneself runs at once (tests/test_turn_actions.py)
+        config, f"Sage, remember that the launch is on Friday. {remember('The launch is on Friday')}\n"
     )
     assert "[approval" not in transcript
+    assert "[system] Sage noted: The launch is on Friday" in transcript.splitlines()
     sage = prompt_of(config, "sage")
     assert "What you noted (your own notes, numbered):\n1. The launch is on Friday\n" in system_part(sage)
     assert "--- tool ---\nnoted: 'The launch is on Friday'" in sage
@@ -186,7 +185,7 @@ async def test_slack_memory_is_shown_to_anyone_and_corrected_by_managers_only(sl
     assert any(post["text"] == "Ana removed Sage's note 1 ('Ana prefers tea')." for post in slack.posts())
     events = await approvals.audit_events(slack.bot.roundtable.db, ["sage"])
     assert [(e.action, e.actor) for e in events if e.action == "memory"] == [("memory", "Ana")]
-    assert [e.action for e in events if e.action == "remember"] == ["remember"]
+    assert [e.event for e in events if e.action == "remember"] == ["approved", "executed"]  # claimed, then run
 
 
 async def test_discord_memory_is_shown_to_anyone_and_corrected_by_managers_only(

@@ -35,5 +35,9 @@ async def test_remember_called_on_the_wire_is_noted_in_the_next_request_without_
         after = provider.bodies[-1]
         assert "What you noted (your own notes, numbered):\\n1. The launch is on Friday" in system_of(provider, after)
         assert not slack.fake.calls_to("chat.postEphemeral")  # no approval request was shown to anyone
-    # The words beside the call are not posted: the turn went on to its answer.
-    assert [p["text"] for p in slack.posts()] == ["Got it, I have written that down.", "It is on Friday, as noted."]
+    # The note is said in the channel; the words beside the call are not posted: the turn went on to its answer.
+    assert [p["text"] for p in slack.posts()] == [
+        "Sage noted: The launch is on Friday",
+        "Got it, I have written that down.",
+        "It is on Friday, as noted.",
+    ]

@@ -3,14 +3,20 @@ calls at or below it run at once in in-the-loop channels only (graph/policy.py v
 
 from __future__ import annotations
 
+import os
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from graph.action_runner import ActionRunner
 from graph.actions import declared_risk
 from graph.mcp import ToolCatalog
-from graph.policy import PolicySettings, ToolStanding, Trust, Verdict, verdict
+from graph.policy import DEFAULT_SENSITIVE, PolicySettings, ToolStanding, Trust, Verdict, is_sensitive, verdict
 from graph.risk import Risk, risk_of
 from storage.records import ApprovalMode
+from tests.conftest import run_console, write_config
+from tests.mcp_setup import calls_received, notes_environment, stdio_sections
 
 
 def test_a_declared_risk_stands_unless_the_action_is_sensitive() -> None:
@@ -99,7 +105,59 @@ def test_an_mcp_tool_at_or_below_the_ceiling_runs_without_being_read_only() -> N
         actions_in_turn=1,
         trust=Trust.NOVICE,
         settings=PolicySettings(auto_approve_risk=Risk.LOW),
-        tool=ToolStanding(read_only=False),
+        tool=ToolStanding(read_only=False, own_risk=True),  # [mcp.servers.notes] risk = { write_note = "low" }
         risk=Risk.LOW,
     )
     assert decision.verdict is Verdict.RUN
+
+
+@pytest.mark.parametrize(
+    "name", ["delete_note", "deleteNote", "delete-note", "Delete_note", "DELETE_NOTE", "note.Delete"]
+)
+def test_a_sensitive_verb_is_found_whatever_its_casing_or_separator(name: str) -> None:
+    assert is_sensitive(name, DEFAULT_SENSITIVE)
+    assert risk_of(declared=Risk.LOW, sensitive=is_sensitive(name, DEFAULT_SENSITIVE)) is Risk.HIGH
+
+
+def test_a_configured_name_matches_whatever_its_spelling_and_a_lookalike_word_does_not() -> None:
+    assert is_sensitive("archiveAll", ["archive_all"]) and is_sensitive("archive-all", ["ArchiveAll"])
+    assert not is_sensitive("read_note", DEFAULT_SENSITIVE)
+    assert not is_sensitive("resend_later", DEFAULT_SENSITIVE)  # "resend" is no word of the list
+
+
+def test_auto_approve_risk_never_runs_a_tool_whose_risk_is_only_its_servers_one_level() -> None:
+    catalog = ToolCatalog({"notes": []}, risks={"notes": "low", "todo": {"add_item": "low"}})
+    runner = ActionRunner(db=None, port=None, timers=None, policy=PolicySettings(), tools=catalog)  # type: ignore[arg-type]
+    assert runner.risk("notes.write_note") is Risk.LOW and not catalog.has_own_risk("notes.write_note")
+    assert catalog.has_own_risk("todo.add_item")
+
+    def judged(own_risk: bool) -> Verdict:
+        return verdict(
+            "notes.write_note",
+            mode=ApprovalMode.IN_THE_LOOP,
+            actions_in_turn=1,
+            trust=Trust.NEW,
+            settings=PolicySettings(auto_approve_risk=Risk.LOW),
+            tool=ToolStanding(read_only=False, own_risk=own_risk),
+            risk=Risk.LOW,
+        ).verdict
+
+    assert judged(own_risk=False) is Verdict.WAIT  # the server's one level: it covers tools nobody looked at
+    assert judged(own_risk=True) is Verdict.RUN
+
+
+@pytest.mark.parametrize("spelled", ["deleteNote", "Delete_note"])
+def test_a_camel_case_delete_tool_from_a_low_risk_server_waits_for_a_person(tmp_path: Path, spelled: str) -> None:
+    """[mcp.servers.notes] risk = "low" and [approvals] auto_approve_risk = "low": the notes server's
+    delete tool, offered as `deleteNote` (or `Delete_note`), is asked about, and never runs by itself."""
+    with notes_environment(tmp_path) as log:
+        os.environ["NOTES_DELETE"] = spelled  # restored by notes_environment
+        sections = {**stdio_sections(tmp_path, risk="low"), "approvals": {"auto_approve_risk": "low"}}
+        config = write_config(tmp_path, sections)
+        out = run_console(config, f'Rex, delete the groceries note. !!act {spelled} {{"title": "groceries"}}\n')
+        assert "[approval 1]" in out and f"notes.{spelled}" in out
+        assert calls_received(log) == []
+    with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
+        assert db.execute("SELECT action, status, risk FROM approvals").fetchall() == [
+            (f"notes.{spelled}", "pending", "high")
+        ]
