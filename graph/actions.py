@@ -101,7 +101,7 @@ class NoteTo(_Args):
 
 
 class Remember(_Args):
-    """Keep a note for yourself: it is shown to you in every later prompt, under "What you noted",
+    """Keep a note for yourself: it is shown to you in every later prompt, in your memory block,
     numbered. Use it when someone asks you to remember or note something, or not to forget it. To
     drop a note that no longer holds, give its number as `forget` (with or without a new text)."""
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graph.prompt import speaker_name
+from graph.prompt import APP_AUTHOR_PREFIX, app_post_text, speaker_name
 from graph.routing import (
     EVERYONE_SPOKE,
     FALLBACK_FINISH,
@@ -155,12 +155,17 @@ def fixed_reasons(persona_names: Sequence[str]) -> frozenset[str]:
     return frozenset({*named, *FINISH_REASONS, ROUND_IS_FULL, FALLBACK_PICK, FALLBACK_FINISH})
 
 
-def _transcript_line(line: Line) -> str:
+def _transcript_line(line: Line, persona_names: Collection[str]) -> str:
+    """One line of the moderator's transcript, on one line: no stored text can start another one
+    ("\n[system] ..."), a person named like a persona is marked as a person, an app's post is its notice."""
+    text = " ".join(line.text.split())
     if line.kind is LineKind.MARKER:
-        return f"[system] {line.text}"
+        return f"[system] {text}"
     if line.kind is LineKind.HUMAN:
-        return f"{speaker_name(line.author_name)}: {line.text}"
-    return f"{line.author_name}: {line.text}"
+        if line.author_id.startswith(APP_AUTHOR_PREFIX):
+            return app_post_text(line.author_id, line.author_name, line.text)
+        return f"{speaker_name(line.author_name, persona_names)}: {text}"
+    return f"{line.author_name}: {text}"
 
 
 def moderator_messages(
@@ -185,7 +190,8 @@ def moderator_messages(
     }
     if invitations:
         facts["invitations"] = {name: list(topics) for name, topics in invitations.items()}
-    transcript = "\n".join(_transcript_line(line) for line in lines) or "(no messages yet)"
+    personas = {*participant_names, *(line.author_name for line in lines if line.kind is LineKind.PERSONA)}
+    transcript = "\n".join(_transcript_line(line, personas) for line in lines) or "(no messages yet)"
     return [
         SystemMessage(content=(instructions.strip() or INSTRUCTIONS) + "\n\n" + RULES + "\n\n" + EXAMPLES),
         HumanMessage(content="The conversation so far:\n" + transcript),

@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from graph.models.base import ChatRunnable, UnparsableReply
 from graph.models.retry import ainvoke_with_retry
 from graph.moderator import DECISION_CUE
+from graph.prompt import speaker_name
 from graph.tasks import PLANNED_FIELDS, TASK_KINDS, Plan, parse_plan
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ def planner_messages(
 ) -> list[BaseMessage]:
     return [
         SystemMessage(content=planner_system(capabilities, max_steps)),
-        HumanMessage(content=f"{author}: {request}"),
+        HumanMessage(content=f"{speaker_name(author)}: {request}"),  # a name never reads as a tag
     ]
 
 
@@ -204,7 +205,7 @@ def replan_messages(
     return [
         SystemMessage(content=planner_system(capabilities, max_steps)),
         HumanMessage(content=situation),
-        HumanMessage(content=f"{author}: {instruction}"),
+        HumanMessage(content=f"{speaker_name(author)}: {instruction}"),
     ]
 
 

@@ -1,4 +1,4 @@
-"""A persona's prompt: persona lock, its own notes and the scene, then role-separated history."""
+"""A persona's prompt: persona lock and the scene, its memory block (stored text, as data), then role-separated history."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ T = TypeVar("T")
 
 MESSAGE_OVERHEAD_TOKENS = 4
 MIN_PROMPT_BUDGET = 200  # [history] token_budget's own least
+MIN_NEWEST_TOKENS = 64  # the least of the newest line a prompt keeps, however full the rest
+CUT_LINE_MARK = " … (cut: the line is {total} characters long)"
+MEMORY_MESSAGE_ID = "memory"  # the memory block's message (graph/memory_block.py)
 
 # Words of the prompt's own instructions, the review's notes and the actions' descriptions that have
 # no place in a chat message: a draft holding one leaks its instructions (graph/review.py, and
@@ -57,6 +60,9 @@ INSTRUCTION_PHRASES = (
     "what you noted",
     "what you recall of this conversation",
     "the scene",
+    "data, not instructions",
+    "more notes not shown",
+    "took with remember",
 )
 
 
@@ -114,30 +120,19 @@ def examples_text(persona: Persona) -> str:
     return "\n".join([heading, *(f"{persona.display_name}: {line}" for line in persona.examples)])
 
 
-def system_text(
-    persona: Persona,
-    others: Sequence[str],
-    scene: str,
-    needs_approval: Collection[str] = (),
-    *,
-    notes: str = "",
-    summary: str = "",
-) -> str:
-    """Lock, system prompt (and the voice's examples), core memory, the persona's own notes, its
-    actions, the scene, then its summary of what came before the window (graph/memory.py)."""
+def system_text(persona: Persona, others: Sequence[str], scene: str, needs_approval: Collection[str] = ()) -> str:
+    """Lock, system prompt (and the voice's examples), core memory, its actions, then the scene: only
+    what the persona's configuration and the channel's people set. Stored text (its notes, its
+    summary) never goes here: it follows as data in a message of its own (graph/memory_block.py)."""
     parts = [persona_lock(persona, others), persona.system_prompt.strip()]
     if persona.examples:
         parts.append(examples_text(persona))
     if persona.core_memory.strip():
         parts.append("What you remember:\n" + persona.core_memory.strip())
-    if notes:
-        parts.append(notes)
     if persona.actions:
         parts.append(actions_text(persona, needs_approval))
     if scene.strip():
         parts.append("The scene:\n" + scene.strip())
-    if summary:
-        parts.append(summary)
     return "\n\n".join(parts)
 
 
@@ -176,12 +171,38 @@ def _shown_name(name: str) -> str:
     return shown[:MAX_SPEAKER_CHARS] or "someone"
 
 
+_QUOTE_MARKS = str.maketrans({"«": "‹", "»": "›"})
+
+
+def quoted(text: str) -> str:
+    """Stored text as one quoted item: line breaks and control characters become spaces (so it can
+    never start a "[Name]" or "Name:" line) and its own « » become ‹ › (so it can never close its
+    quote and go on as the words around it)."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return f"«{flat.translate(_QUOTE_MARKS)}»"
+
+
+# A line an app posted, stored as a person's line (which no prompt reads as system text) under an
+# author id of its own: our app's own post under no persona's name (a notice, a task's answer), or
+# another app's (bot/slack/events.py, a thread's parent).
+APP_AUTHOR_PREFIX = "app:"
+OUR_APP_AUTHOR = "app:self"
+
+
+def app_post_text(author_id: str, name: str, text: str) -> str:
+    """An app's post as its reader's prompt shows it: attributed, quoted, never "[system]"."""
+    who = f"notice from {_shown_name(name)}" if author_id == OUR_APP_AUTHOR else f"bot {_shown_name(name)}"
+    return f"[{who}] {quoted(text)}"
+
+
 def message_text(line: Line, persona_id: str, persona_names: Collection[str] = ()) -> str:
     """The content of the message a line becomes for `persona_id` (see as_message); `persona_names`
     are the names a person's line may not pass for."""
     if line.kind is LineKind.PERSONA:
         return line.text if line.author_id == persona_id else f"[{line.author_name}] {line.text}"
     if line.kind is LineKind.HUMAN:
+        if line.author_id.startswith(APP_AUTHOR_PREFIX):
+            return app_post_text(line.author_id, line.author_name, line.text)
         return f"{speaker_name(line.author_name, persona_names)}: {line.text}"
     if is_note(line):
         return note_message_text(line.author_name, line.text)
@@ -232,32 +253,60 @@ class MessageCache:
         return item
 
 
+def head_tokens(system: str, memory: str = "") -> int:
+    """The tokens of what comes before the window: the system message and the memory block."""
+    return estimate_tokens(system) + (estimate_tokens(memory) if memory else 0)
+
+
 def messages_within(
-    system: str, newest_first: Iterable[T], budget: int, render: Callable[[T], Rendered]
+    head: int, newest_first: Iterable[T], budget: int, render: Callable[[T], Rendered]
 ) -> tuple[list[BaseMessage], bool]:
-    """The messages of the newest lines that fit the token budget beside the system message,
-    newest first, and whether the budget is full (a line did not fit)."""
-    remaining = budget - estimate_tokens(system)
+    """The messages of the newest lines that fit the token budget beside the prompt's head (`head`
+    tokens, head_tokens), newest first, and whether the budget is full (a line did not fit). The
+    newest line is always kept: cut to what is left (at least MIN_NEWEST_TOKENS) when it alone is
+    too big, so a prompt always holds the line it answers."""
+    remaining = budget - head
     kept: list[BaseMessage] = []
     for line in newest_first:
         message, cost = render(line)
         if cost > remaining:
+            if not kept:
+                kept.append(cut_message(message, max(remaining, MIN_NEWEST_TOKENS)))
             return kept, True
         remaining -= cost
         kept.append(message)
     return kept, False
 
 
-def prompt_from(system: str, newest_first: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """System message, then the messages oldest first, with every tool call directly followed by its result."""
-    return [SystemMessage(content=system), *pair_tool_results(list(reversed(newest_first)))]
+def cut_message(message: BaseMessage, tokens: int) -> BaseMessage:
+    """A copy of a message whose text is cut to about `tokens` tokens, with a marker saying so; a
+    message of several parts (an image beside its text) is kept whole."""
+    text = message.content
+    if not isinstance(text, str):
+        return message
+    marker = CUT_LINE_MARK.format(total=len(text))
+    keep = max((tokens - MESSAGE_OVERHEAD_TOKENS) * 4 - len(marker), 0)
+    return message if len(text) <= keep else message.model_copy(update={"content": text[:keep] + marker})
 
 
-def assemble_prompt(system: str, newest_first: Iterable[Line], persona_id: str, budget: int) -> list[BaseMessage]:
-    """System message, then as many of the newest lines as fit the token budget, oldest first,
-    with every tool call directly followed by its result."""
-    kept, _ = messages_within(system, newest_first, budget, lambda line: rendered(line, persona_id))
-    return prompt_from(system, kept)
+def prompt_from(system: str, newest_first: Sequence[BaseMessage], memory: str = "") -> list[BaseMessage]:
+    """System message, the memory block (when there is one), then the messages oldest first, with
+    every tool call directly followed by its result. The system text, which changes least, comes
+    first and the memory next, so a cached prompt (the embedded model's slot) keeps the longest start."""
+    head: list[BaseMessage] = [SystemMessage(content=system)]
+    if memory:
+        head.append(HumanMessage(content=memory, id=MEMORY_MESSAGE_ID))
+    return [*head, *pair_tool_results(list(reversed(newest_first)))]
+
+
+def assemble_prompt(
+    system: str, newest_first: Iterable[Line], persona_id: str, budget: int, memory: str = ""
+) -> list[BaseMessage]:
+    """System message, the memory block, then as many of the newest lines as fit the token budget,
+    oldest first, with every tool call directly followed by its result."""
+    head = head_tokens(system, memory)
+    kept, _ = messages_within(head, newest_first, budget, lambda line: rendered(line, persona_id))
+    return prompt_from(system, kept, memory)
 
 
 def pair_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

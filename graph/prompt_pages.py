@@ -14,11 +14,13 @@ from langchain_core.messages import BaseMessage
 
 from graph.deps import EngineDeps
 from graph.floor import present_speakers
-from graph.memory import note_scope, notes_text, summary_text
+from graph.memory import note_scope
+from graph.memory_block import memory_block, memory_share
 from graph.policy import is_sensitive
 from graph.prompt import (
     MessageCache,
     Rendered,
+    head_tokens,
     max_lines_within,
     messages_within,
     prompt_from,
@@ -60,13 +62,18 @@ class PromptPages:
             others,
             scene_now(channel.scene if channel else "", datetime.now(ZoneInfo(self.deps.settings.timezone))),
             needs_approval,
-            notes=notes_text(await memory.notes(self.deps.db, scope, persona.id)),
-            summary=summary_text(await memory.summary(self.deps.db, channel_key, persona.id)),
         )
-        newest_first = await self._messages_within_budget(channel_key, persona.id, system, budget)
+        recall = memory_block(
+            persona.display_name,
+            await memory.notes(self.deps.db, scope, persona.id),
+            await memory.summary(self.deps.db, channel_key, persona.id),
+            memory_share(budget),
+        )
+        head = head_tokens(system, recall)
+        newest_first = await self._messages_within_budget(channel_key, persona.id, head, budget)
         if (oldest := oldest_line_id(newest_first)) is not None:
             _remember(self._window_starts, (channel_key, persona.id), oldest)
-        return prompt_from(system, newest_first), speakers
+        return prompt_from(system, newest_first, recall), speakers
 
     async def window_start(self, channel_key: str, persona: Persona) -> int | None:
         """The oldest line in the persona's window (None when it holds none): as the persona last saw
@@ -79,9 +86,10 @@ class PromptPages:
         return self._window_starts.pop(key, None)
 
     async def _messages_within_budget(
-        self, channel_key: str, persona_id: str, system: str, budget: int
+        self, channel_key: str, persona_id: str, head: int, budget: int
     ) -> list[BaseMessage]:
-        """The messages of the newest lines delivered to the persona that fit the budget, newest
+        """The messages of the newest lines delivered to the persona that fit the budget beside the
+        prompt's head (`head` tokens), newest
         first, read in pages until the budget is full: the same as assemble_prompt over
         max_lines_within(budget) rows read at once."""
         limit = max_lines_within(budget)
@@ -101,7 +109,7 @@ class PromptPages:
             for line in await history.lines_by_id(self.deps.db, [i for i in page_ids if i not in known]):
                 known[line.id] = self._messages.add(line, persona_id)
             ids += page_ids
-            kept, full = messages_within(system, ids, budget, known.__getitem__)
+            kept, full = messages_within(head, ids, budget, known.__getitem__)
             if full or len(page_ids) < page or len(ids) >= limit:
                 break
             before = page_ids[-1]

@@ -43,10 +43,23 @@ def system_part(prompt: str) -> str:
     return prompt.split("--- system ---\n", 1)[1].split("\n--- ", 1)[0]
 
 
+def memory_part(prompt: str) -> str:
+    """The memory block: a message of its own after the system message, never part of it."""
+    marker = "--- human ---\n[memory] "
+    return "[memory] " + prompt.split(marker, 1)[1].split("\n--- ", 1)[0] if marker in prompt else ""
+
+
+def notes_in(prompt: str) -> list[str]:
+    """The notes the memory block shows, as "N. text"."""
+    quoted = re.findall(r"^(\d+)\. \w+ noted: «(.*)»$", memory_part(prompt), flags=re.MULTILINE)
+    return [f"{number}. {text}" for number, text in quoted]
+
+
 def summary_in(prompt: str) -> str:
-    system = system_part(prompt)
-    marker = "What you recall of this conversation before the lines below (your own summary):\n"
-    return system.split(marker, 1)[1] if marker in system else ""
+    found = re.search(
+        r"^\w+'s own summary of this conversation before the lines below: «(.*)»$", memory_part(prompt), re.M
+    )
+    return found.group(1) if found else ""
 
 
 def prompt_tokens_of(prompt: str) -> int:
@@ -82,9 +95,9 @@ def test_remember_from_a_tool_call_keeps_a_note_in_the_next_prompt_and_says_it_i
     assert "[approval" not in transcript
     assert "[system] Sage noted: The launch is on Friday" in transcript.splitlines()
     sage = prompt_of(config, "sage")
-    assert "What you noted (your own notes, numbered):\n1. The launch is on Friday\n" in system_part(sage)
+    assert notes_in(sage) == ["1. The launch is on Friday"] and "The launch is on Friday" not in system_part(sage)
     assert "--- tool ---\nnoted: 'The launch is on Friday'" in sage
-    assert "The launch is on Friday" not in system_part(prompt_of(config, "rex"))  # Rex's notes are its own
+    assert notes_in(prompt_of(config, "rex")) == []  # Rex's notes are its own
 
 
 def test_the_21st_note_drops_the_oldest_with_a_notice_and_forget_drops_one_by_number(tmp_path: Path) -> None:
@@ -92,12 +105,12 @@ def test_the_21st_note_drops_the_oldest_with_a_notice_and_forget_drops_one_by_nu
     script = "".join(f"Sage, note {n}. {remember(f'Fact {n}')}\n" for n in range(1, 22))
     transcript = run_console(config, script)
     assert "Sage keeps at most 20 notes: its oldest ('Fact 1') was dropped." in transcript
-    noted = system_part(prompt_of(config, "sage")).split("What you noted (your own notes, numbered):\n", 1)[1]
-    assert noted.startswith("1. Fact 2\n") and "20. Fact 21\n" in noted and "Fact 1\n" not in noted
+    noted = notes_in(prompt_of(config, "sage"))
+    assert noted[0] == "1. Fact 2" and noted[-1] == "20. Fact 21" and "1. Fact 1" not in noted
 
     run_console(config, 'Sage, forget note 1. !!act remember {"forget": 1}\n')
-    noted = system_part(prompt_of(config, "sage")).split("What you noted (your own notes, numbered):\n", 1)[1]
-    assert noted.startswith("1. Fact 3\n") and "19. Fact 21\n" in noted
+    noted = notes_in(prompt_of(config, "sage"))
+    assert noted[0] == "1. Fact 3" and noted[-1] == "19. Fact 21"
 
 
 # -- summaries ------------------------------------------------------------------------------------
@@ -116,7 +129,7 @@ def test_after_300_lines_a_summary_keeps_a_fact_from_the_first_lines_and_the_pro
     for persona in ("nova", "sage", "rex"):
         prompt = prompt_of(config, persona)
         assert "Marigold" in summary_in(prompt) and "pier 9" in summary_in(prompt)
-        assert "Marigold" not in prompt.split("--- human ---", 1)[1]  # it left the window long ago
+        assert "Marigold" not in prompt.split(memory_part(prompt), 1)[1]  # it left the window long ago
         assert prompt_tokens_of(prompt) <= 3000
 
 
@@ -164,7 +177,7 @@ def test_memory_shows_summary_and_notes_and_a_manager_forgets_and_clears_announc
     assert "you cleared Sage's memory here: 1 note and its summary." in transcript
     assert "Summary: (none yet)" in transcript and "Notes: (none)" in transcript
     assert "'nobody' keeps nothing in this channel; personas here: Nova, Sage, Rex." in transcript
-    assert "Marigold" not in system_part(prompt_of(config, "sage"))
+    assert "Marigold" not in memory_part(prompt_of(config, "sage"))
 
 
 async def test_slack_memory_is_shown_to_anyone_and_corrected_by_managers_only(slack: SlackHarness) -> None:

@@ -18,6 +18,7 @@ from bot.slack.inbound import inbound_from_event, strip_mention
 from bot.slack.keys import channel_id_of, thread_ts_of
 from bot.slack.slack_bot import SlackBot, tell_privately
 from bot.slack.text import unescape_from_slack
+from graph.prompt import APP_AUTHOR_PREFIX, OUR_APP_AUTHOR
 from storage import channels
 from storage.channels import FirstLine
 from storage.records import LineKind
@@ -113,7 +114,9 @@ async def start_thread(bot: SlackBot, key: str, bot_id: str | None, bot_user_id:
 async def parent_line(
     bot: SlackBot, parent: Mapping[str, Any], bot_id: str | None, bot_user_id: str | None, deadline: float
 ) -> FirstLine | None:
-    """Our persona's line when one of our personas posted it, a note when the bot itself did, else its author's."""
+    """Our persona's line when one of our personas posted it, else its author's: a person, or an app
+    (ours under no persona's name, or another one), whose post is read as its attributed notice and
+    never as system text (graph/prompt.py app_post_text)."""
     text = strip_mention(unescape_from_slack(str(parent.get("text") or "")), bot_user_id)
     if not text:
         return None
@@ -121,10 +124,14 @@ async def parent_line(
         username = parent.get("username")
         persona = next((p for p in bot.roundtable.personas.values() if p.display_name == username), None)
         if persona is None:
-            return LineKind.MARKER, "system", "system", text
+            return LineKind.HUMAN, OUR_APP_AUTHOR, str(username or "this app"), text
         return LineKind.PERSONA, persona.id, persona.display_name, text
+    if parent.get("bot_id"):  # another app's message (it may name its bot user as `user` too)
+        profile = parent.get("bot_profile")
+        shown = profile.get("name") if isinstance(profile, Mapping) else None
+        name = str(parent.get("username") or shown or parent["bot_id"])
+        return LineKind.HUMAN, f"{APP_AUTHOR_PREFIX}{parent['bot_id']}", name, text
     user = str(parent.get("user") or "")
     if user:
         return LineKind.HUMAN, user, await by(deadline, bot.names.name_of(user), user, f"users.info for {user}"), text
-    name = str(parent.get("username") or parent.get("bot_id") or "unknown")  # another app's message
-    return LineKind.HUMAN, name, name, text
+    return LineKind.HUMAN, f"{APP_AUTHOR_PREFIX}unknown", "unknown", text
