@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from langchain_core.messages import BaseMessage
 
@@ -23,7 +25,10 @@ from graph.models.base import ChatRunnable
 from graph.models.chat import ChatModels
 from graph.models.scripted import ScriptedModels
 from personas import Persona
-from storage import memory
+from storage import approvals, memory
+from storage.database import open_database
+from storage.dialects import migration_sql
+from storage.migrations import MIGRATIONS
 from tests.conftest import run_console, write_config
 from tests.discord_harness import settle
 from tests.fake_models import CallbackChatModel
@@ -240,3 +245,56 @@ async def test_a_summary_over_its_bound_keeps_the_newest_facts_and_covers_only_w
         )
     assert row is not None and "Fact 0 " not in stored.text and len(stored.text) <= 200
     assert stored.text.endswith(str(row[0]))
+
+
+# -- migration 26 ---------------------------------------------------------------------------------
+
+BEFORE_26 = [  # what a database kept before: shared notes under one scope per platform
+    "INSERT INTO channels (key, created_at, tenant) VALUES ('discord:1', 0, 'discord:A'), ('discord:2', 0, 'discord:B')",
+    "INSERT INTO persona_notes (id, scope, persona_id, text, created_at) VALUES "
+    "(1, 'persona:discord', 'sage', 'The vault code is 4417', 100), "
+    "(2, 'persona:discord', 'sage', 'Nobody audited this one', 200), "
+    "(3, 'discord:2', 'sage', 'Per channel all along', 300)",
+    "INSERT INTO audit_log (at, channel_key, persona_id, action, event, detail) VALUES "
+    "(100.5, 'discord:1', 'sage', 'remember', 'executed', "
+    "'noted: ''The vault code is 4417''; you see it in every later prompt')",
+]
+
+
+async def test_migration_26_returns_shared_notes_to_their_channel_or_drops_and_counts_them(
+    tmp_path: Path, any_backend: str
+) -> None:
+    target: str | Path = any_backend or tmp_path / "db.sqlite3"
+    if any_backend:
+        connection = await asyncpg.connect(any_backend)
+        try:
+            await connection.execute(
+                "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+            )
+            for version, step in enumerate(MIGRATIONS[:25], start=1):
+                await connection.execute(migration_sql(step, "postgresql"))
+                await connection.execute("INSERT INTO schema_migrations VALUES ($1, 0)", version)
+            for statement in BEFORE_26:
+                await connection.execute(statement)
+        finally:
+            await connection.close()
+    else:
+        with sqlite3.connect(target) as conn:
+            for step in MIGRATIONS[:25]:
+                conn.executescript(migration_sql(step, "sqlite"))
+            for statement in BEFORE_26:
+                conn.execute(statement)
+            conn.execute("PRAGMA user_version = 25")
+    db = await open_database(target)
+    try:
+        kept = await db.fetch_all("SELECT id, scope, channel_key FROM persona_notes ORDER BY id")
+        events = await approvals.audit_events(db)
+        in_its_channel = await memory.notes(db, memory.NoteScope("discord:1", shared=True), "sage")
+        in_guild_b = await memory.notes(db, memory.NoteScope("discord:2", shared=True), "sage")
+    finally:
+        await db.close()
+    assert [tuple(row) for row in kept] == [(1, "discord:1", "discord:1"), (3, "discord:2", "discord:2")]
+    assert [note.text for note in in_its_channel] == ["The vault code is 4417"]
+    assert [note.text for note in in_guild_b] == ["Per channel all along"]
+    [dropped] = [e for e in events if e.actor == "migration 26"]
+    assert dropped.detail == "1 shared notes dropped: the audit log names no channel they were taken in"
