@@ -374,10 +374,8 @@ MIGRATIONS: tuple[str, ...] = (
         created_at  {real} NOT NULL
     );
     """,
-    # 26: whether each channel is private (NULL: not known yet, treated as private), where each note was
-    # taken, and a version a summary's corrections bump. A note kept under a shared scope goes back to
-    # the channel its `remember` audit entry names (within a minute of the note), or is dropped, and
-    # an audit entry says how many were dropped (graph/memory.py, docs/memory.md)
+    # 26: channels' privacy (NULL: unknown, as private), each note's channel, summaries' correction version;
+    # shared notes go back to the channel their `remember` audit entry names, or are dropped and counted
     """
     ALTER TABLE channels ADD COLUMN private INTEGER CHECK (private IS NULL OR private IN (0, 1));
     ALTER TABLE persona_notes ADD COLUMN channel_key TEXT NOT NULL DEFAULT '';
