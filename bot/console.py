@@ -149,7 +149,14 @@ class ConsoleSession:
 
     async def say(self, text: str) -> None:
         reply = await self.app.service.handle(
-            Inbound(channel_key=self.key, author_id=self.user, author_name=self.user, text=text, tenant="console")
+            Inbound(
+                channel_key=self.key,
+                author_id=self.user,
+                author_name=self.user,
+                text=text,
+                tenant="console",
+                private=False,  # whoever is at the console reads every console channel
+            )
         )
         if reply is not None and not reply.announced:
             for line in reply.reply.splitlines():

@@ -18,3 +18,4 @@ class Inbound:
     author_manages: bool = False  # the platform says the author may change the channel (bot/permissions.py)
     tenant: str = ""  # its workspace or guild: "slack:T01", "discord:<guild id>", "console"
     parent_key: str | None = None  # for a thread, the key of the channel it is in (whose rules it keeps)
+    private: bool | None = None  # whether only some of the tenant can read the channel (None: not known)

@@ -1,6 +1,7 @@
-"""/memory PERSONA: what a persona keeps beyond its window here (its summary and its notes, see
-graph/memory.py), for anyone who can read the channel; `forget N` and `clear` correct it, for channel
-managers (bot/commands.py declares who), announced in the channel and audited."""
+"""/memory PERSONA: what a persona present here keeps beyond its window (its summary and the notes
+this channel may see, see graph/memory.py), for anyone who can read the channel; `forget N` and
+`clear` correct it, for channel managers (bot/commands.py declares who), announced in the channel
+and audited. A persona not present here gets a refusal: its memory is of other channels."""
 
 from __future__ import annotations
 
@@ -38,13 +39,11 @@ async def memory_command(
     persona = personas.get(persona_id) or next(
         (p for p in personas.values() if p.display_name.casefold() == persona_id.casefold()), None
     )
-    if persona is None or (
-        persona.id not in present
-        and verb == "show"
-        and not await _kept_anything(db, channel_key, persona.id, share_notes)
-    ):
-        names = ", ".join(personas[p].display_name for p in present if p in personas) or "nobody"
+    names = ", ".join(personas[p].display_name for p in present if p in personas) or "nobody"
+    if persona is None:
         return MemoryAnswer(f"{persona_id[:40]!r} keeps nothing in this channel; personas here: {names}.", ok=False)
+    if persona.id not in present:
+        return MemoryAnswer(f"{persona.display_name} is not in this channel; personas here: {names}.", ok=False)
     scope = note_scope(channel_key, share_notes)
     if verb == "forget":
         gone = await memory.forget_note(db, scope, persona.id, number)
@@ -54,7 +53,7 @@ async def memory_command(
         await _audit(db, channel_key, persona.id, actor, f"forgot note {number}: {gone.text[:200]}")
         return MemoryAnswer(news, announce=news)
     if verb == "clear":
-        notes_dropped, summary_dropped = await memory.clear(db, scope, channel_key, persona.id)
+        notes_dropped, summary_dropped = await memory.clear(db, scope, persona.id)
         news = (
             f"{actor} cleared {persona.display_name}'s memory here: {notes_dropped} note"
             f"{'' if notes_dropped == 1 else 's'}{' and its summary' if summary_dropped else ''}."
@@ -64,7 +63,7 @@ async def memory_command(
     return MemoryAnswer(await report(db, channel_key, persona, scope))
 
 
-async def report(db: Database, channel_key: str, persona: Persona, scope: str) -> str:
+async def report(db: Database, channel_key: str, persona: Persona, scope: memory.NoteScope) -> str:
     summary = await memory.summary(db, channel_key, persona.id)
     notes = await memory.notes(db, scope, persona.id)
     lines = [f"{persona.display_name}'s memory here:"]
@@ -72,13 +71,6 @@ async def report(db: Database, channel_key: str, persona: Persona, scope: str) -
     lines.append("Notes:" if notes else "Notes: (none)")
     lines += numbered(notes)
     return "\n".join(lines)
-
-
-async def _kept_anything(db: Database, channel_key: str, persona_id: str, share_notes: str) -> bool:
-    return bool(
-        await memory.summary(db, channel_key, persona_id)
-        or await memory.notes(db, note_scope(channel_key, share_notes), persona_id)
-    )
 
 
 async def _audit(db: Database, channel_key: str, persona_id: str, actor: str, detail: str) -> None:

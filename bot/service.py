@@ -121,7 +121,7 @@ class ChannelService:
     async def handle(self, inbound: Inbound) -> CommandReply | None:
         """Take one inbound message: run it as a command, or record it and queue its round. The reply, if
         any, goes to the message's author alone: a command's answer, or a flood limit's notice."""
-        place = Place(inbound.tenant, inbound.parent_key) if inbound.tenant else None
+        place = Place(inbound.tenant, inbound.parent_key, inbound.private) if inbound.tenant else None
         self.approval_desk.note_parent(inbound.channel_key, inbound.parent_key)
         # A thread's flood windows and budget are its channel's (storage/threads.py).
         root = inbound.parent_key or inbound.channel_key

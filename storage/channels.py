@@ -27,11 +27,12 @@ FirstLine = tuple[LineKind, str, str, str]
 
 @dataclass(frozen=True)
 class Place:
-    """Where a channel sits: its tenant ("slack:T1", "discord:<guild>", "console") and, for a
-    thread, the key of the channel it is in."""
+    """Where a channel sits: its tenant ("slack:T1", "discord:<guild>", "console"), for a thread
+    the key of the channel it is in, and whether it is private (None: the adapter cannot tell)."""
 
     tenant: str
     parent_key: str | None = None
+    private: bool | None = None
 
 
 @lru_cache(maxsize=1024)  # a channel's last decisions change once a round, and are read at every turn
@@ -145,16 +146,22 @@ async def create_in(
     if place is not None and place.parent_key is not None:
         await create_in(tx, place.parent_key, participants=participants, moderated=moderated, place=Place(place.tenant))
     tenant, parent = (place.tenant, place.parent_key) if place else ("", None)
+    private = None if place is None or place.private is None else int(place.private)
     created = await tx.execute(
-        "INSERT INTO channels (key, moderated, created_at, tenant, parent_key) VALUES (?, ?, ?, ?, ?) "
+        "INSERT INTO channels (key, moderated, created_at, tenant, parent_key, private) VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (key) DO NOTHING",
-        (key, int(moderated), now, tenant, parent),
+        (key, int(moderated), now, tenant, parent, private),
     )
     if not created:
         if place is not None:  # a channel stored before its place was known
             await tx.execute(
                 "UPDATE channels SET tenant = ?, parent_key = COALESCE(parent_key, ?) WHERE key = ? AND tenant = ''",
                 (tenant, parent, key),
+            )
+        if private is not None:  # a channel made private (or public) since: who can read it now
+            await tx.execute(
+                "UPDATE channels SET private = ? WHERE key = ? AND (private IS NULL OR private <> ?)",
+                (private, key, private),
             )
         return False
     await tx.execute_many(

@@ -24,7 +24,7 @@ from typing import Any
 
 from storage.database import Database, Row, Tx
 
-# The look-back mark of an attempt that was in flight when marks began to be kept (migration 26):
+# The look-back mark of an attempt that was in flight when marks began to be kept (migration 27):
 # what it posted can only be looked for without one.
 MARK_NEVER_NOTED = -1
 

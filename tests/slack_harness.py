@@ -78,15 +78,18 @@ class SlackHarness:
         assert await self.send_event(event, f"Ev{ts.replace('.', '')}") == 200
         await self.bot.wait_idle()
 
-    async def command(self, command: str, text: str, user_id: str = HUMAN) -> tuple[int, str]:
-        """A slash command, then wait until its background work (and any announcement) is done."""
+    async def command(
+        self, command: str, text: str, user_id: str = HUMAN, *, channel: str = CHANNEL, wait: bool = True
+    ) -> tuple[int, str]:
+        """A slash command in `channel`, then (unless not `wait`) wait until its background work (and any
+        announcement) is done."""
         self._commands += 1
         form = {
             "token": "legacy-verification-token",
             "team_id": TEAM_ID,
             "team_domain": "fake",
-            "channel_id": CHANNEL,
-            "channel_name": "general",
+            "channel_id": channel,
+            "channel_name": "general" if channel == CHANNEL else channel.lower(),
             "user_id": user_id,
             "user_name": "ana" if user_id == HUMAN else "bea",
             "command": command,
@@ -96,7 +99,8 @@ class SlackHarness:
             "trigger_id": f"trigger.{self._run}.{self._commands}",
         }
         result = await self.post_signed(urlencode(form), "application/x-www-form-urlencoded")
-        await self.bot.wait_idle()
+        if wait:
+            await self.bot.wait_idle()
         return result
 
     async def interact(self, payload: dict[str, Any]) -> int:

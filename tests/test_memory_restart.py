@@ -10,6 +10,7 @@ are shortened by the model together. Nothing is timed."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import sys
@@ -22,8 +23,12 @@ from tests.fakes.openai_server import FakeOpenAI
 
 SUMMARY_REQUEST = "memory of a group chat"  # graph/memory.py's fold prompt
 # What the model adds from the lines leaving the window; the summary so far is kept word for word beside it,
-# and as the two outgrow the bound (300 tokens here) the model is asked to shorten them.
-FOLDED = '{"facts": ["Then a long run of mild weather"]}'
+# and as the two outgrow the bound (50 tokens after the restart) the model is asked to shorten them.
+ADDED = (
+    "Then a long run of mild weather. The wind stayed low and the sea calm for days. "
+    "Nobody said anything new about the pier. The harbour office stayed closed all week."
+)  # within the bound on its own, beyond it with the summary so far
+FOLDED = json.dumps({"facts": ADDED.split(". ")})
 SHORTENED = '{"summary": "I recall the boat Marigold, then a long run of mild weather."}'
 
 
@@ -74,7 +79,8 @@ async def test_a_summary_update_cut_by_sigkill_leaves_the_old_summary_and_runs_a
 
     async with FakeOpenAI() as model:
         llm = {"provider": "openai", "base_url": f"{model.url}/v1", "model": "fake-model", "backoff_seconds": 0.2}
-        write_config(tmp_path, {"history": history, "llm": llm})
+        # A bound the summary so far and the addition outgrow together: the model is asked to shorten them.
+        write_config(tmp_path, {"history": history, "llm": llm, "memory": {"summary_tokens": 50}})
         await model.let_through(0)  # the first summary request waits
         bot = await console(config, "/memory sage\n")  # no round: start-up's catch-up folds what waits
         try:
@@ -105,7 +111,7 @@ async def test_a_summary_update_cut_by_sigkill_leaves_the_old_summary_and_runs_a
     assert sorted(persona_of(body) for body in folds) == ["Nova", "Rex", "Sage"]  # once each
     assert len(shortenings) == 3
     for persona in ("nova", "sage", "rex"):  # what is shortened: the summary so far, word for word, and the addition
-        assert f"{MEMORY_OPENING}\n{before[persona][0]} Then a long run of mild weather." in shortenings
+        assert f"{MEMORY_OPENING}\n{before[persona][0]} {ADDED}" in shortenings
     assert once == cut + len(again)  # a second start finds nothing left to fold
     for persona in ("nova", "sage", "rex"):
         text, through = after_restart[persona]

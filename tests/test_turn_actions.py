@@ -144,7 +144,7 @@ async def test_the_built_in_calls_count_towards_the_turn_a_note_to_rex_then_a_re
         db = slack.bot.roundtable.db
         [waiting] = await approvals.pending(db)  # the note to Rex went at once, and was the turn's one call
         assert (waiting.action, waiting.reason) == ("remember", "2 actions in one turn > max_actions_per_turn 1")
-        assert await memory.notes(db, KEY, "sage") == []
+        assert await memory.notes(db, memory.NoteScope(KEY), "sage") == []
         assert len(slack.approval_requests()) == 1
 
 
@@ -171,7 +171,7 @@ async def test_a_note_stopped_before_its_result_is_stored_once_and_answered_afte
     async with start_slack() as slack:  # start-up recovery, then the kept message is answered again
         db = slack.bot.roundtable.db
         await slack.bot.wait_idle()
-        kept = await memory.notes(db, KEY, "sage")
+        kept = await memory.notes(db, memory.NoteScope(KEY), "sage")
         assert [note.text for note in kept] == ["Ana prefers tea"]
         prompt = await slack.bot.roundtable.engine.prompt_for(KEY, "sage")
         assert not any(NO_RESULT_YET in str(message.content) for message in prompt)

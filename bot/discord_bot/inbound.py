@@ -40,7 +40,21 @@ def to_inbound(message: discord.Message, bot_user_id: int) -> Inbound | None:
         event_id=f"discord:{message.id}",
         tenant=f"discord:{message.guild.id}",
         parent_key=parent_key(message.channel),
+        private=is_private(message.channel),
     )
+
+
+def is_private(channel: object) -> bool:
+    """Whether only some of the guild read the channel: a private thread, or a channel (or a thread's
+    channel) that the guild's @everyone role cannot view. Discord: docs.discord.com/developers/topics/permissions
+    (VIEW_CHANNEL, overwrites for the @everyone role, whose id is the guild's)."""
+    if isinstance(channel, discord.Thread):
+        if channel.type is discord.ChannelType.private_thread:
+            return True
+        channel = channel.parent
+    if isinstance(channel, discord.abc.GuildChannel):
+        return not channel.permissions_for(channel.guild.default_role).view_channel
+    return True
 
 
 def parent_key(channel: object) -> str | None:

@@ -13,6 +13,10 @@ from bot.slack.text import unescape_from_slack
 # Plain messages, replies also sent to the channel, and messages with an attached file.
 HUMAN_SUBTYPES = frozenset({None, "thread_broadcast", "file_share"})
 EVENT_TYPES = frozenset({"message", "app_mention"})
+# Slack: the message event's channel_type, docs.slack.dev/reference/events/message: "channel" is a
+# public channel; "group" a private one, "im" and "mpim" direct messages (only their members read them).
+PUBLIC_CHANNEL_TYPES = frozenset({"channel"})
+PRIVATE_CHANNEL_TYPES = frozenset({"group", "im", "mpim"})
 
 
 def message_id(team_id: str, channel: str, ts: str) -> str:
@@ -70,7 +74,17 @@ def inbound_from_event(body: Mapping[str, Any], bot_user_id: str | None) -> Inbo
         author_team=_text(event.get("user_team")) or _text(event.get("team")) or team_id,
         tenant=f"slack:{team_id}",
         parent_key=channel_key(team_id, channel) if thread else None,  # a thread keeps its channel's rules
+        private=is_private(event),
     )
+
+
+def is_private(event: Mapping[str, Any]) -> bool | None:
+    """Whether only the channel's members read it, from the event's channel_type; None when absent
+    (an app_mention carries none): what was recorded before stays."""
+    kind = _text(event.get("channel_type"))
+    if kind in PUBLIC_CHANNEL_TYPES:
+        return False
+    return True if kind in PRIVATE_CHANNEL_TYPES else None
 
 
 def _text(value: Any) -> str:

@@ -22,8 +22,9 @@
 - The judge finds every draft "ok", except the first draft it reads after a line holding
   `!!judge VERDICT`, which gets that verdict.
 - The summary model keeps the summary so far whole and adds one sentence per person's line it is
-  given ("Ana said: ...", "Sage told me privately: ..." for a note), its first 16 words without `!!` directives: no fact is reworded, and
-  graph/memory.py's bound cuts the newest off, so what was said first survives.
+  given ("Ana said: ..."), its first 16 words without `!!` directives: no fact is reworded. Asked to
+  shorten, it merges repeated sentences (each kept once, where it first came), and graph/memory.py's
+  bound cuts the oldest off what is still too long.
 """
 
 from __future__ import annotations
@@ -80,7 +81,6 @@ _REPLAN = re.compile(r"!!replan\s+(\{.*?\})(?=\s*(?:!!|$))", re.DOTALL | re.MULT
 _REMAINING = re.compile(r"^\{.*\}$", re.MULTILINE)
 OVERLAP_WAIT = 30.0  # seconds a gated call waits for the others before it fails
 _ACT = re.compile(r"!!act\s+([A-Za-z_][\w]*)\s+(\{.*\})", re.DOTALL)
-_PRIVATE_NOTE = re.compile(r"^\[note from ([^\]]+)\] (.*)$")
 _SPEAKER_TAG = re.compile(r"^(?:\[[^\]]+\]|[^:\n]{1,80}:)\s*")
 _PLAN = re.compile(r"!!plan\s+(\{.*?\})(?=\s*(?:!!|$))", re.DOTALL)
 _DIRECTIVE = re.compile(
@@ -334,22 +334,31 @@ class ScriptedSummaryModel(_ScriptedModel):
 
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         asked = messages[-1].text
-        if asked.startswith(MEMORY_OPENING):  # shortening is left to the keeper's bound: the oldest stay
-            return AIMessage(content=json.dumps({"summary": asked.removeprefix(MEMORY_OPENING).strip()}))
+        if asked.startswith(MEMORY_OPENING):  # repeats merged; the rest is left to the keeper's bound
+            kept: list[str] = []
+            for sentence in re.split(r"(?<=[.!?]) (?=\S+ said: )", asked.removeprefix(MEMORY_OPENING).strip()):
+                if not any(repeats(sentence, earlier) for earlier in kept):
+                    kept.append(sentence)
+            return AIMessage(content=json.dumps({"summary": " ".join(kept)}))
         lines = asked.partition(f"{LINES_OPENING}\n")[2]
         sentences: list[str] = []
         for line in lines.splitlines():
-            if note := _PRIVATE_NOTE.match(line):
-                author, said = f"{note.group(1)} told me privately", note.group(2)
-            elif line.startswith(("[", "(me)")) or ":" not in line:
+            item = _item(line)
+            if item is None or item.get("kind") != "person":
                 continue
-            else:
-                author, _, said = line.partition(":")
-                author = f"{author} said"
-            words = _DIRECTIVE.sub("", said).split()[:16]
+            words = _DIRECTIVE.sub("", str(item.get("text", ""))).split()[:16]
             if words:
-                sentences.append(f"{author}: {' '.join(words).rstrip('.!?')}.")
+                sentences.append(f"{item.get('name')} said: {' '.join(words).rstrip('.!?')}.")
         return AIMessage(content=json.dumps({"facts": sentences}))
+
+
+def _item(line: str) -> dict[str, Any] | None:
+    """One line of the fold prompt: a JSON object (graph/memory.as_item), or None."""
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return None
+    return item if isinstance(item, dict) else None
 
 
 class ScriptedModels:
