@@ -12,7 +12,7 @@ from importlib import resources
 
 
 def _steps() -> tuple[str, ...]:
-    files = sorted(f for f in resources.files(__package__).iterdir() if f.name.endswith(".sql"))
+    files = sorted((f for f in resources.files(__package__).iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
     numbers = [int(f.name.split("_", 1)[0]) for f in files]
     if numbers != list(range(1, len(files) + 1)):
         raise RuntimeError(f"storage/migrations: steps must be numbered 1..{len(files)} with no gap, got {numbers}")
