@@ -1,7 +1,7 @@
 """What a persona keeps beyond its window (see docs/memory.md).
 
-- Notes: the built-in action `remember` keeps a note the persona sees in every later prompt, under
-  "What you noted"; at most `max_notes` per persona (the oldest go, and the persona and the channel
+- Notes: the built-in action `remember` keeps a note the persona sees in every later prompt, in its
+  memory block (graph/memory_block.py); at most `max_notes` per persona (the oldest go, and the persona and the channel
   are told). Per channel, or with share_notes = "persona" across the channels of one recorded tenant
   (Slack workspace, Discord guild) that everyone there can read; a private channel's notes stay in it
   (storage/memory.seen_from). Judged by the approval policy like any action, said in the channel
@@ -39,7 +39,6 @@ from personas import Persona
 from storage import channels, memory
 from storage.database import Database
 from storage.inbox import SESSION_ENDED
-from storage.memory import numbered
 from storage.records import Line, LineKind
 
 if TYPE_CHECKING:
@@ -49,8 +48,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REMEMBER_ACTION = "remember"
-NOTES_HEADING = "What you noted (your own notes, numbered):"
-SUMMARY_HEADING = "What you recall of this conversation before the lines below (your own summary):"
 # Lines out of the window before a model is asked to fold them in: each call costs a prompt and,
 # once the summary is full, a second call to shorten it, so fewer and larger folds cost less.
 FOLD_AT_LEAST = 20
@@ -64,14 +61,6 @@ def note_scope(channel_key: str, share: str) -> memory.NoteScope:
     also those of its recorded tenant's other channels that everyone can read (which ones:
     storage/memory.seen_from, against what each channel's adapter recorded)."""
     return memory.NoteScope(channel_key, shared=share == SHARE_PER_PERSONA)
-
-
-def notes_text(notes: Sequence[memory.Note]) -> str:
-    return NOTES_HEADING + "\n" + "\n".join(numbered(notes)) if notes else ""
-
-
-def summary_text(stored: memory.Summary | None) -> str:
-    return SUMMARY_HEADING + "\n" + stored.text.strip() if stored and stored.text.strip() else ""
 
 
 def bounded(text: str, tokens: int) -> str:
