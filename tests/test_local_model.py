@@ -23,6 +23,7 @@ from graph.models.factory import ProviderConfig, ProviderError, build_models
 from graph.models.gguf import LOCAL_MODELS, LocalModel, Part, WeightsError, ensure_gguf
 from graph.models.llama_text import persona_chat, relay_cue, render_prompt, render_turns, turn_cue
 from graph.models.local import LocalLlamaChatModel, bounded_schema
+from graph.review import RETRY_NOTE
 from tests.conftest import TEST_MODELS_DIR, write_config
 
 CACHE_DIR = TEST_MODELS_DIR
@@ -236,6 +237,16 @@ async def test_persona_reply_is_one_line_and_stops_before_another_speaker(model:
     assert isinstance(reply.content, str) and reply.content
     assert "\n" not in reply.content
     assert "Sage:" not in reply.content
+
+
+async def test_a_seeded_model_writes_a_reviewed_draft_again_the_same_way_every_time(model: LocalLlamaChatModel) -> None:
+    # The review sent Nova's draft back: the base model gets a fresh, warmer sample of the same turn, whose
+    # seed derives from the model's seed 7. The first call fills llama.cpp's prompt cache; the next two
+    # read it alike, so only their seeds could tell them apart.
+    again = [*CHAT, HumanMessage(content=RETRY_NOTE.format(reason="it repeated a line already said"))]
+    rewrite = model.bind(speaker="Nova", temperature=1.0)
+    drafts = [(await rewrite.ainvoke(again)).text for _ in range(3)]
+    assert drafts[1] == drafts[2]
 
 
 async def test_moderator_decision_is_schema_constrained_json(model: LocalLlamaChatModel) -> None:
