@@ -80,6 +80,10 @@ def run_bot(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 
 TEST_MODELS_DIR = Path.home() / ".cache" / "roundtable-test"
 """Where the tests' embedded GGUFs are assembled once and kept across runs."""
+EMBEDDED_SEED = 7
+"""The sampling seed of the tests' embedded models: a test that needs the model to do one thing pins it."""
+EMBEDDED_THREADS = 2
+"""Their thread count: llama.cpp's sums, hence its samples, depend on it."""
 EMBEDDED_GEMMA: dict[str, Any] = {"model": "gemma-3-270m", "cache_dir": str(TEST_MODELS_DIR), "max_tokens": 40}
 """The [llm.local] section for tests that need *a* real model: the small Gemma 3 270M."""
 EMBEDDED_DEFAULT: dict[str, Any] = {"cache_dir": str(TEST_MODELS_DIR)}
@@ -198,8 +202,15 @@ from tests.slack_harness import fake_slack, slack, start_slack  # noqa: E402, F4
 
 @pytest.fixture(scope="module")
 def local_models() -> ChatModels:
-    """The embedded Gemma 3 270M as the local provider builds it, loaded once per test module."""
-    config = ProviderConfig(provider="local", local_model="gemma-3-270m", local_cache_dir=TEST_MODELS_DIR)
+    """The embedded Gemma 3 270M as the local provider builds it, loaded once per test module; seeded,
+    on a fixed thread count, so every call (retries and nudges too) samples the same way run after run."""
+    config = ProviderConfig(
+        provider="local",
+        local_model="gemma-3-270m",
+        local_cache_dir=TEST_MODELS_DIR,
+        local_threads=EMBEDDED_THREADS,
+        local_seed=EMBEDDED_SEED,
+    )
     models = build_models(config, {})
     assert isinstance(models, ChatModels)
     return models

@@ -79,6 +79,21 @@ def server_pid(tmp_path: Path) -> int:
     return int((tmp_path / "notes.pid").read_text(encoding="utf-8"))
 
 
+def has_exited(pid: int) -> bool:
+    """Whether the process is gone (or a zombie: it can neither receive nor log anything more)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
 def wait_until(condition: Any, timeout: float = 60.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -20,7 +21,6 @@ from langchain_core.messages import BaseMessage
 from bot.app import App
 from bot.inbound import Inbound
 from bot.persistence import CONNECTIONS_PER_PROCESS
-from storage.postgres import QUERY_POOL_SIZE
 from tests.fake_models import FakeModels, fresh_reply
 from tests.postgres_server import PostgresServer
 from tests.recording_port import RecordingPort
@@ -30,31 +30,58 @@ ROUNDS_AT_ONCE = 25  # each process's [storage] max_rounds_at_once
 CHANNELS = 30  # per process: 5 wait for a free place
 
 
+CONNECTED = re.compile(r"\[(\d+)\] LOG:  connection authorized: user=\S+ database=(\S+)")
+DISCONNECTED = re.compile(r"\[(\d+)\] LOG:  disconnection: session time: \S+ user=\S+ database=(\S+)")
+
+
+def most_at_once(server_log: str, database: str) -> int:
+    """The most client connections to `database` open at once, by PostgreSQL's own log of each
+    connection and disconnection: every rise is a line of its own, so no peak goes unseen."""
+    open_now: set[str] = set()
+    most = 0
+    for line in server_log.splitlines():
+        if (connected := CONNECTED.search(line)) and connected[2] == database:
+            open_now.add(connected[1])
+            most = max(most, len(open_now))
+        elif (gone := DISCONNECTED.search(line)) and gone[2] == database:
+            open_now.discard(gone[1])
+    return most
+
+
+async def logging_connections(server: PostgresServer) -> None:
+    """Wait until the server has read the settings again: a fresh session starts with them on."""
+    async with asyncio.timeout(30):
+        while True:
+            fresh = await asyncpg.connect(server.url())
+            try:
+                if await fresh.fetchval("SHOW log_disconnections") == "on":
+                    return
+            finally:
+                await fresh.close()
+            await asyncio.sleep(0.05)
+
+
 @contextlib.asynccontextmanager
 async def counting_connections(server: PostgresServer, url: str) -> AsyncIterator[list[int]]:
-    """[the most client connections to the database seen so far], sampled until the block ends
-    (from the server's maintenance database, so this probe is not counted)."""
+    """[the most client connections to the database at once during the block], counted by PostgreSQL:
+    every connection to the database logs its start and end (set from the server's maintenance
+    database, so this probe is not counted)."""
     database = url.rsplit("/", 1)[1]
-    peak = [0]
+    server_log = server.directory / "server.log"
     probe = await asyncpg.connect(server.url())
-    stop = asyncio.Event()
-
-    async def sample() -> None:
-        while not stop.is_set():
-            count = await probe.fetchval(
-                "SELECT COUNT(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = $1",
-                database,
-            )
-            peak[0] = max(peak[0], int(count))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.05)
-
-    sampler = asyncio.create_task(sample())
+    settings = ("log_connections", "log_disconnections")
     try:
+        for setting in settings:  # for the connections that start from now on
+            await probe.execute(f"ALTER SYSTEM SET {setting} = on")
+        await probe.execute("SELECT pg_reload_conf()")
+        await logging_connections(server)
+        peak = [0]
         yield peak
+        peak[0] = most_at_once(server_log.read_text(encoding="utf-8", errors="replace"), database)
     finally:
-        stop.set()
-        await sampler
+        for setting in settings:
+            await probe.execute(f"ALTER SYSTEM RESET {setting}")
+        await probe.execute("SELECT pg_reload_conf()")
         await probe.close()
 
 
@@ -110,11 +137,15 @@ async def test_three_processes_run_many_rounds_each_on_few_connections(open_test
             await gate.open.wait()
             await asyncio.gather(*(app.service.wait_idle() for app in apps))
 
+    server = await asyncpg.connect(postgres_server.url())
+    max_connections = int(await server.fetchval("SHOW max_connections"))
+    await server.close()
     answered = [len([post for post in port.posts if post[1] == "sage"]) for port in ports]
     assert answered == [CHANNELS] * PROCESSES
-    # Each process ran exactly as many rounds at once as it was allowed, more than its connections.
+    # Each process ran exactly as many rounds at once as it was allowed: all of them at once, on
+    # fewer connections than rounds.
     assert gate.peak == [ROUNDS_AT_ONCE] * PROCESSES
-    assert ROUNDS_AT_ONCE > QUERY_POOL_SIZE
-    # Within a few connections each: six processes and an operator fit PostgreSQL's default 100.
+    assert 0 < peak_connections[0] < PROCESSES * ROUNDS_AT_ONCE
+    # Within a few connections each: twice as many processes and an operator fit the server's limit.
     assert peak_connections[0] <= PROCESSES * CONNECTIONS_PER_PROCESS
-    assert 6 * CONNECTIONS_PER_PROCESS + 10 <= 100
+    assert 2 * peak_connections[0] + 10 <= max_connections

@@ -22,7 +22,7 @@ from graph.moderator import (
     fixed_reason_schema,
     moderator_messages,
 )
-from graph.routing import FALLBACK_PICK
+from graph.routing import FALLBACK_PICK, FOLLOW_UP_TURNS
 from tests.conftest import REPO, write_config
 from tests.fake_models import FakeModels, varied_reply
 from tests.test_task_models import PromptsSeen
@@ -238,4 +238,10 @@ async def test_an_embedded_decision_cut_off_at_its_token_limit_is_asked_for_agai
     first_pick = traces(port)[0]
     assert first_pick.startswith("[moderator] next: ") and any(first_pick.endswith(f"{r})") for r in PICK_REASONS)
     assert FALLBACK_PICK not in first_pick
-    assert len(port.speakers()) == 3
+    # Whoever the model picks, the round keeps its limits: each of the three once before FINISH may be
+    # chosen, then at most the follow-up turns, never the same persona twice running, and it finishes.
+    speakers = port.speakers()
+    assert sorted(speakers[:3]) == ["nova", "rex", "sage"]
+    assert len(speakers) <= 3 + FOLLOW_UP_TURNS
+    assert all(one != other for one, other in zip(speakers, speakers[1:], strict=False))
+    assert traces(port)[-1].startswith("[moderator] next: FINISH")

@@ -39,6 +39,28 @@ def persona_posts(fake: FakeSlackApi) -> list[str]:
     return [post["username"] for post in fake.delivered_posts() if post.get("username")]
 
 
+def left_to_do(database: Path) -> int:
+    """What the bot has still to do: messages waiting, rounds and actions running, posts not yet sent."""
+    with sqlite3.connect(database) as db:
+        return int(
+            db.execute(
+                "SELECT (SELECT COUNT(*) FROM inbox) + (SELECT COUNT(*) FROM running_rounds)"
+                " + (SELECT COUNT(*) FROM approvals WHERE status = 'running')"
+                " + (SELECT COUNT(*) FROM outbox WHERE status = 'waiting')"
+            ).fetchone()[0]
+        )
+
+
+async def settled(database: Path, timeout: float = 120) -> None:
+    """Wait until the restarted bot has finished its recovery: nothing waits, nothing runs, the outbox is
+    drained. A second copy of anything the recovery did (a model call, a post, a request) is made
+    before that, so what the servers received then is all they will receive."""
+    deadline = time.monotonic() + timeout
+    while left_to_do(database):
+        assert time.monotonic() < deadline, "the bot never finished its recovery"
+        await asyncio.sleep(0.05)
+
+
 async def test_a_round_cut_by_sigkill_between_turns_goes_on_from_its_last_committed_turn(tmp_path: Path) -> None:
     async with FakeSlackApi() as slack, FakeOpenAI() as model:
         for reply in REPLIES:  # a reply of its own for each turn: the review never posts a copy
@@ -71,7 +93,7 @@ async def test_a_round_cut_by_sigkill_between_turns_goes_on_from_its_last_commit
         await model.let_through(None)  # Sage's cut call, its client gone, takes no answer
         try:
             await slack.wait_until(lambda: len(persona_posts(slack)) >= 3, timeout=120)
-            await asyncio.sleep(1.0)  # a second copy of anything would arrive now
+            await settled(tmp_path / "data" / "roundtable.sqlite3")
         finally:
             await bot.stop()
 
@@ -128,16 +150,16 @@ async def test_a_call_waiting_for_approval_is_asked_about_after_a_sigkill_during
             await bot.start()
             try:
                 await slack.wait_until(lambda: len(approval_requests(slack)) >= 1, timeout=120)
-                await asyncio.sleep(1.0)  # a second request would arrive now
+                await settled(tmp_path / "data" / "roundtable.sqlite3")
             finally:
                 await bot.stop()
+    assert [c["tool"] for c in calls_received(log)] == ["write_note"]  # nothing ran again by itself
     assert len(approval_requests(slack)) == 1
     said = [post for post in slack.delivered_posts() if "Writing the launch note" in str(post.get("text"))]
     assert len(said) == 1
     with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
         asked = db.execute("SELECT action, status FROM approvals ORDER BY id").fetchall()
     assert sorted(asked) == [("notes.delete_note", "pending"), ("notes.write_note", "unknown")]
-    assert [c["tool"] for c in calls_received(log)] == ["write_note"]  # nothing ran again by itself
 
 
 def approval_requests(fake: FakeSlackApi) -> list[dict[str, Any]]:

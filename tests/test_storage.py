@@ -217,11 +217,19 @@ async def test_postgres_locks_of_one_process_share_one_connection_and_still_excl
     url = await postgres_server.new_database()
     first, second = await open_database(url), await open_database(url)
     order: list[str] = []
+    b_asks = asyncio.Event()
 
     async def hold(name: str, key: str = KEY) -> None:
+        if name == "b":
+            b_asks.set()
         async with first.exclusive(channel_lock(key)):
             order.append(f"{name} in")
-            await asyncio.sleep(0)
+            if name == "a":
+                await b_asks.wait()
+                # Statements on the process's one lock connection, queued behind b's try of the lock:
+                # were b let through to PostgreSQL, whose session locks are re-entrant, it would be in now.
+                for _ in range(2):
+                    await first.held("console:probe")
             order.append(f"{name} out")
 
     await asyncio.gather(hold("a"), hold("b"))

@@ -6,7 +6,6 @@ MCP server over stdio, and the console as a person runs it (`python -m bot conso
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from storage.records import ApprovalMode
 from tests.conftest import run_console, write_config
 from tests.fakes.providers import PROVIDERS, fake_provider
 from tests.interactive_console import InteractiveConsole
-from tests.mcp_setup import calls_received, notes_environment, server_pid, stdio_sections, wait_until
+from tests.mcp_setup import calls_received, has_exited, notes_environment, server_pid, stdio_sections, wait_until
 from tests.slack_harness import KEY, StartSlack
 from tests.test_actions_wire import Provider
 
@@ -230,6 +229,10 @@ def test_sigkill_after_an_immediate_action_ran_leaves_an_unknown_outcome_never_r
                 os.killpg(orphan, 9)
             except (ProcessLookupError, PermissionError):
                 pass
+        # The restarted console has exited, and the last notes server it started has too: a call run
+        # again by its recovery was logged by then (the server logs a call before it answers).
+        wait_until(lambda: has_exited(server_pid(tmp_path)) and has_exited(orphan), 60, "the notes servers to exit")
+        assert [c["tool"] for c in calls_received(log)] == ["write_note"]  # never run again by itself
         assert "Outcome unknown" in out and "Rex ran notes.write_note(title='launch', text='We launched')" in out
         with sqlite3.connect(tmp_path / "data" / "roundtable.sqlite3") as db:
             assert db.execute("SELECT status FROM approvals").fetchall() == [("unknown",)]
@@ -237,8 +240,6 @@ def test_sigkill_after_an_immediate_action_ran_leaves_an_unknown_outcome_never_r
         assert audit[0] == ("approved", "policy", 'ran at once: {"title": "launch", "text": "We launched"}')
         why = "an MCP tool's effect cannot be looked up"
         assert audit[-1] == ("failed", None, f"{approvals.UNKNOWN_RESULT} ({why})")
-        time.sleep(0.5)
-        assert [c["tool"] for c in calls_received(log)] == ["write_note"]  # never run again by itself
 
 
 async def test_the_embedded_model_answers_after_its_action_step_ran_a_read_only_tool(

@@ -18,6 +18,7 @@ from graph.models.factory import ProviderConfig, build_models
 from graph.observe import ModelCall, working_in
 from personas import load_personas
 from storage import history, usage
+from tests.conftest import EMBEDDED_SEED, EMBEDDED_THREADS
 from tests.fakes.gemini_server import THOUGHT_TOKENS, FakeGemini
 from tests.recording_port import RecordingPort
 
@@ -113,6 +114,8 @@ async def test_the_embedded_model_counts_its_own_tokens() -> None:
         local_model="gemma-3-270m",
         local_cache_dir=Path.home() / ".cache" / "roundtable-test",
         local_max_tokens=16,
+        local_threads=EMBEDDED_THREADS,
+        local_seed=EMBEDDED_SEED,  # it must write something to count: the same way every run
     )
     models = build_models(config, {})
     assert isinstance(models, ChatModels)

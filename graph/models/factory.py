@@ -53,6 +53,7 @@ class ProviderConfig:
     local_context_size: int = 2048
     local_max_tokens: int = 96
     local_cache_dir: Path = Path.home() / ".cache" / "roundtable"
+    local_seed: int | None = None  # None: every embedded call samples a random seed
 
     def rpm_for(self, model: str) -> float:
         return self.model_requests_per_minute.get(model, self.requests_per_minute)
@@ -200,6 +201,7 @@ def _local(config: ProviderConfig) -> Models:
         n_ctx=config.local_context_size,
         max_tokens=config.local_max_tokens,
         chat_template=weights.chat_template,
+        seed=config.local_seed,
     )
     shared.load()  # loading holds the GIL for about a second: do it now, not inside the first round
 

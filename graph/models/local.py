@@ -43,6 +43,7 @@ from graph.models.local_actions import (
     newest_human_line,
     tool_call_from,
 )
+from graph.models.seeds import attempt_seed
 from graph.review import RETRY_NOTE
 
 log = logging.getLogger(__name__)
@@ -165,9 +166,9 @@ class LocalLlamaChatModel(BaseChatModel):
             # A base model reads the review's note as more chat to continue, and answers it ("you've
             # sent your draft"): it gets the same transcript again and a fresh, warmer sample instead.
             # An instruct model reads the note as the instruction it is.
+            request["seed"] = attempt_seed(self.seed, "rewrite after review:" + _attempt_input(messages))
             messages = messages[:-1]
             request["temperature"] += RETRY_WARMTH
-            request["seed"] = secrets.randbelow(2**31)
         turn = self._chat_turn if self.chat_template else self._transcript_turn
         result = turn(request, messages, speaker)
         for nudge in range(EMPTY_REPLY_RETRIES if schema is None else 0):
@@ -178,7 +179,7 @@ class LocalLlamaChatModel(BaseChatModel):
             warmer = {
                 **request,
                 "temperature": request["temperature"] + 0.2 * (nudge + 1),
-                "seed": secrets.randbelow(2**31),
+                "seed": attempt_seed(self.seed, f"nudge {nudge + 1} after seed {request.get('seed')}"),
             }
             result = turn(warmer, messages, speaker)
 
@@ -302,6 +303,11 @@ def reply_text(result: Result, speaker: str | None = None) -> str:
     if speaker and text.casefold().startswith(f"{speaker.casefold()}:"):
         text = text[len(speaker) + 1 :].strip()
     return text
+
+
+def _attempt_input(messages: Sequence[BaseMessage]) -> str:
+    """What an attempt answers, for its seed: the same conversation gets the same seed."""
+    return "\n".join(f"{m.type}:{m.text}" for m in messages)
 
 
 def _is_retry_note(message: BaseMessage) -> bool:
