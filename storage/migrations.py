@@ -387,4 +387,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE tasks ADD COLUMN rolled_back_by TEXT;
     UPDATE tasks SET rolled_back_by = '' WHERE id IN (SELECT task_id FROM approvals WHERE batch LIKE 'rollback:%');
     """,
+    # 27 (action post marks): the platform's place of an approved post's run, noted and committed before
+    # the post is made, so start-up recovery reads only what came after it (on Discord, the newest
+    # message id in the target channel: a webhook post takes no nonce; bot/discord_bot/action_posts.py)
+    """
+    ALTER TABLE approvals ADD COLUMN post_mark {bigint};
+    """,
 )
