@@ -1,7 +1,8 @@
 """Start-up's answer to an action a stop cut short while it ran: look before giving up.
 
 - A post (publish_post, send_message) is looked up by the marker unique to its approval, never by
-  its text (graph/action_marks.py; on Slack, message metadata): found, it is recorded as executed;
+  its text (graph/action_marks.py; on Slack, message metadata; on Discord, its place after the mark
+  it noted before posting): found, it is recorded as executed;
   not found, it is posted once now; a post split into several messages posts only its missing ones.
 - schedule_post is run again: it replaces the timer `post-{call_id}` the cut run may have added.
 - delete_post is run again, and is done when the post is gone.
@@ -83,7 +84,7 @@ async def settle_cut_run(
     since = await cut_runs.reclaim_run(db, approval.id, gone, runner.runner_id)
     if since is None:
         return None
-    run = ActionRun(approval.id, looks_first=True, since=since)
+    run = ActionRun(approval.id, looks_first=True, since=since, mark=await cut_runs.post_mark(db, approval.id))
     call = ActionCall(call_id=approval.call_id, name=approval.action, args=approval.args)
     try:
         with acting_for(run):

@@ -19,6 +19,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.approval_desk import ResumeApprovals, RunApproved
 from bot.approvals import unknown_outcome_notice
 from bot.cut_runs import settle_cut_run
@@ -28,24 +30,30 @@ from storage import approvals, inbox, memory, rounds
 from storage import batches as held_batches
 from storage.records import Approval, ApprovalStatus
 
+CONNECTS_LATER = ("discord:",)  # channel keys of a platform whose client connects after start-up
+_SETTLING: set[asyncio.Task[None]] = set()  # cut runs being looked up: kept until done
+
 
 async def recover(service: ChannelService) -> None:
     db = service.db
     runner = service.engine.runner.runner_id
     await db.claim(f"runner:{runner}")  # held while this process lives: its claims are alive
+    cut: list[tuple[Approval, str]] = []
     for approval in await approvals.with_status(db, ApprovalStatus.RUNNING):
         owner = approval.runner or ""
         if owner != runner and await db.claim(f"runner:{owner}"):  # its process is gone
             persona = service.engine.deps.personas.get(approval.persona_id)
             if persona is not None and await service.engine.runner.resume_stored(approval, persona):
                 continue  # a note: its effect commits with its outcome, so it had not happened, and runs now
-            settled = await settle_cut_run(db, service.engine.runner, service.personas, approval, owner)
-            if settled is None:
-                continue
-            if settled.status is ApprovalStatus.UNKNOWN:
-                await service.tell_approvers(approval.channel_key, unknown_outcome_notice(settled))
-            if settled.batch.startswith(IMMEDIATE_BATCH):  # no approval flow to resume: its persona is told here
-                await service.engine.show_outcome(settled)
+            cut.append((approval, owner))
+    # A Discord look-up needs the gateway (the action's channel is found in its server), which
+    # connects after start-up: those are settled in the background, and their batches go on after.
+    later = [(approval, owner) for approval, owner in cut if approval.channel_key.startswith(CONNECTS_LATER)]
+    await _settle_cut_runs(service, [run for run in cut if run not in later], resume=False)
+    if later:
+        settling = asyncio.create_task(_settle_cut_runs(service, later, resume=True), name="cut runs")
+        _SETTLING.add(settling)
+        settling.add_done_callback(_SETTLING.discard)
     # A batch whose flow a stop cut short is still held (storage.batches): never started, or
     # decided and not yet told to its persona.
     batches: dict[str, str] = dict(await held_batches.all_held(db))
@@ -55,6 +63,8 @@ async def recover(service: ChannelService) -> None:
                 service.enqueue(RunApproved(approval.channel_key, approval.id))  # a retry the stop cut off
             else:
                 batches.setdefault(approval.batch, approval.channel_key)
+    for approval, _ in later:  # goes on once its cut run is settled
+        batches.pop(approval.batch, None)
     for batch, key in batches.items():
         if not await approvals.awaits_decision(db, batch):
             service.enqueue(ResumeApprovals(key, batch))
@@ -65,6 +75,27 @@ async def recover(service: ChannelService) -> None:
         service.enqueue(AnswerInbox(key))
     for key in sorted({key for key, _ in await memory.channels_with_participants(db)}):
         service.engine.memory.after_round(key)
+
+
+async def _settle_cut_runs(service: ChannelService, cut: list[tuple[Approval, str]], *, resume: bool) -> None:
+    """Each cut run found, finished or left unknown (bot/cut_runs.py); with `resume`, its batch's flow
+    goes on after (else recover() resumes it with the others)."""
+    db = service.db
+    held = dict(await held_batches.all_held(db))
+    resumed: dict[str, str] = {}
+    for approval, owner in cut:
+        settled = await settle_cut_run(db, service.engine.runner, service.personas, approval, owner)
+        if settled is None:
+            continue
+        if settled.status is ApprovalStatus.UNKNOWN:
+            await service.tell_approvers(approval.channel_key, unknown_outcome_notice(settled))
+        if settled.batch.startswith(IMMEDIATE_BATCH):  # no approval flow to resume: its persona is told here
+            await service.engine.show_outcome(settled)
+        elif settled.status is ApprovalStatus.UNKNOWN or settled.batch in held:
+            resumed.setdefault(settled.batch, settled.channel_key)
+    for batch, key in resumed.items():
+        if resume and not await approvals.awaits_decision(db, batch):
+            service.enqueue(ResumeApprovals(key, batch))
 
 
 async def _no_flow_runs(service: ChannelService, approval: Approval) -> bool:

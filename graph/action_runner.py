@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from graph import tracing
-from graph.action_marks import ActionRun, acting_for
+from graph.action_marks import acting_for, claimed_run
 from graph.actions import ActionCall, check_call
 from graph.call_judge import CallJudge
 from graph.mailbox import NOTE_ACTION, Mailbox
@@ -246,7 +246,7 @@ class ActionRunner:
                     result = self.timers.schedule_post(at, channel_key, persona.id, call)
                 else:
                     # The post is marked as this approval's, so a restart can look it up (graph/action_marks.py).
-                    with acting_for(ActionRun(approval_id) if approval_id is not None else None):
+                    with acting_for(claimed_run(self.db, approval_id)):
                         result = await self.port.execute(channel_key, persona, call)
             ok = True
         except Exception as exc:

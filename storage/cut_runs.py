@@ -47,3 +47,16 @@ async def recovered(db: Database, channel_key: str, since: float) -> list[Approv
     )
     found = [await get(db, row["id"]) for row in rows]
     return [approval for approval in found if approval is not None]
+
+
+async def note_mark(db: Database, approval_id: int, mark: int) -> None:
+    """Where a claimed post's run stands on its platform before the post is made (an int: on Discord,
+    a message id), committed at once: a look-up after a stop reads only what came after it."""
+    async with db.transaction() as tx:
+        await tx.execute("UPDATE approvals SET post_mark = ? WHERE id = ? AND status = 'running'", (mark, approval_id))
+
+
+async def post_mark(db: Database, approval_id: int) -> int | None:
+    """The mark a claimed post's run noted before it posted; None when it noted none."""
+    row: Row | None = await db.fetch_one("SELECT post_mark FROM approvals WHERE id = ?", (approval_id,))
+    return None if row is None or row["post_mark"] is None else int(row["post_mark"])

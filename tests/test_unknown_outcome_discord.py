@@ -32,9 +32,9 @@ async def test_discord_unknown_outcome_offers_run_again_and_one_click_runs_it_on
                 (approval_id,),
             )
 
-    async with open_bot(sections=APPROVERS) as bot:  # start-up: a Discord post cannot be looked up
+    async with open_bot(sections=APPROVERS) as bot:  # start-up: a post that noted no mark cannot be looked up
         [shown] = await edits_of(fake, message_id, "outcome unknown")
-        assert "Discord webhook posts carry no marker" in shown.json["content"]  # says why
+        assert "no mark of where the channel stood was noted" in shown.json["content"]  # says why
         assert button_ids(shown.json) == [f"approval:{approval_id}:retry", f"approval:{approval_id}:close"]
         await settle(bot)
     seen = copy.deepcopy(fake.messages[message_id])  # the request as a second clicker still sees it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -83,11 +83,20 @@ class Delivery:
             self._parents[channel_id] = channel.parent_id if isinstance(channel, discord.Thread) else None
         return Destination(channel_id, self._parents[channel_id])
 
-    async def as_persona(self, where: Destination, persona: Persona, text: str) -> None:
+    async def as_persona(
+        self, where: Destination, persona: Persona, text: str, *, first: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         """One post at a time per channel or thread: a post's place in that sequence is what the
-        look-back after an attempt of unknown outcome knows it by (webhook posts take no nonce)."""
+        look-back after an attempt of unknown outcome knows it by (webhook posts take no nonce).
+        `first` runs in the post's turn before it is made (an action notes its mark: action_posts.py)."""
         async with self._posting.setdefault(where.channel_id, asyncio.Lock()):
+            if first is not None:
+                await first()
             await self._as_persona(where, persona, split_message(text))
+
+    async def webhook_of(self, where: Destination) -> discord.Webhook | None:
+        """The webhook persona posts go through there (None: posted as the bot), for an action's look-up."""
+        return await self._webhook(where)
 
     async def _as_persona(self, where: Destination, persona: Persona, chunks: list[str]) -> None:
         sent, marked = 0, False

@@ -18,6 +18,7 @@ import discord
 
 from bot.approvals import outcome
 from bot.avatars import TWEMOJI_BASE_URL
+from bot.discord_bot.action_posts import ActionPosts
 from bot.discord_bot.approval_message import PLATFORM, ApprovalBoard
 from bot.discord_bot.approvals import approval_view, settle_view
 from bot.discord_bot.delivery import MESSAGE_LIMIT, NO_MENTIONS, Delivery, failure_of, nonce
@@ -25,7 +26,7 @@ from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
 from bot.port import sending
 from bot.request_places import RequestPlaces
-from graph.action_marks import refuse_to_look
+from graph.action_marks import current_run
 from graph.actions import ActionCall
 from graph.mcp import is_mcp_action
 from graph.observe import DELIVERY_FAILURES
@@ -60,6 +61,7 @@ class DiscordPort:
         self._client = client
         self._approvers_for = approvers_for
         self._delivery = Delivery(client, twemoji_base_url)
+        self._action_posts = ActionPosts(client, self._delivery)
         self.board = board or ApprovalBoard(client, RequestPlaces(PLATFORM))
         self._elsewhere = approvals_elsewhere
 
@@ -218,19 +220,22 @@ class DiscordPort:
         return True
 
     async def execute(self, channel_key: str, persona: Persona, call: ActionCall) -> str:
-        refuse_to_look("Discord webhook")  # a webhook post takes no nonce: nothing but its text to find it by
+        """A post is known by its place after the mark it notes first (action_posts.py): a run a stop
+        cut short is looked up by it."""
         if call.name in ("publish_post", "delete_post"):
             named = call.args["channel"]
         elif call.name == "send_message":
             named = call.args["to"]  # a channel; Roundtable does not direct-message people on Discord
         else:
             raise ValueError(f"Discord cannot run {call.name}")
+        if (run := current_run()) is not None and run.looks_first:
+            await self._action_posts.connected()
         target = await target_channel(self._client, channel_id_of(channel_key), named)
         where = await self._delivery.destination(key_for_channel(target.id))
         if call.name == "delete_post":
             await self._delivery.remove_as_persona(where, persona, call.args["text"])
             return f"deleted the post in #{target.name}"
-        await self._delivery.as_persona(where, persona, call.args["text"])
+        await self._action_posts.post(where, persona, call.args["text"], run)
         return f"posted in #{target.name}"
 
 

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import secrets
+import signal
 import time
 import zlib
 from collections.abc import Callable
@@ -45,6 +47,7 @@ from aiohttp import WSMsgType, web
 
 from tests.fakes import discord_payloads as p
 from tests.fakes.loopback import LoopbackServer
+from tests.fakes.slack_api import KillOn
 
 API_PREFIX = "/api/v10"
 MESSAGE_LIMIT = 2000
@@ -157,6 +160,10 @@ class FakeDiscord(LoopbackServer):
     # (https://discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction).
     interactions_sent: dict[str, float] = field(default_factory=dict)
     while_failing: Callable[[], None] | None = None  # what happens in the channel before such a 503 goes back
+    # SIGKILL the bot's process when a webhook execute whose JSON body matches arrives (method "execute"),
+    # before the message is created or after (it exists, and the process never learns so). Once.
+    kill_on: KillOn | None = None
+    killed: int = 0  # processes killed by kill_on
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -637,6 +644,14 @@ class FakeDiscord(LoopbackServer):
         channel_id = int(request.query.get("thread_id") or webhook["channel_id"])
         author = {**p.user(webhook_id, username, bot=True), "discriminator": "0000"}
         message = p.message(channel_id, body.get("content", ""), author=author, webhook_id=webhook_id)
+        if (rule := self.kill_on) is not None and rule.method == "execute" and rule.match(body):
+            self.kill_on = None
+            if rule.after_doing:
+                self.posts.append((channel_id, username, message["content"]))
+                self.history.append(message)
+            os.kill(rule.pid, signal.SIGKILL)
+            self.killed += 1
+            return _error(500, 0, "500: Internal Server Error")  # nobody reads it
         self.posts.append((channel_id, username, message["content"]))
         self.history.append(message)
         await self._echo(message)
