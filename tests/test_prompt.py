@@ -103,7 +103,7 @@ async def open_channel(app) -> None:
 async def remembered(app, persona_id: str, notes: list[str], summary: str) -> None:
     """Notes and a running summary stored for the persona in KEY, as graph/memory.py stores them."""
     for text in notes:
-        await memory.add_note(app.db, KEY, persona_id, text, max_notes=len(notes))
+        await memory.add_note(app.db, memory.NoteScope(KEY), persona_id, text, max_notes=len(notes))
     assert await memory.save_summary(app.db, KEY, persona_id, summary, covers_through=0, previous_through=0)
 
 
