@@ -148,3 +148,14 @@ def test_an_embedded_proposal_runs_only_when_its_text_arguments_are_in_the_line(
     call = tool_call_from(grounded, line, "Rex")
     assert call is not None and call["name"] == "write_note" and call["args"]["title"] == "launch"
     assert tool_call_from(invented, line, "Rex") is None
+
+
+def test_the_action_steps_prompt_leaves_examples_out_to_fit_a_small_window_and_is_none_when_nothing_fits():
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+    line = "Ana: Nova, publish 'We launched' to #news"
+    whole = decision_prompt(line, "Nova", ["publish_post", "send_message"], now)
+    assert whole is not None
+    fitted = decision_prompt(line, "Nova", ["publish_post", "send_message"], now, max_chars=len(whole) - 1)
+    assert fitted is not None and len(fitted) < len(whole)
+    assert fitted.endswith(whole[whole.rindex(line) :])  # the line to decide on and the cue are kept
+    assert decision_prompt(line, "Nova", ["publish_post", "send_message"], now, max_chars=200) is None

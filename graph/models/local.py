@@ -47,6 +47,9 @@ from graph.models.seeds import attempt_seed
 from graph.review import RETRY_NOTE
 
 log = logging.getLogger(__name__)
+# Characters a token holds at the least in these models' vocabularies for English text (about 3.4
+# measured on the action step's prompt): a prompt of that many characters a token surely fits.
+CHARS_PER_TOKEN_AT_LEAST = 3
 T = TypeVar("T")
 
 # Free-text JSON strings get at most this many characters, and no escapes (each escape is
@@ -216,7 +219,20 @@ class LocalLlamaChatModel(BaseChatModel):
         if line is None:
             return None
         made = made_since_the_line(messages)  # asked again in a turn's later step: with the results
-        prompt = decision_prompt(line, speaker, actions, now, tools, made, full=self.chat_template, read_only=read_only)
+        prompt = decision_prompt(
+            line,
+            speaker,
+            actions,
+            now,
+            tools,
+            made,
+            full=self.chat_template,
+            read_only=read_only,
+            max_chars=(self.n_ctx - self.json_max_tokens) * CHARS_PER_TOKEN_AT_LEAST,
+        )
+        if prompt is None:  # the window is too small for the actions' descriptions: no action step
+            log.debug("the action step does not fit a %d-token context: %s replies without one", self.n_ctx, speaker)
+            return None
         request = {
             "json_schema": bounded_schema(decision_schema(actions, tools, full=self.chat_template)),
             "max_tokens": self.json_max_tokens,

@@ -217,10 +217,13 @@ def decision_prompt(
     made: Sequence[Made] = (),
     full: bool = False,
     read_only: Sequence[str] = (),
-) -> str:
+    max_chars: int | None = None,
+) -> str | None:
     """A few-shot prompt: what each action is, then example lines with their decisions, then `line`
     and the results of the calls this turn made already (one "[system] NAME: result" line each).
-    `read_only`: the offered tools our config says only read; a question they answer asks for them."""
+    `read_only`: the offered tools our config says only read; a question they answer asks for them.
+    `max_chars`: the most the prompt may hold (a small context window): the last examples are left
+    out until it fits; None when it does not fit even without them."""
     offered = offered_tools(tools, full)
     reading = [exposed for exposed, _ in offered if exposed in read_only]
     described = "\n".join(
@@ -244,18 +247,22 @@ def decision_prompt(
         for text, decision in shown
         if decision["action"] in (NO_ACTION, *actions, *(exposed for exposed, _ in offered))
     ]
-    return (
+    opening = (
         f"{speaker} can take these actions:\n{described}\n"
         f"For each message, decide whether it asks {speaker} to take one of these actions now. "
         'If it does not clearly ask for one, the answer is {"action":"none"}. '
         + lookups
         + "An action ends with its confidence: how sure you are, from 0 to 1, that the message asks for it. "
         f"Now is {now.isoformat(timespec='minutes')}.\n\n"
-        + "\n\n".join(examples)
-        + f"\n\n{line}\n"
-        + "".join(f"[system] {name}: {result}\n" for name, _, result in made)
-        + DECISION_CUE
     )
+    closing = f"\n\n{line}\n" + "".join(f"[system] {name}: {result}\n" for name, _, result in made) + DECISION_CUE
+    while True:
+        prompt = opening + "\n\n".join(examples) + closing
+        if max_chars is None or len(prompt) <= max_chars:
+            return prompt
+        if not examples:
+            return None
+        examples.pop()
 
 
 def tool_call_from(decision_text: str, line: str, speaker: str = "") -> dict[str, Any] | None:
