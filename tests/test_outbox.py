@@ -541,7 +541,7 @@ async def start_discord_bot(directory: Path, fake: FakeDiscord, outage: Outage) 
             sys.executable, "-m", "bot", "--config", str(config), "run", cwd=REPO, env=env, stdout=log, stderr=log
         )
     try:
-        await fake.wait_until_guild_sent(timeout=60, count=connected)
+        await fake.wait_until_guild_sent(timeout=180, count=connected)
     except BaseException:
         process.kill()  # never left running after its test
         await process.wait()
