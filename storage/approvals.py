@@ -283,15 +283,16 @@ async def claim_immediate(
     return approval
 
 
-async def finish(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
-    """Record the outcome of a claimed run, once: None if it was not running."""
+async def finish(db: Database, approval_id: int, *, ok: bool, result: str, actor: str | None = None) -> Approval | None:
+    """Record the outcome of a claimed run, once: None if it was not running. `actor`: who finished
+    it, when not the run itself (start-up recovery)."""
     status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
     return await _transition(
         db,
         "status = ?, result = ? WHERE id = ? AND status = 'running'",
         (status.value, result, approval_id),
         event=status.value,
-        actor=None,
+        actor=actor,
         detail=result,
     )
 

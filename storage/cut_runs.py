@@ -3,9 +3,9 @@ finishes it; the audit entry of how it ended names start-up recovery as its acto
 
 from __future__ import annotations
 
-from storage.approvals import _transition, get
+from storage.approvals import finish, get
 from storage.database import Database, Row
-from storage.records import Approval, ApprovalStatus
+from storage.records import Approval
 
 RECOVERY = "start-up recovery"  # the actor of the audit entry of a run start-up finished
 
@@ -27,15 +27,7 @@ async def reclaim_run(db: Database, approval_id: int, gone: str, runner: str) ->
 
 async def finish_recovered(db: Database, approval_id: int, *, ok: bool, result: str) -> Approval | None:
     """The outcome of a run start-up took over, once, audited with how recovery went (in `result`)."""
-    status = ApprovalStatus.EXECUTED if ok else ApprovalStatus.FAILED
-    return await _transition(
-        db,
-        "status = ?, result = ? WHERE id = ? AND status = 'running'",
-        (status.value, result, approval_id),
-        event=status.value,
-        actor=RECOVERY,
-        detail=result,
-    )
+    return await finish(db, approval_id, ok=ok, result=result, actor=RECOVERY)
 
 
 async def recovered(db: Database, channel_key: str, since: float) -> list[Approval]:
