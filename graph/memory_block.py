@@ -31,9 +31,10 @@ def memory_share(budget: int) -> int:
     return budget // MEMORY_SHARE
 
 
-def memory_block(persona_name: str, notes: Sequence[Note], summary: Summary | None, tokens: int) -> str:
+def memory_block(persona_name: str, notes: Sequence[Note], summary: Summary | None, tokens: int, here: str = "") -> str:
     """The block's text within `tokens` (as estimate_tokens counts them), or "" with nothing to
-    show. Notes keep the numbers `remember(forget=N)` and /memory use (1 is the oldest)."""
+    show. Notes keep the numbers `remember(forget=N)` and /memory use (1 is the oldest); a note taken
+    in another channel than `here` (shared notes) says where it came from."""
     name = speaker_name(persona_name)
     recall: list[str] = []
     if summary is not None and summary.text.strip():
@@ -44,7 +45,9 @@ def memory_block(persona_name: str, notes: Sequence[Note], summary: Summary | No
         recall.append(heading + _within(summary.text, room))
     shown: list[str] = []
     for number in range(len(notes), 0, -1):  # the newest notes first, while they fit
-        more = [f"{number}. {name} noted: {quoted(notes[number - 1].text)}", *shown]
+        note = notes[number - 1]
+        where = "" if not here or note.taken_in.key == here else f", in channel {note.taken_in.key}"
+        more = [f"{number}. {name} noted{where}: {quoted(note.text)}", *shown]
         if estimate_tokens(_joined(name, len(notes), more, recall)) > tokens:
             break
         shown = more

@@ -68,6 +68,7 @@ class PromptPages:
             await memory.notes(self.deps.db, scope, persona.id),
             await memory.summary(self.deps.db, channel_key, persona.id),
             memory_share(budget),
+            here=channel_key,
         )
         head = head_tokens(system, recall)
         newest_first = await self._messages_within_budget(channel_key, persona.id, head, budget)

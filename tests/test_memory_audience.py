@@ -132,6 +132,8 @@ async def test_discord_shared_notes_stay_in_their_guild(fake: FakeDiscord, open_
 
     in_news, in_lobby, cleared = answers
     assert "1. The vault code is 4417" in in_news and "4417" in in_a
+    # Shared into another channel, the note says where it was taken.
+    assert f"1. Sage noted, in channel {key_for_channel(dp.TEXT_CHANNEL_ID)}: «The vault code is 4417»" in in_a
     assert "4417" not in in_lobby and "Notes: (none)" in in_lobby
     assert "4417" not in in_b  # no prompt of guild B holds it
     assert "cleared Sage's memory here: 0 notes." in cleared and left == ["The vault code is 4417"]
