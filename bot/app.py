@@ -80,6 +80,7 @@ def provider_config(config: Config) -> ProviderConfig:
         local_context_size=llm.local.context_size,
         local_max_tokens=llm.local.max_tokens,
         local_cache_dir=cache_dir,
+        local_seed=None if llm.local.seed < 0 else llm.local.seed,
     )
 
 

@@ -61,6 +61,7 @@ class LocalModelSection(_Section):
     context_size: Annotated[int, Field(ge=256, le=32768)] = 2048
     max_tokens: Annotated[int, Field(ge=8, le=1024)] = 96
     cache_dir: str = ""
+    seed: Annotated[int, Field(ge=-1, lt=2**31)] = -1  # -1: a random seed for every call
 
     @field_validator("model")
     @classmethod

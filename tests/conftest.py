@@ -84,9 +84,16 @@ EMBEDDED_SEED = 7
 """The sampling seed of the tests' embedded models: a test that needs the model to do one thing pins it."""
 EMBEDDED_THREADS = 2
 """Their thread count: llama.cpp's sums, hence its samples, depend on it."""
-EMBEDDED_GEMMA: dict[str, Any] = {"model": "gemma-3-270m", "cache_dir": str(TEST_MODELS_DIR), "max_tokens": 40}
+EMBEDDED_PINNED: dict[str, Any] = {"seed": EMBEDDED_SEED, "threads": EMBEDDED_THREADS}
+"""The [llm.local] keys that pin a console's embedded model's sampling, as local_models pins it in process."""
+EMBEDDED_GEMMA: dict[str, Any] = {
+    "model": "gemma-3-270m",
+    "cache_dir": str(TEST_MODELS_DIR),
+    "max_tokens": 40,
+    **EMBEDDED_PINNED,
+}
 """The [llm.local] section for tests that need *a* real model: the small Gemma 3 270M."""
-EMBEDDED_DEFAULT: dict[str, Any] = {"cache_dir": str(TEST_MODELS_DIR)}
+EMBEDDED_DEFAULT: dict[str, Any] = {"cache_dir": str(TEST_MODELS_DIR), **EMBEDDED_PINNED}
 """The [llm.local] section for tests of the default embedded model (Qwen2.5-Coder-1.5B-Instruct), with
 the shipped reply cap: a tighter one cuts its first sentence, and a reply with no whole sentence is unusable."""
 

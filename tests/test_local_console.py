@@ -3,6 +3,10 @@ end to end; the small Gemma 3 270M where a test needs only *a* model."""
 
 from pathlib import Path
 
+import pytest
+
+from bot.app import provider_config
+from bot.config import ConfigError, load_config
 from tests.conftest import EMBEDDED_DEFAULT, EMBEDDED_GEMMA, console_process, run_console, write_config
 
 SCRIPT = "Hello Nova, what should we launch next?\n/moderate on 2\nLet's plan the launch party.\n"
@@ -12,6 +16,18 @@ def had_her_turn(line: str) -> bool:
     """Nova answered the line, or the review found nothing usable in what the model wrote, twice, and
     her turn was skipped with a notice: either way the line was not left unanswered."""
     return line.startswith("[Nova] ") or line.startswith("[system] Nova could not answer (")
+
+
+def test_the_seed_set_in_llm_local_reaches_the_embedded_model_and_minus_one_draws_at_random(tmp_path: Path):
+    """[llm.local] seed pins every sampled call of a console's embedded model; -1, the default, leaves
+    each call a random seed; anything below -1 is refused in one line naming the key."""
+    for seed, used in ((7, 7), (0, 0), (-1, None)):
+        config = load_config(write_config(tmp_path, {"llm.local": {"seed": seed}}))
+        assert provider_config(config).local_seed == used
+    assert provider_config(load_config(write_config(tmp_path))).local_seed is None
+    with pytest.raises(ConfigError) as refused:
+        load_config(write_config(tmp_path, {"llm.local": {"seed": -2}}))
+    assert "[llm.local] seed: expected greater than or equal to -1" in str(refused.value)
 
 
 def test_console_replies_on_the_default_model_and_the_moderated_round_ends(tmp_path: Path):
@@ -26,19 +42,22 @@ def test_console_replies_on_the_default_model_and_the_moderated_round_ends(tmp_p
     lines = transcript.splitlines()
     assert "embedded Qwen2.5-Coder-1.5B-Instruct" in lines[0]
     first_reply = lines[lines.index("[you] Hello Nova, what should we launch next?") + 1]
-    assert first_reply.startswith("[Nova] ") and len(first_reply) > len("[Nova] ") + 3
+    assert had_her_turn(first_reply)  # what she says is the model's; that the line is answered is ours
     assert "Picture the bigger version" not in transcript  # a real model, not the scripted double
     moderated = lines[lines.index("[you] Let's plan the launch party.") + 1 :]
     decisions = [line for line in moderated if line.startswith("[moderator] next:")]
     replies = [line for line in moderated if not line.startswith("[moderator]")]
     assert 1 <= len(replies) <= 2  # max_turns 2, or FINISH sooner
     assert len(decisions) in (len(replies), len(replies) + 1)
-    assert not any("fallback" in line for line in decisions)  # every decision parsed and was valid
+    # A decision the model botches twice falls back to the order, said as such: the round still ends
+    # within max_turns. How often Qwen's decisions parse is a figure for the bench, not this test.
 
 
-def test_gemma_proposes_an_action_when_asked_and_never_on_chit_chat(tmp_path: Path):
-    """The embedded model's own action format (constrained JSON) through the console: the request
-    becomes an approval, /approve runs it once, Nova hears the result; chit-chat proposes nothing."""
+def test_a_request_on_gemma_waits_for_approval_runs_once_and_chit_chat_still_gets_its_turn(tmp_path: Path):
+    """The embedded model's own action format (constrained JSON) through the console. Whatever the model
+    chooses: a proposal becomes an approval and nothing runs before /approve, which runs it once and Nova
+    hears the result; with no proposal Nova answers, and /approve says calmly there is nothing to approve.
+    How often Gemma proposes the right action (and none on chit-chat) is bench/actions.py's figure."""
     config = write_config(
         tmp_path,
         {
@@ -47,19 +66,25 @@ def test_gemma_proposes_an_action_when_asked_and_never_on_chit_chat(tmp_path: Pa
         },
     )
     script = "Nova, publish 'Doors open at 9' in #news\n/approve 1\nNova, how was your weekend?\n"
-    lines = run_console(config, script, timeout=300).splitlines()
+    finished = console_process(config, script, timeout=300)
+    lines = finished.stdout.splitlines()
     asked = lines.index("[you] Nova, publish 'Doors open at 9' in #news")
-    assert lines[asked + 1].startswith("[approval 1] Nova wants publish_post(channel='news', text='Doors open at 9')")
     approved = lines.index("[you] /approve 1")
-    assert lines[approved + 1 : approved + 4] == [
-        "[system] Approved #1.",
-        "[Nova in #news] Doors open at 9",
-        "[action 1] executed: posted in #news",
-    ]
+    before_approval = lines[asked + 1 : approved]
+    assert not any(line.startswith("[Nova in #news]") for line in before_approval)  # nothing ran unasked
+    proposed = before_approval[0].startswith("[approval 1] Nova wants ")
+    assert proposed or had_her_turn(before_approval[0])
+    after_approval = lines[approved + 1 :]
+    if proposed:
+        assert after_approval[0] == "[system] Approved #1."
+        ran = [line for line in after_approval if line.startswith("[action 1] ")]
+        assert len(ran) == 1 and ran[0].startswith(("[action 1] executed: ", "[action 1] failed: "))
+    else:
+        assert after_approval[0] == "[system] There is no approval #1."
     chit_chat = lines[lines.index("[you] Nova, how was your weekend?") + 1 :]
-    assert chit_chat and had_her_turn(chit_chat[0])  # what she says is the model's to choose
-    assert not any(line.startswith("[approval") for line in chit_chat)
-    assert sum(line.startswith("[Nova in #news]") for line in lines) == 1
+    assert chit_chat and (had_her_turn(chit_chat[0]) or chit_chat[0].startswith("[approval 2] Nova wants "))
+    assert sum(line.startswith("[action ") for line in lines) == int(proposed)  # run once, and only if approved
+    assert "Traceback" not in finished.stdout + finished.stderr
 
 
 def test_a_long_conversation_on_the_embedded_model_never_sends_a_prompt_past_its_context(tmp_path: Path):

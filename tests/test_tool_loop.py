@@ -242,18 +242,28 @@ def test_sigkill_after_an_immediate_action_ran_leaves_an_unknown_outcome_never_r
         assert audit[-1] == ("failed", None, f"{approvals.UNKNOWN_RESULT} ({why})")
 
 
-async def test_the_embedded_model_answers_after_its_action_step_ran_a_read_only_tool(
+async def test_on_the_embedded_model_a_read_only_tool_runs_unasked_and_rex_answers_once_after_it(
     open_test_app, port, local_models, tmp_path: Path, call_log: Path
 ) -> None:
-    # The default embedded model through its action step, the real notes server over stdio.
+    """The embedded Gemma's action step, the real notes server over stdio. Whatever the model chooses:
+    only the read-only tool reaches the server unasked, each call's result is stored before the answer
+    written after it, and Rex's turn ends in one reviewed post or a skip notice. Whether Gemma picks
+    read_note for this line is bench/mcp_tools.py's figure."""
     async with open_test_app(stdio_sections(tmp_path), models=local_models) as app:
         await app.service.handle(Inbound(CONSOLE, "u1", "Ana", "Rex, read the note 'standup'", event_id="e1"))
         await app.service.wait_idle(CONSOLE)
         lines = list(reversed(await history.recent_lines_for(app.db, CONSOLE, "rex", limit=10)))
-    assert [(c["tool"], c["args"]) for c in calls_received(call_log)] == [("read_note", {"title": "standup"})]
-    # Rex's call, its result, then Rex's answer, written by a model step that saw the result.
-    kinds = [(line.author_id, bool(line.tool_calls), line.call_id is not None) for line in lines]
-    assert kinds[-3:] == [("rex", True, False), ("system", False, True), ("rex", False, False)]
-    assert "Ship the search page on Friday." in lines[-2].text
-    assert [persona for _, persona, _, _ in port.posts] == ["rex"]
-    assert port.posts[0][2] == lines[-1].text
+    calls = calls_received(call_log)
+    assert all(call["tool"] == "read_note" for call in calls)  # write_note would wait for approval
+    results = [line for line in lines if line.call_id is not None]
+    assert len(results) >= len(calls)  # every call that ran has its stored result
+    if port.approvals_shown:  # a proposal that waits ends the turn there
+        assert not port.posts
+        return
+    posted = [(persona, text) for _, persona, text, _ in port.posts]
+    if posted:
+        assert posted == [("rex", lines[-1].text)] and lines[-1].author_id == "rex"
+    else:
+        assert any(text.startswith("[system] Rex could not answer (") for _, _, text in port.events)
+    if calls and posted:  # Rex's answer was written by a model step that saw the result
+        assert lines.index(results[-1]) < len(lines) - 1
