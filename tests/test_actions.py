@@ -8,8 +8,9 @@ import json
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from graph.actions import ACTIONS, check_call, tool_definitions
+from graph.models.grounding import grounded, snap_to_quote
 from graph.models.local import bounded_schema
-from graph.models.local_actions import decision_schema, grounded, snap_to_quote, tool_call_from
+from graph.models.local_actions import decision_schema, tool_call_from
 from graph.policy import revision_of
 from graph.prompt import NO_RESULT_YET, pair_tool_results
 from personas import load_personas

@@ -13,7 +13,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from graph.mailbox import note_line_ids, recipient_named
-from graph.models.local_actions import sent_by_the_addressee, tool_call_from
+from graph.models.grounding import sent_by_the_addressee
+from graph.models.local_actions import tool_call_from
 from personas import load_personas
 from storage import channels, mailbox
 from storage.database import Database, open_database

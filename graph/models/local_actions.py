@@ -11,7 +11,6 @@ what the model proposes is then a tool call like any other provider's, so it sti
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -21,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from graph.actions import ACTIONS, CONFIDENCE
 from graph.mcp import McpTool
+from graph.models.grounding import asks_for, grounded, grounded_values, sent_by_the_addressee, snap_to_quote
 
 NO_ACTION = "none"
 DECISION_CUE = "Action (JSON):"
@@ -288,29 +288,6 @@ def _call(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:16]}", "type": "tool_call"}
 
 
-def grounded_values(args: dict[str, Any], line: str) -> bool:
-    """Whether each text argument of an MCP tool call is found in the person's line (a 270M model
-    invents arguments when nobody asked for anything). A tool with no text argument is grounded
-    when the line names the tool's words, which the model's choice of tool already had to match."""
-    said = _values(line.split(":", 1)[-1])
-    texts = [_values(value) for key, value in args.items() if key != CONFIDENCE and isinstance(value, str)]
-    return all(text and _holds(said, text) for text in texts)
-
-
-_AROUND_A_VALUE = "'\"`.,;:!?()[]{}<>"  # what stands around a value in a line; "/", "_" and "-" are inside one
-
-
-def _values(text: str) -> list[str]:
-    """A text's whitespace-separated values, without the quotes and punctuation around each:
-    "America/New_York" stays one value, so "New_York" is not found in it."""
-    return [v for v in (part.strip(_AROUND_A_VALUE).casefold() for part in text.split()) if v]
-
-
-def _holds(said: Sequence[str], value: Sequence[str]) -> bool:
-    """Whether `value`'s whole values stand in `said`, in a row."""
-    return any(list(said[i : i + len(value)]) == list(value) for i in range(len(said) - len(value) + 1))
-
-
 def _tool_examples(exposed: str, tool: McpTool) -> list[tuple[str, dict[str, Any]]]:
     """A request for the tool and a look-alike line that asks nothing, made from its schema: a base
     model copies the pattern (quoted words into the arguments) rather than the words themselves."""
@@ -337,67 +314,3 @@ def _tool_examples(exposed: str, tool: McpTool) -> list[tuple[str, dict[str, Any
         (request, {"action": exposed, **args, CONFIDENCE: 0.9}),
         (f"Leo: {{name}}, do you know what {words} does?", {"action": NO_ACTION}),
     ]
-
-
-def snap_to_quote(text: str, line: str) -> str:
-    """The quoted text in the line that the proposal copies, as the person wrote it: the model
-    tends to drop a closing "!" or "?" of 'Welcome aboard!'."""
-    for quoted in _QUOTED.findall(line):
-        span = quoted[0] or quoted[1]
-        if _words(span) == _words(text):
-            return span
-    return text
-
-
-_QUOTED = re.compile(r"'([^']+)'(?=\W|$)|\"([^\"]+)\"")
-
-
-# The words a request for each built-in action uses. A line that asks for words ("give me a
-# headline for the launch") names none of them, whatever the model proposes from it.
-ASKED_BY = {
-    "publish_post": frozenset({"post", "publish", "announce", "share", "put"}),
-    "schedule_post": frozenset({"schedule", "post", "publish"}),
-    "send_message": frozenset({"send", "dm", "message", "tell", "write"}),
-    "note_to": frozenset({"note", "tell", "send", "pass", "leave"}),
-    "remember": frozenset({"remember", "note", "forget", "don't", "memorize"}),
-}
-
-
-def asks_for(action: str, line: str) -> bool:
-    """Whether the person's line uses a word that asks for this built-in action."""
-    return bool(ASKED_BY.get(action, frozenset()) & set(_words(line.split(":", 1)[-1]).split()))
-
-
-def grounded(args: dict[str, Any], line: str) -> bool:
-    """Whether the person's line holds what the model proposes: the text to send (and not merely
-    the whole line echoed back), the channel and the recipient (a person, or a persona for a note).
-
-    A 270M base model asked for arguments invents them when nobody asked for anything (a post
-    "Good morning" from "Nova, good morning!", a channel copied from an example), so a proposal
-    must be found in the request before it becomes a call.
-    """
-    said = _words(line.split(":", 1)[-1])
-    text = _words(str(args.get("text", "")))
-    if not text or text not in said or said.endswith(text) and len(text) >= len(said) - _ADDRESS_SLACK:
-        return False
-    return all(_words(str(args[key])) in said for key in ("channel", "to", "persona") if key in args)
-
-
-def sent_by_the_addressee(args: dict[str, Any], line: str, speaker: str) -> bool:
-    """Whether a note comes from the persona the line speaks to. "Sage, send Rex a note that..."
-    names Rex too, so Rex is asked as well, and the model then proposes a note from Rex to Sage
-    that is just as grounded: the speaker must be named before the note's recipient."""
-    if "persona" not in args or not speaker:
-        return True
-    said = _words(line.split(":", 1)[-1]).split()
-    speaker_word, recipient_word = _words(speaker), _words(str(args["persona"]))
-    if speaker_word not in said or recipient_word not in said:
-        return True
-    return said.index(speaker_word) < said.index(recipient_word)
-
-
-_ADDRESS_SLACK = 12  # "nova, " and "nova please " before an echoed line
-
-
-def _words(text: str) -> str:
-    return " ".join("".join(c if c.isalnum() or c in "'#" else " " for c in text.casefold()).split())
