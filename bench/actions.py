@@ -1,5 +1,5 @@
 """How well the embedded model (the default unless --model) proposes actions: precision, recall and exact arguments on the
-labelled lines in tests/data/action_lines.jsonl, through the production path (the local provider's
+labelled lines in bench/lines/dev/action.jsonl, through the production path (the local provider's
 persona model for the persona the line addresses (Nova unless the line names another), then `check_call`). Prints a table and rewrites its block of docs/benchmarks.md.
 
 Run from the repository root: python bench/actions.py [--model gemma-3-270m] [--no-docs]
@@ -30,7 +30,7 @@ from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
 from graph.prompt import system_text  # noqa: E402
 from personas import load_personas  # noqa: E402
 
-LINES = ROOT / "tests" / "data" / "action_lines.jsonl"
+LINES = ROOT / "bench" / "lines" / "dev" / "action.jsonl"
 NOW = "2026-11-22T09:00:00+00:00"  # the labels' "today" and "tomorrow" are relative to this
 FALSE_POSITIVE_TARGET = 0.05
 TEAM = ("nova", "sage", "rex")

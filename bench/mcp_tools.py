@@ -1,5 +1,5 @@
 """How well the embedded model (the default unless --model) proposes calls of MCP tools: precision, recall and exact arguments on
-the labelled lines in tests/data/mcp_tool_lines.jsonl (requests for the test notes server's tools,
+the labelled lines in bench/lines/dev/mcp_tool.jsonl (requests for the test notes server's tools,
 and chit-chat about notes), through the production path: the real server (tests/mcp_notes_server.py
 over stdio) lists its tools, Rex may use them (tools = ["notes"]), the local provider's persona model
 takes its action step under their input schemas, and `check_call` checks what it proposes. Prints a
@@ -33,7 +33,7 @@ from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
 from graph.prompt import system_text  # noqa: E402
 from personas import load_personas  # noqa: E402
 
-LINES = ROOT / "tests" / "data" / "mcp_tool_lines.jsonl"
+LINES = ROOT / "bench" / "lines" / "dev" / "mcp_tool.jsonl"
 SERVER = ROOT / "tests" / "mcp_notes_server.py"
 
 

@@ -1,4 +1,4 @@
-"""What the personas say on the local models: the labelled human lines of tests/data/quality_lines.jsonl
+"""What the personas say on the local models: the labelled human lines of bench/lines/dev/quality.jsonl
 played in new console channels (some moderated) through the whole app with the shipped config, on three
 setups: the embedded gemma-3-270m, the embedded qwen2.5-coder-1.5b (the default), and
 qwen2.5-coder-1.5b served by a real llama.cpp OpenAI-compatible server (bench/llama_server.py) that
@@ -54,7 +54,7 @@ from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL  # noqa:
 from graph.models.gguf import DEFAULT_LOCAL_MODEL, SMALL_LOCAL_MODEL, ensure_gguf  # noqa: E402
 from personas import load_personas  # noqa: E402
 
-LINES = ROOT / "tests" / "data" / "quality_lines.jsonl"
+LINES = ROOT / "bench" / "lines" / "dev" / "quality.jsonl"
 USER = "you"  # the console's user: a channel manager, who may switch moderation on
 JUDGE_SAMPLE = 30  # replies the judge grades, with an echo and a copy made from each one's lines
 

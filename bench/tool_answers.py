@@ -1,5 +1,5 @@
 """Does the person who asked get the tool's answer? On the labelled lines of
-tests/data/tool_answer_lines.jsonl (each asks Rex about a note, read with the notes server's read-only
+bench/lines/dev/tool_answer.jsonl (each asks Rex about a note, read with the notes server's read-only
 read_note), through the whole app: the embedded default model, the real notes server over stdio
 (tests/mcp_notes_server.py, seeded with each line's note), one human line per fresh console channel
 and nothing else; the table goes to docs/benchmarks.md. A line counts as answered when a post of Rex's after it holds the note's fact;
@@ -31,7 +31,7 @@ from tests.conftest import write_config  # noqa: E402
 from tests.mcp_setup import NOTES_SERVER, calls_received, personas_with_tools  # noqa: E402
 from tests.recording_port import RecordingPort  # noqa: E402
 
-LINES = ROOT / "tests" / "data" / "tool_answer_lines.jsonl"
+LINES = ROOT / "bench" / "lines" / "dev" / "tool_answer.jsonl"
 MODEL_CACHE = Path.home() / ".cache" / "roundtable-test"  # the tests' copy of the default GGUF
 
 
