@@ -1,6 +1,7 @@
-"""The engine benchmark: per-turn overhead, side by side with AutoGen's SelectorGroupChat, its growth
-with history, concurrency, Slack acks, memory and model calls, against the real app with a fake model.
-Prints one table and writes it into docs/benchmarks.md between the bench:engine markers.
+"""The engine benchmark: per-turn cost, side by side with AutoGen's SelectorGroupChat like for like
+(bench/pairings.py), its growth with history, concurrency, Slack acks, memory and model calls, against
+the real app with a fake model. Prints one table; a run that finished writes it into docs/benchmarks.md
+between the bench:engine markers, with the commit it measured and its run count.
 
 Run from the repository root: python bench/engine.py [--no-docs]
 """
@@ -11,6 +12,7 @@ import argparse
 import importlib.util
 import logging
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -19,15 +21,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.phases import CallTally, Comparison, comparison_phase, growth_phase, load_phase, memory_phase  # noqa: E402
+from bench.interleaved import run_medians, run_ratios, spread  # noqa: E402
+from bench.model_double import MODEL_COST  # noqa: E402
+from bench.pairings import Comparison, Pairing, comparison_phase  # noqa: E402
+from bench.phases import CallTally, growth_phase, load_phase, memory_phase  # noqa: E402
 from bench.report import Row, median, percentile, rewrite_block, table  # noqa: E402
 from bot.app import run  # noqa: E402
 
 MB = 1024 * 1024
 # make bench-quick: every phase end to end in well under a minute; its figures are not the benchmark's.
 QUICK = dict(
-    blocks=1,
-    block_rounds=10,
+    runs=2,
+    run_rounds=5,
     growth_rounds=10,
     warmup=2,
     stored_lines=1000,
@@ -41,7 +46,7 @@ SMALL_HISTORY = 100  # stored lines in the growth phase's small channel
 
 @dataclass
 class Results:
-    turns: Comparison  # seconds per persona turn, Roundtable's fresh channel and the AutoGen peer's team
+    turns: Comparison  # Roundtable's and the AutoGen peer's interleaved runs, in memory and persisted
     growth: dict[int, list[float]]  # the same, by lines stored in the channel beforehand
     burst_seconds: float
     acks: list[float]  # seconds from sending a Slack event until its HTTP 200
@@ -54,7 +59,7 @@ class Results:
 async def measure(args: argparse.Namespace) -> Results:
     unmoderated, moderated = CallTally(), CallTally()
     rss_before, rss_after = await memory_phase(args.memory_channels, unmoderated)  # first: a fresh heap
-    turns = await comparison_phase(args.blocks, args.block_rounds, args.warmup, moderated)
+    turns = await comparison_phase(args.runs, args.run_rounds, args.warmup, moderated, args.model_cost)
     growth = await growth_phase(args.growth_rounds, args.warmup, (SMALL_HISTORY, args.stored_lines), moderated)
     burst_seconds, acks = await load_phase(args.channels, args.latency, args.probed_runs, unmoderated)
     return Results(turns, growth, burst_seconds, acks, rss_before, rss_after, unmoderated, moderated)
@@ -66,32 +71,44 @@ TURN_TARGET = 0.0025  # seconds of engine work per persona turn, median
 
 
 def turn_row(r: Results) -> Row:
-    turns = r.turns.roundtable
+    """Our persisted side's rounds, whole (model calls included), per persona turn."""
+    turns = [turn for run in r.turns.persisted.ours.runs for turn in run]
     turn = median(turns)
     return Row(
-        "persona turn overhead: 3 personas, moderation on, zero-latency model",
-        f"median {turn * 1e3:.2f} ms, p99 {percentile(turns, 0.99) * 1e3:.2f} ms ({len(turns)} turns)",
+        "persona turn: a moderated round of 3 personas, stored in SQLite files, whole time / 3, "
+        f"model double {r.turns.cost * 1e3:g} ms a call",
+        f"median {turn * 1e3:.2f} ms, p99 {percentile(turns, 0.99) * 1e3:.2f} ms ({len(turns)} rounds)",
         f"median ≤ {TURN_TARGET * 1e3:g} ms",
         turn / TURN_TARGET,
         turn <= TURN_TARGET,
     )
 
 
-def peer_row(r: Results, args: argparse.Namespace, *, saving: bool) -> Row:
-    """Roundtable's median turn against the AutoGen peer's, measured in the same interleaved run."""
-    peer = r.turns.autogen_saved if saving else r.turns.autogen
-    ours, theirs = median(r.turns.roundtable), median(peer)
-    limit = 0.6 if saving else 2.5
+RATIO_TARGET = 1.0  # like for like, Roundtable's turn costs no more than AutoGen's
+
+
+def peer_row(r: Results, *, persisted: bool) -> Row:
+    """The median of the run pairs' ratios (our run over AutoGen's beside it), with their spread."""
+    pairing: Pairing = r.turns.persisted if persisted else r.turns.in_memory
+    ours, theirs = run_medians(pairing.ours.runs), run_medians(pairing.theirs.runs)
+    ratios = spread(run_ratios(ours, theirs))
+    setting = (
+        "everything persisted (our SQLite files; AutoGen's team state saved to SQLite, WAL, "
+        "synchronous=NORMAL, after every round)"
+        if persisted
+        else "nothing persisted (our storage in in-memory SQLite; AutoGen's team in memory)"
+    )
+    rounds = len(pairing.ours.runs[0])
     return Row(
-        "ratio to AutoGen SelectorGroupChat "
-        + ("saving its state to SQLite after every round" if saving else "in memory")
-        + ", medians per persona turn, same run",
-        f"Roundtable {ours * 1e3:.2f} ms vs AutoGen {theirs * 1e3:.2f} ms "
-        f"(p99 {percentile(peer, 0.99) * 1e3:.2f} ms, {len(peer)} rounds; "
-        f"{args.blocks} interleaved blocks of {args.block_rounds} rounds each)",
-        f"ratio ≤ {limit}",
-        ours / theirs,
-        ours / theirs <= limit,
+        f"ratio to AutoGen SelectorGroupChat, {setting}: per persona turn, whole round / 3, one model double",
+        f"ratio {ratios.text()}; per turn, median of each run's {rounds} rounds: "
+        f"Roundtable {spread(ours).text(1e3, ' ms')}, AutoGen {spread(theirs).text(1e3, ' ms')}; "
+        f"model calls per round {pairing.ours.calls / pairing.ours.rounds:.2f} vs "
+        f"{pairing.theirs.calls / pairing.theirs.rounds:.2f}; AutoGen's histories bounded at "
+        f"{r.turns.window} messages, our window's length; {r.turns.warmup} rounds before the runs",
+        f"median ratio ≤ {RATIO_TARGET:g}",
+        ratios.median,
+        ratios.median <= RATIO_TARGET,
     )
 
 
@@ -156,8 +173,8 @@ def calls_row(r: Results) -> Row:
 def rows(r: Results, args: argparse.Namespace) -> list[Row]:
     return [
         turn_row(r),
-        peer_row(r, args, saving=False),
-        peer_row(r, args, saving=True),
+        peer_row(r, persisted=False),
+        peer_row(r, persisted=True),
         growth_row(r),
         burst_row(r, args),
         ack_row(r, args),
@@ -166,10 +183,26 @@ def rows(r: Results, args: argparse.Namespace) -> list[Row]:
     ]
 
 
+def commit() -> str:
+    """The commit measured, marked when the work tree held changes it does not have."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True)
+    return (head.stdout.strip() or "unknown") + (" with uncommitted changes" if changed.stdout.strip() else "")
+
+
+def provenance(args: argparse.Namespace) -> str:
+    return (
+        f"Commit {commit()}. One run of `python bench/engine.py`: each AutoGen pairing is {args.runs} interleaved "
+        f"runs per side of {args.run_rounds} rounds each (ours, theirs, ours, theirs...); its ratio is the median "
+        "of the run pairs' ratios, with their lowest and highest."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--blocks", type=int, default=5, help="interleaved blocks for Roundtable and each AutoGen team")
-    parser.add_argument("--block-rounds", type=int, default=40, help="measured rounds per block")
+    parser.add_argument("--runs", type=int, default=5, help="interleaved runs of each side in each AutoGen pairing")
+    parser.add_argument("--run-rounds", type=int, default=40, help="measured rounds per run")
+    parser.add_argument("--model-cost", type=float, default=MODEL_COST, help="seconds each model call costs both sides")
     parser.add_argument("--growth-rounds", type=int, default=100, help="measured rounds per seeded channel")
     parser.add_argument("--warmup", type=int, default=10, help="rounds per channel before measuring")
     parser.add_argument("--stored-lines", type=int, default=100_000, help="lines seeded in the large channel")
@@ -190,7 +223,7 @@ def main() -> None:
 
     load, start = os.getloadavg()[0], time.perf_counter()
     results = run(measure(args))  # on the bot's own event loop
-    block = table(rows(results, args), time.perf_counter() - start, load)
+    block = table(rows(results, args), time.perf_counter() - start, load) + "\n\n" + provenance(args)
     print(block)
     if not args.no_docs:
         rewrite_block(block)

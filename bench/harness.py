@@ -15,13 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bot.app import App, open_app
 from bot.config import Config, load_config
 from bot.inbound import Inbound
+from bot.persistence import Persistence, open_persistence
+from bot.timers import DurableTimers
 from graph.actions import ActionCall
 from graph.models.base import ChatRunnable
 from personas import Persona
+from storage.database import open_database
 from storage.records import Approval
 from tests.conftest import write_config
 from tests.fake_models import CallbackChatModel, FakeModels, Reply, fresh_reply
@@ -180,14 +184,31 @@ class BenchApp:
 
 
 @asynccontextmanager
-async def bench_app(models: BenchModels, sections: dict[str, dict[str, Any]] | None = None) -> AsyncIterator[BenchApp]:
-    """The real app (default SQLite WAL storage) in a temporary data directory, with the repo's personas."""
+async def memory_persistence(config: Config) -> AsyncIterator[Persistence]:
+    """History, checkpoints and timers each in an in-memory SQLite database: nothing reaches a file."""
+    db = await open_database(":memory:")
+    try:
+        async with AsyncSqliteSaver.from_conn_string(":memory:") as checkpointer:
+            yield Persistence(db, checkpointer, DurableTimers("sqlite://", db))
+    finally:
+        await db.close()
+
+
+@asynccontextmanager
+async def bench_app(
+    models: BenchModels, sections: dict[str, dict[str, Any]] | None = None, *, in_memory: bool = False
+) -> AsyncIterator[BenchApp]:
+    """The real app (default SQLite WAL storage, or `in_memory`) in a temporary data directory, with
+    the repo's personas."""
     with tempfile.TemporaryDirectory(prefix="roundtable-bench-") as directory:
         # The benchmark is one user flooding many channels on purpose: no flood limits here.
         unlimited = {"limits": {"user_messages_per_minute": 10_000, "channel_rounds_per_minute": 10_000}}
         config = load_config(write_config(Path(directory), {**unlimited, **(sections or {})}))
         port = TimingPort(models)
-        async with open_app(config, port, models=models, environ={}, rng=random.Random(7)) as app:
+        persistence = memory_persistence if in_memory else open_persistence
+        async with open_app(
+            config, port, models=models, environ={}, rng=random.Random(7), persistence=persistence
+        ) as app:
             yield BenchApp(app, models, port)
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
@@ -106,45 +105,6 @@ async def seed(bench: BenchApp, key: str, count: int) -> None:
 
 
 # -- phases ----------------------------------------------------------------------------------------
-
-
-@dataclass
-class Comparison:
-    """Seconds per persona turn: Roundtable's engine overhead, and AutoGen's round time / 3 with its
-    team in memory only and with its state saved to SQLite after every round."""
-
-    roundtable: list[float] = field(default_factory=list)
-    autogen: list[float] = field(default_factory=list)
-    autogen_saved: list[float] = field(default_factory=list)
-
-
-async def comparison_phase(blocks: int, block_rounds: int, warmup: int, tally: CallTally) -> Comparison:
-    """Roundtable's moderated rounds in one channel and the AutoGen peer's rounds, in alternating
-    blocks (Roundtable, AutoGen in memory, AutoGen saving; again), so that drift over time and the
-    growing histories hit all three alike."""
-    from bench.peer import autogen_peer  # only now: importing AutoGen earlier would add to the memory phase's RSS
-
-    key = "console:turns"
-    with tempfile.TemporaryDirectory(prefix="roundtable-bench-autogen-") as directory:
-        async with (
-            bench_app(BenchModels(), MODERATED) as bench,
-            autogen_peer() as in_memory,
-            autogen_peer(Path(directory) / "autogen.db") as saving,
-        ):
-            for number in range(warmup):
-                await moderated_round(bench, key, number, tally)
-                await in_memory.round(f"Message {number}: {QUESTION}")
-                await saving.round(f"Message {number}: {QUESTION}")
-            result = Comparison()
-            for block in range(blocks):
-                numbers = range(warmup + block * block_rounds, warmup + (block + 1) * block_rounds)
-                for number in numbers:
-                    result.roundtable += await moderated_round(bench, key, number, tally)
-                for number in numbers:
-                    result.autogen.append(await in_memory.round(f"Message {number}: {QUESTION}"))
-                for number in numbers:
-                    result.autogen_saved.append(await saving.round(f"Message {number}: {QUESTION}"))
-            return result
 
 
 async def growth_phase(rounds: int, warmup: int, stored: Sequence[int], tally: CallTally) -> dict[int, list[float]]:

@@ -8,7 +8,7 @@ import os
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,7 +20,7 @@ from bot.mcp_servers import McpServers, known_tools
 from bot.ops import Readiness, model_check, storage_check
 from bot.outbox import Outbox, outbox_settings, platforms_sent_by
 from bot.permissions import Permissions, unknown_permission
-from bot.persistence import open_persistence
+from bot.persistence import Persistence, open_persistence
 from bot.recovery import recover
 from bot.service import ChannelDefaults, ChannelService
 from bot.slack.keys import channel_id_of
@@ -160,7 +160,9 @@ async def open_app(
     environ: Mapping[str, str] = os.environ,
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.time,
+    persistence: Callable[[Config], AbstractAsyncContextManager[Persistence]] = open_persistence,
 ) -> AsyncIterator[App]:
+    """`persistence` opens the storage: the config's own, or one a benchmark keeps in memory."""
     if (problem := unknown_permission(config.settings.permissions)) is not None:
         raise ConfigError(f"{config.path}: {problem}")
     personas = load_checked_personas(config)
@@ -172,7 +174,7 @@ async def open_app(
     )  # env values: the process environment
     if isinstance(models, ChatModels):
         models.use_tools(catalog)
-    async with open_persistence(config) as stored:
+    async with persistence(config) as stored:
         if callable(port):  # persistence first, then the adapters on it: nothing is set up in two phases
             port = port(stored.db)
         # What is posted on Slack and Discord is stored, then sent (bot/outbox.py).
