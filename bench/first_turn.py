@@ -23,7 +23,16 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import MODELS_DIR, default_config  # noqa: E402
 from bench.lines import Part  # noqa: E402
-from bench.parts import add_arguments, chosen_parts, heading, load_parts, share, side_by_side, spread  # noqa: E402
+from bench.parts import (  # noqa: E402
+    add_arguments,
+    chosen_parts,
+    heading,
+    load_parts,
+    share,
+    side_by_side,
+    spread,
+    verdict,
+)
 from bench.report import rewrite_block  # noqa: E402
 from bench.scorers.first_turn import score_first_turn  # noqa: E402
 from bot.app import open_app  # noqa: E402
@@ -76,8 +85,7 @@ def main() -> None:
         played = asyncio.run(first_turns(parts, args.channels, args.runs, Path(scratch)))
     seconds = time.perf_counter() - started
     counts = {part: [(ok, len(times)) for ok, times, _ in runs] for part, runs in played.items()}
-    met = {p: sorted(ok / n for ok, n in c)[(len(c) - 1) // 2] >= TARGET for p, c in counts.items()}  # lower median
-    target = "≥ 98% (" + ", ".join(f"{p} {'met' if m else 'missed'}" for p, m in met.items()) + ")"
+    target = verdict("≥ 98%", counts, lambda rate: rate >= TARGET)
     rows = [
         ["first turn answered by an expected persona, no notice", *(share(c) for c in counts.values()), target],
         ["time per first turn", *(spread([s for run in runs for s in run[1]], " s") for runs in played.values()), ""],

@@ -134,11 +134,14 @@ def part_cells(runs: list[list[Round]]) -> list[str]:
     unreadable = [(sum(len(r.score.unreadable) for r in rs), sum(len(r.picks) for r in rs)) for rs in runs]
     passed = [(sum(r.score.ok for r in rs), len(rs)) for rs in runs]
 
-    def median_of(values: list[float]) -> float:
+    def median_of(values: Sequence[float]) -> float:
         return statistics.median(values) if values else 0.0
 
     def turns(count: int | None) -> list[float]:
-        return [median_of([r.score.turns for r in rs if count is None or r.addressed == count]) for rs in runs]
+        """Each run's median turns in its rounds that named `count` personas (all rounds: None); a run
+        without such rounds has no figure."""
+        chosen = [[r.score.turns for r in rs if count is None or r.addressed == count] for rs in runs]
+        return [median_of(c) for c in chosen if c]
 
     by_addressed = ", ".join(
         f"{label} {spread(turns(n), digits=0)}" for n, label in ((0, "nobody named"), (1, "one"), (2, "two"))
@@ -169,7 +172,7 @@ def report(played: dict[Part, list[list[Round]]], max_turns: int, runs: int, sec
             "rounds that end with FINISH within max_turns",
             f"≥ 80% ({met})",
         ),
-        ("... of them FINISH forced after the follow-up turns", ""),
+        ("rounds whose FINISH was forced after the follow-up turns", ""),
         ("rounds whose named personas spoke first, in the order named", "all"),
         ("rounds with a turn skipped (a [system] notice)", "0"),
         ("unreadable reasons, of the decisions shown", "0"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +55,23 @@ def heading(load: float, runs: int, size: str, seconds: float) -> str:
 
 def share(counts: Sequence[tuple[int, int]]) -> str:
     """`count/of = p%` for one run; for several, the median share and the range, with every run's count."""
-    rates = [count / of if of else 0.0 for count, of in counts]
+    rates = [count / of for count, of in counts if of]  # a run with nothing to count has no share
     if len(counts) == 1:
         count, of = counts[0]
-        return f"{count}/{of} = {rates[0]:.0%}"
+        return f"{count}/{of} = {rates[0]:.0%}" if rates else "none to count"
     each = ", ".join(f"{count}/{of}" for count, of in counts)
+    if not rates:
+        return f"none to count ({each})"
     return f"median {statistics.median(rates):.0%} (range {min(rates):.0%}–{max(rates):.0%}; {each})"
+
+
+def verdict(target: str, runs: dict[Part, Sequence[tuple[int, int]]], met: Callable[[float], bool]) -> str:
+    """The target, and per part whether the median of its runs' shares meets it."""
+    said = []
+    for part, counts in runs.items():
+        rates = [count / of for count, of in counts if of]
+        said.append(f"{part} {('met' if met(statistics.median(rates)) else 'missed') if rates else 'none to count'}")
+    return f"{target} ({', '.join(said)})"
 
 
 def spread(values: Sequence[float], unit: str = "", digits: int = 1) -> str:

@@ -5,11 +5,11 @@ labelled parts side by side, each figure the median and spread of the runs."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bench.lines import Part
-from bench.parts import heading, share, side_by_side, spread
+from bench.parts import heading, share, side_by_side, spread, verdict
 from bench.scorers import quality
 from bench.scorers.quality import CHECKS, LineScore, score_line
 
@@ -115,19 +115,34 @@ def _figures(runs: Sequence[Results]) -> dict[str, list[tuple[int, int]]]:
     return figures
 
 
-ROWS = (
-    *((check, f"{check} replies", "0") for check in CHECKS),
-    ("false action", "false actions (a proposal on a line asking for words)", "0"),
-    ("skipped", "lines with a turn skipped (a [system] notice)", "0"),
-    ("unanswered", "unanswered human lines", "≤ 5%"),
-    ("addressed first", "addressed persona answered first", "all"),
-    ("lines ok", "lines that pass every check", "all"),
+def _none(rate: float) -> bool:
+    return rate == 0
+
+
+def _all(rate: float) -> bool:
+    return rate == 1
+
+
+def _few(rate: float) -> bool:
+    return rate <= 0.05
+
+
+ROWS: tuple[tuple[str, str, str, Callable[[float], bool]], ...] = (
+    *((check, f"{check} replies", "0", _none) for check in CHECKS),
+    ("false action", "false actions (a proposal on a line asking for words)", "0", _none),
+    ("skipped", "lines with a turn skipped (a [system] notice)", "0", _none),
+    ("unanswered", "unanswered human lines", "≤ 5%", _few),
+    ("addressed first", "addressed persona answered first", "all", _all),
+    ("lines ok", "lines that pass every check", "all", _all),
 )
 
 
 def quality_table(parts: dict[Part, list[Results]], seconds: float, load: float, runs: int, model: str) -> str:
     figures = {part: _figures(rs) for part, rs in parts.items()}
-    rows = [[label, *(share(figures[p][key]) for p in parts), target] for key, label, target in ROWS]
+    rows = [
+        [label, *(share(figures[p][key]) for p in parts), verdict(target, {p: figures[p][key] for p in parts}, met)]
+        for key, label, target, met in ROWS
+    ]
     per_reply = {
         p: spread([sum(r.seconds for r in _replies(res)) / max(len(_replies(res)), 1) for res in rs], " s")
         for p, rs in parts.items()
