@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,7 @@ def share(counts: Sequence[tuple[int, int]]) -> str:
     return f"median {statistics.median(rates):.0%} (range {min(rates):.0%}–{max(rates):.0%}; {each})"
 
 
-def verdict(target: str, runs: dict[Part, Sequence[tuple[int, int]]], met: Callable[[float], bool]) -> str:
+def verdict(target: str, runs: Mapping[Part, Sequence[tuple[int, int]]], met: Callable[[float], bool]) -> str:
     """The target, and per part whether the median of its runs' shares meets it."""
     said = []
     for part, counts in runs.items():

@@ -104,3 +104,8 @@ def test_one_bad_reply_fails_the_line() -> None:
     replies = [Reply("Rex", "Fraud, mostly.", ASKED), Reply("Sage", "Rex: I agree.", ASKED)]
     score = score_line(replies, ["Rex"], notices=[], approvals=0, others_of=NAMES)
     assert score.problems[1] == [WRONG_SPEAKER] and not score.ok
+
+
+def test_a_chat_line_ending_without_a_full_stop_is_whole() -> None:
+    assert rex("Count me in") == []
+    assert rex("That is just how it is") == []

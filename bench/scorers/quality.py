@@ -60,10 +60,8 @@ _TEMPLATE = re.compile(
 )
 _WORDS = re.compile(r"[^\W_]+")
 _TAG = re.compile(r"^\s*(?:\[([^\]\n]{1,40})\]|([A-Z][\w'.-]{0,30}):)\s*")
-_DANGLING = frozenset(
-    "a an the and or but because so to of with for from in on at by as that which who than if when my your our "
-    "their his her its is are was were be will would can could should".split()
-)
+# Words no sentence ends on; a chat line may end without a full stop ("count me in"), but not on these.
+_DANGLING = frozenset("a an the and or but because to of with from than if my your our their".split())
 
 
 def words(text: str) -> list[str]:
