@@ -255,6 +255,7 @@ def main() -> None:
                     report_problems(runs[part][-1], part)
                 if judge:
                     blocks["judge"] = judge_table(judged)
+                    print(blocks["judge"])
                 if run == 0 and setup == SETUPS[1]:
                     blocks["quality-transcript"] = transcript_block(transcripts, args.transcript)
         except Exception as exc:  # one setup failing (a server that did not start) leaves the others' rows
@@ -267,7 +268,7 @@ def main() -> None:
         if setup == SETUPS[1]:
             blocks["quality"] = table + (f"\n\n{blocks.pop('judge')}" if "judge" in blocks else "")
     comparison = comparison_table(measured, time.perf_counter() - started, load, args.runs)
-    print(comparison, *(blocks.get(n, "") for n in ("quality", "quality-transcript")), sep="\n\n")
+    print(comparison, blocks.get("quality-transcript", ""), sep="\n\n")
     if failed:
         sys.exit(f"failed setups: {', '.join(failed)}; nothing written")
     if not args.no_docs:
