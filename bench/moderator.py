@@ -1,8 +1,11 @@
-"""The embedded moderator: do moderated rounds on the embedded default model end with FINISH before max_turns, with
-reasons people can read? Runs the whole app (console port, default config with moderation on, the
-local provider) over varied human lines, and rewrites its block of docs/benchmarks.md.
+"""The embedded moderator: do moderated rounds on the embedded default model end with FINISH within
+max_turns, with the personas a line names speaking first, in the order named, and reasons people can read?
+Runs the whole app (console port, default config with moderation on, the local provider) over the labelled
+lines of bench/lines/{dev,held_out}/moderator.jsonl; bench/scorers/moderator.py decides each round. After a
+finished run it rewrites its block of docs/benchmarks.md.
 
-Run from the repository root: python bench/moderator.py [--rounds N] [--no-docs]
+Run from the repository root: python bench/moderator.py [--parts dev,held_out] [--runs N] [--rounds N]
+[--no-docs] [--verbose]
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import MODELS_DIR  # noqa: E402
-from bench.report import machine, rewrite_block  # noqa: E402
+from bench.lines import Part  # noqa: E402
+from bench.parts import add_arguments, chosen_parts, heading, load_parts, share, side_by_side, spread  # noqa: E402
+from bench.report import rewrite_block  # noqa: E402
+from bench.scorers.moderator import RoundScore, score_round  # noqa: E402
 from bot.app import open_app, provider_config  # noqa: E402
 from bot.config import load_config  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
@@ -32,58 +38,21 @@ from bot.inbound import Inbound  # noqa: E402
 from graph.models.base import ChatRunnable, Models  # noqa: E402
 from graph.models.factory import build_models  # noqa: E402
 from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
-from graph.moderator import fixed_reasons  # noqa: E402
-from graph.routing import FINISH, ROUND_IS_FULL, Speaker, addressed  # noqa: E402
 from personas import Persona  # noqa: E402
 
-# A third of the lines address nobody, a third one persona, a third two.
-LINES = (
-    "What should we launch next quarter?",
-    "Rex, convince me that tabs beat spaces.",
-    "Nova and Rex, argue about the marketing budget.",
-    "hi everyone!",
-    "Sage, what do you think about four-day weeks?",
-    "Sage, then Nova: which city for the team offsite?",
-    "Is remote work here to stay?",
-    "Nova, give me a wild idea for the launch party.",
-    "Rex and Sage, should we raise prices?",
-    "Pick a name for our coffee shop.",
-    "Rex, what is wrong with our onboarding?",
-    "Nova, Sage: how do we get our first thousand users?",
-    "How do we cut costs without layoffs?",
-    "Sage, how should I prepare for a hard conversation with my manager?",
-    "Rex, then Nova: is a mobile app worth it for us?",
-    "Should we rewrite the backend in Rust?",
-    "Nova, what would make our newsletter fun to read?",
-    "Sage and Rex, what do we do about the missed deadline?",
-)
 TARGET_FINISHED = 0.80
 _DECISION = re.compile(r"^\[moderator\] next: (\S+) \((.*)\)$")
+_POST = re.compile(r"^\[([^\]\n]{1,40})\] ")
 
 
 @dataclass(frozen=True)
 class Round:
     line: str
-    addressed: list[str]  # display names, in mention order
-    picks: list[tuple[str, str]]  # (next speaker or FINISH, reason as shown)
+    score: RoundScore
+    picks: list[tuple[str, str]]
+    addressed: int
     model_calls: int
     seconds: float
-
-    @property
-    def turns(self) -> int:
-        return sum(1 for pick, _ in self.picks if pick != FINISH)
-
-    @property
-    def finished(self) -> bool:
-        return bool(self.picks) and self.picks[-1][0] == FINISH
-
-    @property
-    def forced_finish(self) -> bool:
-        return self.finished and self.picks[-1][1] == ROUND_IS_FULL
-
-    @property
-    def addressed_first(self) -> bool:
-        return [pick for pick, _ in self.picks[: len(self.addressed)]] == self.addressed
 
 
 class CountingModels:
@@ -105,7 +74,7 @@ class CountingModels:
         return self.inner.summary_model(schema, max_tokens)
 
 
-async def run_rounds(rounds: int, data_dir: Path) -> tuple[list[Round], int]:
+def moderated_config(data_dir: Path) -> Any:
     config_text = (ROOT / "config.toml").read_text(encoding="utf-8")
     config_text = config_text.replace('data_dir = "data"', f'data_dir = "{data_dir / "data"}"')
     config_text = config_text.replace('personas_dir = "personas"', f'personas_dir = "{ROOT / "personas"}"')
@@ -113,85 +82,136 @@ async def run_rounds(rounds: int, data_dir: Path) -> tuple[list[Round], int]:
     config_text = re.sub(r"(\[moderation\][^\[]*?)enabled = false", r"\1enabled = true", config_text, count=1)
     config_path = data_dir / "config.toml"
     config_path.write_text(config_text, encoding="utf-8")
-    config = load_config(config_path)
+    return load_config(config_path)
+
+
+async def run_all(
+    parts: dict[Part, list[dict[str, Any]]], rounds: int, runs: int, data_dir: Path
+) -> tuple[dict[Part, list[list[Round]]], int]:
+    """Every part's rounds, `runs` times, the parts interleaved so that they share the machine's load alike."""
+    config = moderated_config(data_dir)
     models = CountingModels(build_models(provider_config(config), {}))
     transcript: list[str] = []
-    results: list[Round] = []
-    async with open_app(config, ConsolePort(transcript.append, verbose=True), models=models, environ={}) as app:
-        present = [app.personas[i] for i in config.settings.bot.participants]
-        speakers = [Speaker(p.id, p.display_name, p.talkativeness) for p in present]
-        names = {p.id: p.display_name for p in present}
-        for number in range(rounds):
-            # Six rounds a channel: some history to weigh, but prompts that stay short.
-            key = f"console:moderator-{number // 6}"
-            line = LINES[number % len(LINES)]
-            before, calls_before, started = len(transcript), models.moderator_calls, time.perf_counter()
-            await app.service.handle(Inbound(key, "u1", "Ana", line, event_id=f"moderator-{number}"))
-            await app.service.wait_idle(key)
-            decisions = [m.groups() for m in map(_DECISION.match, transcript[before:]) if m]
-            results.append(
-                Round(
-                    line=line,
-                    addressed=[names[i] for i in addressed(line, [], speakers)],
-                    picks=[(pick, reason) for pick, reason in decisions],
-                    model_calls=models.moderator_calls - calls_before,
-                    seconds=time.perf_counter() - started,
-                )
-            )
+    played: dict[Part, list[list[Round]]] = {part: [] for part in parts}
+    # CountingModels is the Models protocol in all but name; the app only calls what it forwards.
+    port = ConsolePort(transcript.append, verbose=True)
+    async with open_app(config, port, models=models, environ={}) as app:  # type: ignore[arg-type]
+        ids = {app.personas[i].display_name: i for i in config.settings.bot.participants}
         max_turns = config.settings.moderation.max_turns
-    return results, max_turns
+        for run in range(runs):
+            for part, lines in parts.items():
+                results: list[Round] = []
+                for number in range(rounds or len(lines)):
+                    # Six rounds a channel: some history to weigh, but prompts that stay short.
+                    key = f"console:moderator-{part}-{run}-{number // 6}"
+                    line = lines[number % len(lines)]
+                    before, calls_before, started = len(transcript), models.moderator_calls, time.perf_counter()
+                    event = f"moderator-{part}-{run}-{number}"
+                    await app.service.handle(Inbound(key, "u1", "Ana", line["text"], event_id=event))
+                    await app.service.wait_idle(key)
+                    shown = transcript[before:]
+                    decisions = [(str(m.group(1)), str(m.group(2))) for m in map(_DECISION.match, shown) if m]
+                    picks = [(ids.get(pick, pick), reason) for pick, reason in decisions]
+                    posted = [ids[m.group(1)] for m in map(_POST.match, shown) if m and m.group(1) in ids]
+                    notices = [s for s in shown if s.startswith("[system]")]
+                    score = score_round(posted, picks, line["addressed"], max_turns, notices)
+                    calls = models.moderator_calls - calls_before
+                    seconds = time.perf_counter() - started
+                    results.append(Round(line["text"], score, decisions, len(line["addressed"]), calls, seconds))
+                played[part].append(results)
+    return played, max_turns
 
 
-def report(results: list[Round], max_turns: int, seconds: float, load: float) -> str:
-    finished_early = [r for r in results if r.finished and r.turns < max_turns]
-    forced = sum(r.forced_finish for r in finished_early)
-    readable = fixed_reasons(["Nova", "Sage", "Rex"])
-    decisions = [reason for r in results for _, reason in r.picks]
-    unreadable = [reason for reason in decisions if reason not in readable]
-    addressed_rounds = [r for r in results if r.addressed]
-    rate = len(finished_early) / len(results)
+def part_cells(runs: list[list[Round]]) -> list[str]:
+    """One part's column: each figure as the median and spread over its runs."""
+    finished = [(sum(r.score.finished for r in rs), len(rs)) for rs in runs]
+    forced = [(sum(r.score.forced for r in rs), len(rs)) for rs in runs]
+    first = [
+        (sum(bool(r.score.addressed_first) for r in rs if r.addressed), sum(1 for r in rs if r.addressed))
+        for rs in runs
+    ]
+    skipped = [(sum(r.score.skipped for r in rs), len(rs)) for rs in runs]
+    unreadable = [(sum(len(r.score.unreadable) for r in rs), sum(len(r.picks) for r in rs)) for rs in runs]
+    passed = [(sum(r.score.ok for r in rs), len(rs)) for rs in runs]
 
-    def median_turns(rounds: list[Round]) -> str:
-        return f"{statistics.median(r.turns for r in rounds):g}" if rounds else "-"
+    def median_of(values: Sequence[float]) -> float:
+        return statistics.median(values) if values else 0.0
+
+    def turns(count: int | None) -> list[float]:
+        """Each run's median turns in its rounds that named `count` personas (all rounds: None); a run
+        without such rounds has no figure."""
+        chosen = [[r.score.turns for r in rs if count is None or r.addressed == count] for rs in runs]
+        return [median_of(c) for c in chosen if c]
 
     by_addressed = ", ".join(
-        f"{label} {median_turns([r for r in results if len(r.addressed) == count])}"
-        for count, label in ((0, "nobody addressed"), (1, "one addressed"), (2, "two addressed"))
+        f"{label} {spread(turns(n), digits=0)}" for n, label in ((0, "nobody named"), (1, "one"), (2, "two"))
     )
-    calls = sum(r.model_calls for r in results)
-    lines = [
-        f"Machine: {machine(load)}. {len(results)} moderated rounds, six to a new console channel"
-        f" (Nova, Sage and Rex, max_turns {max_turns}, default config), embedded {LOCAL_MODELS[DEFAULT_LOCAL_MODEL].title}, {seconds:.0f} s.",
-        "",
-        "| metric | measured | target |",
-        "| --- | --- | --- |",
-        f"| rounds that end with FINISH before max_turns | {len(finished_early)}/{len(results)} = {rate:.0%} "
-        f"({len(finished_early) - forced} chosen by the model, {forced} forced after the follow-up turns) "
-        f"| ≥ 80% ({'met' if rate >= TARGET_FINISHED else 'missed'}) |",
-        f"| unreadable reasons (not from the fixed set or a template) | {len(unreadable)} of {len(decisions)} decisions "
-        f"| 0 ({'met' if not unreadable else 'missed'}) |",
-        f"| persona turns per round | median {median_turns(results)} ({by_addressed}) |  |",
-        f"| addressed personas first, in mention order | {sum(r.addressed_first for r in addressed_rounds)}/{len(addressed_rounds)} rounds |  |",
-        f"| decisions the model was asked for | {calls} of {len(decisions)} ({calls / len(results):.1f} a round) |  |",
-        f"| time per round | median {statistics.median(r.seconds for r in results):.1f} s |  |",
+    return [
+        share(finished),
+        share(forced),
+        share(first),
+        share(skipped),
+        share(unreadable),
+        share(passed),
+        f"{spread(turns(None), digits=0)} ({by_addressed})",
+        spread([sum(r.model_calls for r in rs) / max(len(rs), 1) for rs in runs]),
+        spread([median_of([r.seconds for r in rs]) for rs in runs], " s"),
     ]
+
+
+def report(played: dict[Part, list[list[Round]]], max_turns: int, runs: int, seconds: float, load: float) -> str:
+    columns = {part: part_cells(rs) for part, rs in played.items()}
+    finished = {
+        part: [sum(r.score.finished for r in rs) / max(len(rs), 1) for rs in runs_] for part, runs_ in played.items()
+    }
+    met = ", ".join(
+        f"{p} {'met' if statistics.median(r) >= TARGET_FINISHED else 'missed'}" for p, r in finished.items()
+    )
+    metrics = [
+        (
+            "rounds that end with FINISH within max_turns",
+            f"≥ 80% ({met})",
+        ),
+        ("rounds whose FINISH was forced after the follow-up turns", ""),
+        ("rounds whose named personas spoke first, in the order named", "all"),
+        ("rounds with a turn skipped (a [system] notice)", "0"),
+        ("unreadable reasons, of the decisions shown", "0"),
+        ("rounds that pass every check", "all"),
+        ("persona turns per round", ""),
+        ("decisions the model was asked for, a round", ""),
+        ("time per round", ""),
+    ]
+    rows = [[metric, *(columns[p][i] for p in played), target] for i, (metric, target) in enumerate(metrics)]
+    sizes = ", ".join(f"{p} {len(rs[0])} rounds" for p, rs in played.items())
+    lines = [
+        heading(load, runs, sizes, seconds)
+        + f" Six rounds to a new console channel (Nova, Sage and Rex, max_turns {max_turns}, default config),"
+        f" embedded {LOCAL_MODELS[DEFAULT_LOCAL_MODEL].title}.",
+        "",
+        *side_by_side(["metric", *played, "target"], rows),
+    ]
+    unreadable = [reason for rs in played.values() for rounds in rs for r in rounds for reason in r.score.unreadable]
     return "\n".join(lines) + ("\n\nUnreadable: " + "; ".join(unreadable[:5]) if unreadable else "")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=36)
+    add_arguments(parser)
+    parser.add_argument("--rounds", type=int, default=0, help="rounds of each part and run (0: each line once)")
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print the table only")
     parser.add_argument("--verbose", action="store_true", help="print every round's decisions")
     args = parser.parse_args()
+    parts = load_parts("moderator", chosen_parts(args.parts))
     load = os.getloadavg()[0]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
-        results, max_turns = asyncio.run(run_rounds(args.rounds, Path(scratch)))
-    block = report(results, max_turns, time.perf_counter() - started, load)
-    if args.verbose:
-        for r in results:
-            print(f"{r.line!r}: " + " -> ".join(f"{pick} ({reason})" for pick, reason in r.picks))
+        played, max_turns = asyncio.run(run_all(parts, args.rounds, args.runs, Path(scratch)))
+    block = report(played, max_turns, args.runs, time.perf_counter() - started, load)
+    for part, runs in played.items():
+        for rounds in runs:
+            for r in rounds:
+                if args.verbose or not r.score.ok:
+                    print(f"{part} {r.line!r}: " + " -> ".join(f"{pick} ({reason})" for pick, reason in r.picks))
     print(block)
     if not args.no_docs:
         rewrite_block(block, name="moderator")

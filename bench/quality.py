@@ -1,23 +1,23 @@
-"""What the personas say on the local models: the labelled human lines of bench/lines/dev/quality.jsonl
+"""What the personas say on the local models: the labelled human lines of bench/lines/{dev,held_out}/quality.jsonl
 played in new console channels (some moderated) through the whole app with the shipped config, on three
 setups: the embedded gemma-3-270m, the embedded qwen2.5-coder-1.5b (the default), and
 qwen2.5-coder-1.5b served by a real llama.cpp OpenAI-compatible server (bench/llama_server.py) that
-the `openai` provider reaches. Every reply is checked for echoes, copies, copies of the persona's
-examples, chat-template junk, leaks, wrong speakers, cut-off or system-looking text and false actions.
-Then, unless --no-judge, the judge (graph/judge.py, on the same model) grades a sample of the default's
-replies, and of echoes and copies made from the same lines. Prints the tables; rewrites the comparison,
-the default's table and one channel's transcript in docs/benchmarks.md.
+the `openai` provider reaches. bench/scorers/quality.py checks every reply for echoes, copies, copies of
+the persona's examples, chat-template junk, leaks, wrong speakers, cut-off or system-looking text, and
+every line for false actions, skipped turns, silence and who answered first. Then, unless --no-judge, the
+judge (graph/judge.py, on the same model) grades a sample of the default's replies, and of echoes and
+copies made from the same lines. Prints the tables; after a finished run rewrites the comparison, the
+default's table and one channel's transcript in docs/benchmarks.md.
 
-Run from the repository root: python bench/quality.py [--setups all|NAME,...] [--channels N] [--lines N]
-[--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs]. A setup that fails (a server that did
-not start) leaves the others' rows and makes the run exit 1 at the end.
+Run from the repository root: python bench/quality.py [--parts dev,held_out] [--runs N] [--setups all|NAME,...]
+[--channels N] [--lines N] [--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs]. A setup that fails
+(a server that did not start) leaves the others' rows, writes nothing and makes the run exit 1 at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import sys
@@ -33,17 +33,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import MODELS_DIR, default_config  # noqa: E402
+from bench.lines import Part  # noqa: E402
 from bench.llama_server import llama_server  # noqa: E402
+from bench.parts import add_arguments, chosen_parts, load_parts  # noqa: E402
 from bench.quality_report import (  # noqa: E402
     HUMAN,
     Judged,
     Played,
     Reply,
+    Results,
     comparison_table,
     judge_table,
-    problems_of,
     quality_table,
     report_problems,
+    score_played,
 )
 from bench.report import rewrite_block  # noqa: E402
 from bot.app import open_app  # noqa: E402
@@ -54,7 +57,6 @@ from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL  # noqa:
 from graph.models.gguf import DEFAULT_LOCAL_MODEL, SMALL_LOCAL_MODEL, ensure_gguf  # noqa: E402
 from personas import load_personas  # noqa: E402
 
-LINES = ROOT / "bench" / "lines" / "dev" / "quality.jsonl"
 USER = "you"  # the console's user: a channel manager, who may switch moderation on
 JUDGE_SAMPLE = 30  # replies the judge grades, with an echo and a copy made from each one's lines
 
@@ -73,14 +75,18 @@ SETUPS = (
 )
 
 
-def load_lines(path: Path = LINES) -> dict[str, list[dict[str, Any]]]:
-    """The labelled lines by channel, in order."""
+def by_channel(parts: dict[Part, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Every part's labelled lines by channel ("dev/coffee"), in order."""
     channels: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        if raw.strip():
-            line = json.loads(raw)
-            channels[line["channel"]].append(line)
+    for part, lines in parts.items():
+        for line in lines:
+            channels[f"{part}/{line['channel']}"].append(line)
     return channels
+
+
+def split(results: Results, part: Part) -> Results:
+    """One part's channels out of a run over all of them, named as labelled."""
+    return {name.split("/", 1)[1]: lines for name, lines in results.items() if name.startswith(f"{part}/")}
 
 
 async def play(
@@ -130,7 +136,7 @@ async def _play(
     results: dict[str, list[Played]] = {}
     async with open_app(config, ConsolePort(out.append, user=USER), environ=environ) as app:
         for channel, lines in channels.items():
-            key = f"console:quality-{channel}"
+            key = f"console:quality-{channel.replace('/', '-')}"
             shown = transcripts[channel] = []
             seen: list[str] = []  # the lines every persona present was delivered, as "Name: text"
             if lines[0]["moderated"]:
@@ -151,24 +157,23 @@ async def _play(
                 for entry in said:
                     name, _, text = entry[1:].partition("] ")
                     if entry.startswith("[") and name in by_name:
-                        replies.append(Reply(by_name[name], text, line["text"], list(window), 0.0))
+                        replies.append(Reply(by_name[name], name, text, line["text"], list(window), 0.0))
                         window.append(f"{name}: {text}")
                         seen.append(f"{name}: {text}")
                 for reply in replies:
                     reply.seconds = seconds / len(replies)
-                    reply.problems = problems_of(reply, names, examples)
                 print(f"  {channel} {number + 1}/{len(lines)} {seconds:.0f} s:", *said, sep="\n    ", flush=True)
-                results[channel].append(
-                    Played(
-                        kind=line["kind"],
-                        text=line["text"],
-                        moderated=line["moderated"],
-                        addressed=line["addressed"],
-                        replies=replies,
-                        false_action=any(e.startswith("[approval") for e in said),
-                        notices=[e for e in said if e.startswith("[system]")],
-                    )
+                played = Played(
+                    kind=line["kind"],
+                    text=line["text"],
+                    moderated=line["moderated"],
+                    addressed=line["addressed"],
+                    replies=replies,
+                    approvals=sum(1 for e in said if e.startswith("[approval")),
+                    notices=[e for e in said if e.startswith("[system]")],
                 )
+                score_played(played, names, examples)
+                results[channel].append(played)
         judged = await judge_sample(app, results, personas) if judge else Judged()
     return results, [f"{c}\n" + "\n".join(t) for c, t in transcripts.items()], judged
 
@@ -207,14 +212,15 @@ def without_examples(into: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    add_arguments(parser)
     parser.add_argument(
         "--setups",
         default="all",
         help=f"'all', or a comma list of 'default' (the default model in-process) and: {', '.join(s.name for s in SETUPS)}",
     )
-    parser.add_argument("--channels", type=int, default=0, help="play only the first N channels (0: all)")
+    parser.add_argument("--channels", type=int, default=0, help="play only the first N channels of each part (0: all)")
     parser.add_argument("--lines", type=int, default=0, help="play only the first N lines of each channel (0: all)")
-    parser.add_argument("--transcript", default="launch", help="the channel whose transcript the docs show")
+    parser.add_argument("--transcript", default="launch", help="the dev channel whose transcript the docs show")
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
     parser.add_argument("--no-examples", action="store_true", help="the personas without their example lines")
     parser.add_argument("--no-judge", action="store_true", help="skip the judge's sample")
@@ -223,48 +229,62 @@ def main() -> None:
     chosen = SETUPS if args.setups == "all" else [s for s in SETUPS if s.name in names]
     if not chosen:
         parser.error(f"--setups {args.setups!r} names no setup; choose from: {', '.join(s.name for s in SETUPS)}")
-    channels = load_lines()
-    if args.channels:
-        channels = dict(list(channels.items())[: args.channels])
-    if args.lines:
-        channels = {name: lines[: args.lines] for name, lines in channels.items()}
+    parts = load_parts("quality", chosen_parts(args.parts))
+    channels: dict[str, list[dict[str, Any]]] = {}
+    for part in parts:
+        ours = [(name, lines) for name, lines in by_channel(parts).items() if name.startswith(f"{part}/")]
+        channels.update((name, lines[: args.lines or None]) for name, lines in ours[: args.channels or None])
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    runs: list[tuple[str, dict[str, list[Played]]]] = []
+    measured: list[tuple[str, dict[Part, list[Results]]]] = []
+    blocks: dict[str, str] = {}
     failed: list[str] = []
     for setup in chosen:
         print(f"{setup.name}:", flush=True)
         setup_started = time.perf_counter()
-        judge = not args.no_judge and setup == SETUPS[1]
+        runs: dict[Part, list[Results]] = {part: [] for part in parts}
         try:
-            with tempfile.TemporaryDirectory() as scratch:
-                results, transcripts, judged = asyncio.run(
-                    play(channels, Path(scratch), examples=not args.no_examples, judge=judge, setup=setup)
-                )
+            for run in range(args.runs):
+                judge = not args.no_judge and setup == SETUPS[1] and run == 0
+                with tempfile.TemporaryDirectory() as scratch:
+                    results, transcripts, judged = asyncio.run(
+                        play(channels, Path(scratch), examples=not args.no_examples, judge=judge, setup=setup)
+                    )
+                for part in parts:
+                    runs[part].append(split(results, part))
+                    report_problems(runs[part][-1], part)
+                if judge:
+                    blocks["judge"] = judge_table(judged)
+                    print(blocks["judge"])
+                if run == 0 and setup == SETUPS[1]:
+                    blocks["quality-transcript"] = transcript_block(transcripts, args.transcript)
         except Exception as exc:  # one setup failing (a server that did not start) leaves the others' rows
             print(f"{setup.name} failed: {type(exc).__name__}: {exc}", flush=True)
             failed.append(setup.name)
             continue
-        runs.append((setup.name, results))
-        table, _ = quality_table(results, time.perf_counter() - setup_started, load, setup.name)
-        if judge:
-            table += "\n\n" + judge_table(judged)
+        measured.append((setup.name, runs))
+        table = quality_table(runs, time.perf_counter() - setup_started, load, args.runs, setup.local_model)
         print(table)
-        report_problems(results)
         if setup == SETUPS[1]:
-            shown = next((t for t in transcripts if t.startswith(f"{args.transcript}\n")), transcripts[0])
-            name, _, body = shown.partition("\n")
-            transcript = f"Channel `{name}`, from the run above, exactly as the console printed it:\n\n```\n{body}\n```"
-            print(transcript)
-            if not args.no_docs:
-                rewrite_block(table, name="quality")
-                rewrite_block(transcript, name="quality-transcript")
-    comparison = comparison_table(runs, time.perf_counter() - started, load)
-    print(comparison)
-    if not args.no_docs and len(runs) == len(SETUPS):
-        rewrite_block(comparison, name="models-quality")
+            blocks["quality"] = table + (f"\n\n{blocks.pop('judge')}" if "judge" in blocks else "")
+    comparison = comparison_table(measured, time.perf_counter() - started, load, args.runs)
+    print(comparison, blocks.get("quality-transcript", ""), sep="\n\n")
     if failed:
-        sys.exit(f"failed setups: {', '.join(failed)}")
+        sys.exit(f"failed setups: {', '.join(failed)}; nothing written")
+    if not args.no_docs:
+        for name in ("quality", "quality-transcript"):
+            if name in blocks:
+                rewrite_block(blocks[name], name=name)
+        if len(measured) == len(SETUPS):
+            rewrite_block(comparison, name="models-quality")
+
+
+def transcript_block(transcripts: list[str], channel: str) -> str:
+    """One dev channel's console transcript, as printed."""
+    dev = [t for t in transcripts if t.startswith("dev/")] or transcripts
+    shown = next((t for t in dev if t.startswith(f"dev/{channel}\n")), dev[0])
+    name, _, body = shown.partition("\n")
+    return f"Channel `{name}`, from the first run above, exactly as the console printed it:\n\n```\n{body}\n```"
 
 
 if __name__ == "__main__":

@@ -1,23 +1,25 @@
-"""What bench/quality.py found: each played line with its replies, the checks a reply fails (by the
-definitions of graph/review.py and graph/template_text.py), and the tables it prints and writes."""
+"""What bench/quality.py found: each played line with its replies, what bench/scorers/quality.py says of
+each (the benchmark's own checks, not the product's review), and the tables it prints and writes, the
+labelled parts side by side, each figure the median and spread of the runs."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bench.report import machine
-from graph.models.gguf import DEFAULT_LOCAL_MODEL
-from graph.prompt import INSTRUCTION_PHRASES
-from graph.review import addresses_itself, copied_example, leaked_phrase, looks_cut_off, repeats, speaks_as_other
-from graph.template_text import template_syntax
+from bench.lines import Part
+from bench.parts import heading, share, side_by_side, spread, verdict
+from bench.scorers import quality
+from bench.scorers.quality import CHECKS, LineScore, score_line
 
 HUMAN = "Ana"  # who says every labelled line
 
 
 @dataclass
 class Reply:
-    persona: str
+    persona: str  # id
+    speaker: str  # display name
     text: str
     answered: str
     window: list[str]
@@ -40,47 +42,37 @@ class Played:
     kind: str
     text: str
     moderated: bool
-    addressed: list[str]
+    addressed: list[str]  # ids, as labelled
     replies: list[Reply]
-    false_action: bool
+    approvals: int
     notices: list[str]
-
-    @property
-    def addressed_first(self) -> bool | None:
-        if not self.addressed:
-            return None
-        return bool(self.replies) and self.replies[0].persona in self.addressed
+    score: LineScore | None = None
 
 
-def problems_of(reply: Reply, names: dict[str, str], examples: dict[str, tuple[str, ...]] | None = None) -> list[str]:
-    """Every check a reply fails."""
-    found = []
-    others = [name for pid, name in names.items() if pid != reply.persona] + [HUMAN]
-    text = reply.text
-    if repeats(text, reply.answered):
-        found.append("echo")
-    if any(repeats(text, line) for line in reply.window):
-        found.append("copy")
-    if copied_example(text, (examples or {}).get(reply.persona, ())):
-        found.append("example copy")
-    if template_syntax(text):
-        found.append("template junk")
-    if leaked_phrase(text, INSTRUCTION_PHRASES):
-        found.append("leak")
-    own = names[reply.persona]
-    if (
-        speaks_as_other(text, own, others)
-        or text.lstrip().startswith(tuple(f"{o}:" for o in others))
-        or addresses_itself(text, own)  # "Sure, Nova." from Nova: written as the one who asked her
-    ):
-        found.append("wrong speaker")
-    if not text.strip() or looks_cut_off(text) or text.lstrip().startswith("[") or "[system]" in text.casefold():
-        found.append("empty, cut-off or system-looking")
-    return found
+Results = dict[str, list[Played]]  # by channel, in order
+
+
+def score_played(played: Played, names: dict[str, str], examples: dict[str, tuple[str, ...]]) -> None:
+    """The scorer's verdict on a played line, and each reply's problems."""
+    replies = [
+        quality.Reply(r.speaker, r.text, r.answered, r.window, examples.get(r.persona, ())) for r in played.replies
+    ]
+    addressed = [names[i] for i in played.addressed if i in names]
+    played.score = score_line(replies, addressed, played.notices, played.approvals, [*names.values(), HUMAN])
+    for reply, problems in zip(played.replies, played.score.problems, strict=True):
+        reply.problems = problems
+
+
+def _lines(results: Results) -> list[Played]:
+    return [p for lines in results.values() for p in lines]
+
+
+def _scores(results: Results) -> list[LineScore]:
+    return [p.score for p in _lines(results) if p.score is not None]
 
 
 def judge_table(judged: Judged) -> str:
-    def share(tally: Counter[str], ok: bool) -> str:
+    def rate(tally: Counter[str], ok: bool) -> str:
         total = sum(tally.values())
         count = tally["ok"] if ok else total - tally["ok"]
         return f"{count}/{total} = {count / max(total, 1):.0%}"
@@ -89,10 +81,10 @@ def judge_table(judged: Judged) -> str:
     verdicts = ", ".join(f"{v} {n}" for v, n in (judged.replies + judged.made_copies).most_common())
     return "\n".join(
         [
-            '| the judge (the same model, `[review] judge = "on"`) | measured |',
+            '| the judge (the same model, `[review] judge = "on"`), first run of the dev part | measured |',
             "| --- | --- |",
-            f"| rejects a reply the text checks passed | {share(judged.replies, ok=False)} |",
-            f"| agrees with the text checks on an echo or a copy (rejects it) | {share(judged.made_copies, ok=False)} |",
+            f"| rejects a reply the text checks passed | {rate(judged.replies, ok=False)} |",
+            f"| agrees with the text checks on an echo or a copy (rejects it) | {rate(judged.made_copies, ok=False)} |",
             f"| answered no verdict | {judged.failed}/{len(judged.seconds)} |",
             f"| time per verdict | {per_call:.2f} s |",
             "",
@@ -101,103 +93,117 @@ def judge_table(judged: Judged) -> str:
     )
 
 
-CHECKS = ("echo", "copy", "example copy", "template junk", "leak", "wrong speaker", "empty, cut-off or system-looking")
+def _figures(runs: Sequence[Results]) -> dict[str, list[tuple[int, int]]]:
+    """Each figure's (count, of) in every run."""
+    figures: dict[str, list[tuple[int, int]]] = {}
+
+    def add(name: str, count: int, of: int) -> None:
+        figures.setdefault(name, []).append((count, of))
+
+    for results in runs:
+        scores = _scores(results)
+        problems = [p for s in scores for p in s.problems]
+        counts = Counter(check for p in problems for check in p)
+        for check in CHECKS:
+            add(check, counts[check], len(problems))
+        add("false action", sum(s.false_action for s in scores), len(scores))
+        add("skipped", sum(s.skipped for s in scores), len(scores))
+        add("unanswered", sum(s.unanswered for s in scores), len(scores))
+        named = [s for s in scores if s.addressed_first is not None]
+        add("addressed first", sum(bool(s.addressed_first) for s in named), len(named))
+        add("lines ok", sum(s.ok for s in scores), len(scores))
+    return figures
 
 
-def comparison_table(runs: list[tuple[str, dict[str, list[Played]]]], seconds: float, load: float) -> str:
-    """One row per setup: each check's count among its replies, unanswered and addressed-first lines, and
-    the wall seconds per reply (moderator decisions and review rewrites included)."""
-    labels = ("echoes", "copies", "example copies", "template junk", "leaks", "wrong speakers", "cut-offs")
-    head = ["setup", "replies", *labels, "unanswered", "addressed first", "s per reply"]
-    rows = []
-    for name, results in runs:
-        played = [p for lines in results.values() for p in lines]
-        replies = [r for p in played for r in p.replies]
-        counts = Counter(problem for r in replies for problem in r.problems)
-        addressed = [p for p in played if p.addressed]
-        first = sum(1 for p in addressed if p.addressed_first)
-        per_reply = sum(r.seconds for r in replies) / max(len(replies), 1)
-        cells = [
-            name,
-            str(len(replies)),
-            *(str(counts[c]) for c in CHECKS),
-            f"{sum(1 for p in played if not p.replies)}/{len(played)}",
-            f"{first}/{len(addressed)}",
-            f"{per_reply:.1f}",
-        ]
-        rows.append("| " + " | ".join(cells) + " |")
-    lines_played = sum(len(lines) for lines in runs[0][1].values()) if runs else 0
+def _none(rate: float) -> bool:
+    return rate == 0
+
+
+def _all(rate: float) -> bool:
+    return rate == 1
+
+
+def _few(rate: float) -> bool:
+    return rate <= 0.05
+
+
+ROWS: tuple[tuple[str, str, str, Callable[[float], bool]], ...] = (
+    *((check, f"{check} replies", "0", _none) for check in CHECKS),
+    ("false action", "false actions (a proposal on a line asking for words)", "0", _none),
+    ("skipped", "lines with a turn skipped (a [system] notice)", "0", _none),
+    ("unanswered", "unanswered human lines", "≤ 5%", _few),
+    ("addressed first", "addressed persona answered first", "all", _all),
+    ("lines ok", "lines that pass every check", "all", _all),
+)
+
+
+def quality_table(parts: dict[Part, list[Results]], seconds: float, load: float, runs: int, model: str) -> str:
+    figures = {part: _figures(rs) for part, rs in parts.items()}
+    rows = [
+        [label, *(share(figures[p][key]) for p in parts), verdict(target, {p: figures[p][key] for p in parts}, met)]
+        for key, label, target, met in ROWS
+    ]
+    per_reply = {
+        p: spread([sum(r.seconds for r in _replies(res)) / max(len(_replies(res)), 1) for res in rs], " s")
+        for p, rs in parts.items()
+    }
+    rows.append(["seconds per reply", *per_reply.values(), ""])
+    sizes = ", ".join(
+        f"{p} {len(_lines(rs[0]))} human lines in {len(rs[0])} new console channels "
+        f"({sum(1 for lines in rs[0].values() if lines and lines[0].moderated)} moderated)"
+        for p, rs in parts.items()
+    )
+    kinds = sorted({p.kind for rs in parts.values() for res in rs for p in _lines(res)})
+    kind_rows = [[kind, *(share([_kind_ok(res, kind) for res in rs]) for rs in parts.values())] for kind in kinds]
     return "\n".join(
         [
-            f"Machine: {machine(load)}. {lines_played} human lines in {len(runs[0][1]) if runs else 0} new console "
-            f"channels per setup, default config, {seconds:.0f} s in all.",
+            heading(load, runs, sizes, seconds) + f" Default config, embedded {model}.",
             "",
-            "| " + " | ".join(head) + " |",
-            "|" + " --- |" * len(head),
-            *rows,
+            *side_by_side(["metric", *parts, "target"], rows),
+            "",
+            *side_by_side(["kind of line: lines that pass every check", *parts], kind_rows),
         ]
     )
 
 
-def quality_table(
-    results: dict[str, list[Played]], seconds: float, load: float, model: str = DEFAULT_LOCAL_MODEL
-) -> tuple[str, dict[str, float]]:
-    played = [p for lines in results.values() for p in lines]
-    replies = [r for p in played for r in p.replies]
-    counts = Counter(problem for r in replies for problem in r.problems)
-    total = max(len(replies), 1)
-    unanswered = sum(1 for p in played if not p.replies)
-    addressed = [p for p in played if p.addressed]
-    first = sum(1 for p in addressed if p.addressed_first)
-    false_actions = sum(1 for p in played if p.false_action)
-    moderated = sum(1 for lines in results.values() if lines and lines[0].moderated)
-    per_reply = sum(r.seconds for r in replies) / total
-    figures = {
-        **{check: counts[check] / total for check in CHECKS},
-        "unanswered": unanswered / max(len(played), 1),
-        "addressed first": first / max(len(addressed), 1),
-    }
-
-    def row(metric: str, count: int, of: int, target: str, met: bool) -> str:
-        return f"| {metric} | {count}/{of} = {count / max(of, 1):.0%} | {target} ({'met' if met else 'missed'}) |"
-
-    lines = [
-        f"Machine: {machine(load)}. {len(played)} human lines in {len(results)} new console channels "
-        f"({moderated} moderated), default config, embedded {model}, {seconds:.0f} s; "
-        f"{len(replies)} replies, {per_reply:.1f} s per reply.",
-        "",
-        "| metric | measured | target |",
-        "| --- | --- | --- |",
-        *(row(f"{check} replies", counts[check], len(replies), "0", counts[check] == 0) for check in CHECKS),
-        row(
-            "false actions (a proposal on a line asking for words)", false_actions, len(played), "0", not false_actions
-        ),
-        row("unanswered human lines", unanswered, len(played), "≤ 5%", unanswered <= 0.05 * len(played)),
-        row("addressed persona answered first", first, len(addressed), "all", first == len(addressed)),
-    ]
-    by_kind: dict[str, list[Played]] = defaultdict(list)
-    for p in played:
-        by_kind[p.kind].append(p)
-    lines += [
-        "",
-        "| kind of line | lines | answered | replies | replies with a problem |",
-        "| --- | --- | --- | --- | --- |",
-        *(
-            f"| {kind} | {len(ps)} | {sum(1 for p in ps if p.replies)} | {sum(len(p.replies) for p in ps)} | "
-            f"{sum(1 for p in ps for r in p.replies if r.problems)} |"
-            for kind, ps in sorted(by_kind.items())
-        ),
-    ]
-    return "\n".join(lines), figures
+def _replies(results: Results) -> list[Reply]:
+    return [r for p in _lines(results) for r in p.replies]
 
 
-def report_problems(results: dict[str, list[Played]]) -> None:
+def _kind_ok(results: Results, kind: str) -> tuple[int, int]:
+    of_kind = [p.score for p in _lines(results) if p.kind == kind and p.score is not None]
+    return sum(s.ok for s in of_kind), len(of_kind)
+
+
+def comparison_table(
+    setups: list[tuple[str, dict[Part, list[Results]]]], seconds: float, load: float, runs: int
+) -> str:
+    """One row per setup and part: each check's replies, unanswered and addressed-first lines, the lines that
+    pass every check, and the wall seconds per reply (moderator decisions and review rewrites included)."""
+    labels = ("echoes", "copies", "example copies", "template junk", "leaks", "wrong speakers", "cut-offs")
+    head = ["setup", "part", *labels, "unanswered", "addressed first", "lines ok", "s per reply"]
+    rows = []
+    for name, parts in setups:
+        for part, rs in parts.items():
+            figures = _figures(rs)
+            keys = (*CHECKS, "unanswered", "addressed first", "lines ok")
+            per_reply = [sum(r.seconds for r in _replies(res)) / max(len(_replies(res)), 1) for res in rs]
+            rows.append([name, part, *(share(figures[k]) for k in keys), spread(per_reply)])
+    first = setups[0][1] if setups else {}
+    sizes = ", ".join(
+        f"{p} {len(_lines(rs[0]))} human lines in {len(rs[0])} new console channels" for p, rs in first.items()
+    )
+    return "\n".join(
+        [heading(load, runs, sizes + " per setup", seconds) + " Default config.", "", *side_by_side(head, rows)]
+    )
+
+
+def report_problems(results: Results, part: str) -> None:
     for channel, played in results.items():
         for p in played:
-            for r in p.replies:
-                if r.problems:
-                    print(f"  {channel}: {p.text!r} -> [{r.persona}] {r.text!r}: {', '.join(r.problems)}")
-            if not p.replies:
-                print(f"  {channel}: {p.text!r} unanswered: {p.notices}")
-            if p.false_action:
-                print(f"  {channel}: {p.text!r} got an approval request")
+            if p.score is not None and not p.score.ok:
+                print(f"  {part} {channel}: {p.text!r}: {'; '.join(p.score.failures)}")
+                for r in p.replies:
+                    print(f"    [{r.speaker}] {r.text!r}")
+                for notice in p.notices:
+                    print(f"    {notice}")
