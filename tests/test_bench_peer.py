@@ -1,40 +1,10 @@
-"""The engine benchmark's two sides: AutoGen's team bounded like our window, our in-memory side
-writing no file. AutoGen is the bench extra's: without it the peer's test is skipped."""
+"""The engine benchmark's in-memory side writes no file (AutoGen's side: tests/test_bench_autogen.py)."""
 
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from bench.harness import bench_app
 from bench.model_double import DoubleModels, ModelDouble
 from bench.phases import MODERATED, CallTally, moderated_round
-
-
-def longest_list(state: Any) -> int:
-    """The most items any list in a saved state holds: its messages, context or thread."""
-    if isinstance(state, dict):
-        return max((longest_list(value) for value in state.values()), default=0)
-    if isinstance(state, list):
-        return max([len(state), *(longest_list(item) for item in state)])
-    return 0
-
-
-async def test_autogen_saved_state_stops_growing_at_the_window_and_every_call_goes_to_the_double(tmp_path: Path):
-    pytest.importorskip("autogen_agentchat")
-    from bench.peer import autogen_peer
-
-    double = ModelDouble(cost=0.0)
-    async with autogen_peer(double, window=8, database=tmp_path / "autogen.sqlite3") as peer:
-        held = []
-        for number in range(12):
-            await peer.round(f"Message {number}")
-            held.append(longest_list(await peer.team.save_state()))
-        assert peer.store is not None
-        row = await peer.store.fetch_one("SELECT state FROM team_state WHERE team = 'bench'")
-    assert double.calls == 12 * 6 and double.replies == 12 * 3  # three replies, three picks a round
-    assert held[:2] == [4, 8] and set(held[2:]) == {8}  # four lines a round: the window is full after two
-    assert row is not None and "Message 11" in row[0] and "Message 0" not in row[0]
 
 
 async def test_the_in_memory_side_answers_rounds_and_writes_no_database_file(tmp_path: Path, monkeypatch):
