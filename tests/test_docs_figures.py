@@ -168,7 +168,7 @@ def in_prose(text: str) -> list[str]:
 # The detector on its own: what it must catch, and what it must leave alone.
 
 
-def test_the_detector_catches_figures_quoted_in_prose():
+def test_the_detector_catches_figures_quoted_in_prose() -> None:
     assert in_prose("Tool answers reached the person 15/22 times.") == ["15/22"]
     assert in_prose("the fact reached the person 14 of 22 times") == ["14 of 22"]
     assert in_prose("recall 93% and +3.5% overhead") == ["93%", "+3.5%"]
@@ -187,7 +187,7 @@ def test_the_detector_catches_figures_quoted_in_prose():
     assert in_prose("up to 12,000 tokens") == ["12,000 tokens"]
 
 
-def test_the_detector_leaves_names_versions_dates_code_and_plain_counts_alone():
+def test_the_detector_leaves_names_versions_dates_code_and_plain_counts_alone() -> None:
     for text in [
         "Qwen2.5-Coder-1.5B-Instruct and Gemma 3 270M, Q4_K_M, SHA-256, part22",
         "Python 3.11.7 on Linux, Python 3.11+, version 0.7, Gemini 3.8 Flash",
@@ -205,7 +205,7 @@ def test_the_detector_leaves_names_versions_dates_code_and_plain_counts_alone():
         assert in_prose(text) == [], text
 
 
-def test_a_figure_is_quoted_when_a_block_holds_its_numbers():
+def test_a_figure_is_quoted_when_a_block_holds_its_numbers() -> None:
     known = block_numbers("| tool called | 15/22 = 68% |\n| time | 7.17 s | 12,000 tokens |")
     assert unquoted(figures("called 15/22 times (68%), 7.17 s a line, 12000 tokens"), known) == []
     assert [f.text for f in unquoted(figures("called 16/22 times, 7.2 s"), known)] == ["16/22", "7.2 s"]
@@ -213,7 +213,7 @@ def test_a_figure_is_quoted_when_a_block_holds_its_numbers():
     assert [f.text for f in unquoted(figures("15 of 68"), known)] == ["15 of 68"]
 
 
-def test_a_block_without_its_run_s_provenance_is_caught():
+def test_a_block_without_its_run_s_provenance_is_caught() -> None:
     full = "Machine: Xeon, 2 cores, 2026-12-01 10:00 UTC, commit 113a07a, 1-minute load 0.2; 5 runs, median."
     assert [k for k, p in PROVENANCE.items() if not p.search(full)] == []
     assert [k for k, p in PROVENANCE.items() if not p.search("| metric | 15/22 |")] == list(PROVENANCE)
@@ -222,7 +222,7 @@ def test_a_block_without_its_run_s_provenance_is_caught():
 # The docs as they are.
 
 
-def test_every_figure_in_the_docs_prose_stands_in_a_bench_block():
+def test_every_figure_in_the_docs_prose_stands_in_a_bench_block() -> None:
     known: set[str] = set()
     for body in all_blocks().values():
         known |= block_numbers(body)
@@ -234,7 +234,7 @@ def test_every_figure_in_the_docs_prose_stands_in_a_bench_block():
     assert stray == [], "figures no benchmark wrote (move them into a block, or drop them):\n" + "\n".join(stray)
 
 
-def test_every_bench_block_says_when_where_on_what_commit_and_over_how_many_runs():
+def test_every_bench_block_says_when_where_on_what_commit_and_over_how_many_runs() -> None:
     missing = {}
     for name, body in all_blocks().items():
         lacks = {field for field, pattern in PROVENANCE.items() if not pattern.search(body)}
@@ -243,7 +243,7 @@ def test_every_bench_block_says_when_where_on_what_commit_and_over_how_many_runs
     assert missing == {}
 
 
-def test_the_pending_list_names_only_blocks_that_still_lack_something():
+def test_the_pending_list_names_only_blocks_that_still_lack_something() -> None:
     blocks = all_blocks()
     stale = {
         name
