@@ -67,15 +67,17 @@ NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 ALONE_BEFORE = r"(?<![\w.\-/:])"
 ALONE_AFTER = r"(?![\w]|\.\d|-\w|:\d|/\d)"
 UNITS = (
-    r"ns|µs|us|ms|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|"
-    r"B|KB|kB|KiB|MB|MiB|GB|GiB|TB|tokens?(?:/s)?|/s|calls?/s|lines?/s|answers? a second|(?:a|per) second"
+    r"ns|µs|us|ms|s|sec|secs|seconds?|mins?|minutes?|hrs?|hours?|"
+    r"KB|kB|KiB|MB|MiB|GB|GiB|TB|tokens?(?:/s)?|/s|calls?/s|lines?/s|answers? a second|(?:a|per) second"
 )
+# One-letter units other than seconds only after a space: "1.5B" and "3h" name a model's size or a slot.
+SPACED_UNITS = r"B|h"
 FIGURES = [
     ("ratio", re.compile(rf"{ALONE_BEFORE}(\d+)\s*/\s*(\d+){ALONE_AFTER}")),
     ("ratio", re.compile(rf"{ALONE_BEFORE}(\d+) (?:of|out of)(?: the)? (\d+){ALONE_AFTER}")),
     ("percent", re.compile(rf"{ALONE_BEFORE}[+−-]?({NUM})\s*(?:%|per ?cent\b)")),
     ("multiple", re.compile(rf"×\s*({NUM}){ALONE_AFTER}|{ALONE_BEFORE}({NUM})×")),
-    ("quantity", re.compile(rf"{ALONE_BEFORE}({NUM})[\s\u00a0]?(?:{UNITS})(?![\w/])")),
+    ("quantity", re.compile(rf"{ALONE_BEFORE}({NUM})(?:[\s\u00a0]?(?:{UNITS})|[\s\u00a0](?:{SPACED_UNITS}))(?![\w/])")),
     ("decimal", re.compile(rf"{ALONE_BEFORE}(\d+\.\d+){ALONE_AFTER}")),
 ]
 VERSION_BEFORE = re.compile(r"(?:\bPython|\bversion|\bv|==|>=|<=)\s*$", re.IGNORECASE)
@@ -184,12 +186,12 @@ def test_the_detector_catches_figures_quoted_in_prose() -> None:
     ]
     assert in_prose("| run | 2/100 | 1.8 s |") == ["2/100", "1.8 s"]
     assert in_prose("## Why 2.38× is the figure") == ["2.38×"]
-    assert in_prose("up to 12,000 tokens") == ["12,000 tokens"]
+    assert in_prose("up to 12,000 tokens, a 400 B file, 3 h") == ["12,000 tokens", "400 B", "3 h"]
 
 
 def test_the_detector_leaves_names_versions_dates_code_and_plain_counts_alone() -> None:
     for text in [
-        "Qwen2.5-Coder-1.5B-Instruct and Gemma 3 270M, Q4_K_M, SHA-256, part22",
+        "Qwen2.5-Coder-1.5B-Instruct and Gemma 3 270M, Q4_K_M, SHA-256, part22, a 1.5B model",
         "Python 3.11.7 on Linux, Python 3.11+, version 0.7, Gemini 3.8 Flash",
         "measured 2026-11-28 at 04:02 UTC",
         "1. Plan the work\n2. Run it\n## 3. Results",
