@@ -5,6 +5,7 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from bench.report import DOCS, block_page, rewrite_block
@@ -104,3 +105,14 @@ def test_every_block_the_benchmarks_write_is_on_one_docs_page(tmp_path: Path):
         assert f"{start}\nthe {name} table\n{end}" in rewritten
         before, after = original.split(start, 1)[0], original.split(end, 1)[1]
         assert rewritten.startswith(before) and rewritten.endswith(after)
+
+
+def test_a_block_on_no_page_or_on_two_pages_is_refused_before_anything_is_written(tmp_path: Path):
+    (tmp_path / "a.md").write_text("# A\n\n<!-- bench:x:start -->\nold\n<!-- bench:x:end -->\n", encoding="utf-8")
+    assert block_page("x", tmp_path) == tmp_path / "a.md"
+    with pytest.raises(RuntimeError, match="0 pages"):
+        block_page("y", tmp_path)
+    (tmp_path / "b.md").write_text("# B\n\n<!-- bench:x:start -->\nold\n<!-- bench:x:end -->\n", encoding="utf-8")
+    with pytest.raises(RuntimeError, match="2 pages"):
+        block_page("x", tmp_path)
+    assert "old" in (tmp_path / "a.md").read_text(encoding="utf-8")
