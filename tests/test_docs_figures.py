@@ -1,4 +1,4 @@
-"""Every figure in docs/ is one a benchmark wrote: a measured number quoted in a page's prose must also
+"""Every figure in docs/ (and the README) is one a benchmark wrote: a number quoted in a page's prose must also
 stand in a bench block (`<!-- bench:NAME:start -->` ... `<!-- bench:NAME:end -->`), and every block
 says when, on which commit and machine, under what load and over how many runs it was measured.
 
@@ -21,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
+BENCHMARKS_MAX_LINES = 400  # a reference: method, current blocks, how to reproduce; history is in git
 
 # Blocks whose benchmark does not write every field yet, with the fields each may still lack. The
 # benchmarks are gaining their commit and run count in parallel work; empty this once they have.
@@ -151,7 +152,9 @@ def unquoted(figures_found: list[Figure], known: set[str]) -> list[Figure]:
 
 
 def pages() -> dict[str, str]:
-    return {p.relative_to(DOCS).as_posix(): p.read_text(encoding="utf-8") for p in sorted(DOCS.rglob("*.md"))}
+    """Every docs page, and the README that links into them."""
+    paths = [*sorted(DOCS.rglob("*.md")), REPO / "README.md"]
+    return {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8") for p in paths}
 
 
 def all_blocks() -> dict[str, str]:
@@ -229,11 +232,13 @@ def test_every_figure_in_the_docs_prose_stands_in_a_bench_block() -> None:
     for body in all_blocks().values():
         known |= block_numbers(body)
     stray = [
-        f"docs/{page}:{f.line}: {f.text}"
-        for page, text in pages().items()
-        for f in unquoted(figures(prose(text)), known)
+        f"{page}:{f.line}: {f.text}" for page, text in pages().items() for f in unquoted(figures(prose(text)), known)
     ]
     assert stray == [], "figures no benchmark wrote (move them into a block, or drop them):\n" + "\n".join(stray)
+
+
+def test_the_benchmarks_page_stays_a_short_reference() -> None:
+    assert len((DOCS / "benchmarks.md").read_text(encoding="utf-8").splitlines()) < BENCHMARKS_MAX_LINES
 
 
 def test_every_bench_block_says_when_where_on_what_commit_and_over_how_many_runs() -> None:
