@@ -1,4 +1,4 @@
-"""The benchmark's table: percentiles, the machine it ran on, and the block of docs/benchmarks.md it rewrites."""
+"""The benchmark's table: percentiles, the machine it ran on, and the block of the docs it rewrites."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHMARKS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+BENCHMARKS_PAGE = DOCS / "benchmarks.md"
 START = "<!-- bench:engine:start -->"
 END = "<!-- bench:engine:end -->"
 
@@ -68,9 +69,25 @@ def table(rows: Sequence[Row], seconds: float, load: float) -> str:
     return "\n".join(lines)
 
 
-def rewrite_block(block: str, name: str = "engine", page: Path = BENCHMARKS_PAGE) -> None:
-    """Replace what stands between the `name` benchmark's markers in `page` with `block`."""
-    start, end = (START, END) if name == "engine" else (f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->")
+def markers(name: str) -> tuple[str, str]:
+    return (START, END) if name == "engine" else (f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->")
+
+
+def block_page(name: str, docs: Path = DOCS) -> Path:
+    """The one docs page that holds the `name` block: most are on benchmarks.md, a long example (a task's
+    transcript) sits on its feature's page so that benchmarks.md stays a short reference."""
+    start = markers(name)[0]
+    holding = [p for p in sorted(docs.rglob("*.md")) if start in p.read_text(encoding="utf-8").splitlines()]
+    if len(holding) != 1:
+        raise RuntimeError(f"{docs}: {len(holding)} pages hold a {start} block, not one")
+    return holding[0]
+
+
+def rewrite_block(block: str, name: str = "engine", page: Path | None = None) -> None:
+    """Replace what stands between the `name` benchmark's markers in `page` (by default the docs page
+    holding them) with `block`."""
+    start, end = markers(name)
+    page = page or block_page(name)
     text = page.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), flags=re.DOTALL)
     if not pattern.search(text):

@@ -5,14 +5,15 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
-from bench.report import BENCHMARKS_PAGE, rewrite_block
+from bench.report import DOCS, block_page, rewrite_block
 from tests.config_reference import CONFIG_PAGE, REPO, reference_section, reference_table
 
 README_MAX_LINES = 300
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-# Every block a script of `make bench` rewrites on docs/benchmarks.md ("engine" is rewrite_block's default).
+# Every block a script of `make bench` rewrites in docs/ ("engine" is rewrite_block's default).
 BENCH_BLOCKS = {
     "engine",
     "first-turn",
@@ -89,16 +90,29 @@ def written_block_names() -> set[str]:
     return names
 
 
-def test_every_block_the_benchmarks_write_is_on_the_benchmarks_page(tmp_path: Path):
+def test_every_block_the_benchmarks_write_is_on_one_docs_page(tmp_path: Path):
     assert written_block_names() <= BENCH_BLOCKS
-    original = BENCHMARKS_PAGE.read_text(encoding="utf-8")
     for name in BENCH_BLOCKS:
+        holder = block_page(name)
+        assert holder.parent == DOCS
+        original = holder.read_text(encoding="utf-8")
         start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
-        assert original.count(start) == 1 and original.count(end) == 1, f"docs/benchmarks.md: no {name} block"
-        page = tmp_path / "benchmarks.md"
+        assert original.count(start) == 1 and original.count(end) == 1, f"{holder.name}: no {name} block"
+        page = tmp_path / holder.name
         page.write_text(original, encoding="utf-8")
         rewrite_block(f"the {name} table", name=name, page=page)
         rewritten = page.read_text(encoding="utf-8")
         assert f"{start}\nthe {name} table\n{end}" in rewritten
         before, after = original.split(start, 1)[0], original.split(end, 1)[1]
         assert rewritten.startswith(before) and rewritten.endswith(after)
+
+
+def test_a_block_on_no_page_or_on_two_pages_is_refused_before_anything_is_written(tmp_path: Path):
+    (tmp_path / "a.md").write_text("# A\n\n<!-- bench:x:start -->\nold\n<!-- bench:x:end -->\n", encoding="utf-8")
+    assert block_page("x", tmp_path) == tmp_path / "a.md"
+    with pytest.raises(RuntimeError, match="0 pages"):
+        block_page("y", tmp_path)
+    (tmp_path / "b.md").write_text("# B\n\n<!-- bench:x:start -->\nold\n<!-- bench:x:end -->\n", encoding="utf-8")
+    with pytest.raises(RuntimeError, match="2 pages"):
+        block_page("x", tmp_path)
+    assert "old" in (tmp_path / "a.md").read_text(encoding="utf-8")
