@@ -26,7 +26,6 @@ BENCHMARKS_MAX_LINES = 400  # a reference: method, current blocks, how to reprod
 # Blocks whose benchmark does not write every field yet, with the fields each may still lack. The
 # benchmarks are gaining their commit and run count in parallel work; empty this once they have.
 PENDING_BLOCKS: dict[str, frozenset[str]] = {
-    "engine": frozenset({"commit", "runs"}),
     "first-turn": frozenset({"commit", "runs"}),
     "quality": frozenset({"commit", "runs"}),
     "quality-transcript": frozenset({"date", "commit", "machine", "load", "runs"}),
