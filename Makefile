@@ -79,14 +79,14 @@ bench-smoke: $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/local_model.py
-	$(BIN)/python bench/actions.py
+	$(BIN)/python bench/actions.py --parts dev,held_out
 	$(BIN)/python bench/first_turn.py
 	$(BIN)/python bench/quality.py --setups default
 	$(BIN)/python bench/moderator.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/scale.py
-	$(BIN)/python bench/mcp_tools.py
-	$(BIN)/python bench/tool_answers.py
+	$(BIN)/python bench/mcp_tools.py --parts dev,held_out
+	$(BIN)/python bench/tool_answers.py --parts dev,held_out
 	$(BIN)/python bench/ops.py
 	$(BIN)/python bench/memory.py
 

@@ -6,6 +6,7 @@ import math
 import os
 import platform
 import re
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,6 +57,28 @@ def machine(load: float) -> str:
     # The 15-minute load when the figures are written says whether the run shared the cores throughout.
     busy = f"15-minute load {os.getloadavg()[2]:.2f} at the end"
     return ", ".join([*parts, f"1-minute load {load:.2f} at the start", busy])
+
+
+def commit() -> str:
+    """The commit the figures were measured on (`git rev-parse --short HEAD`), "+changes" when the
+    work tree differs from it: a figure names the code it measured."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown commit"
+    return f"{head}+changes" if changed else head
+
+
+def stamp(load: float, runs: int) -> str:
+    """What every block opens with: machine, date and load, the commit, and how many runs the figures
+    are from."""
+    return f"Machine: {machine(load)}. Commit {commit()}, {runs} run{'s' if runs != 1 else ''}."
 
 
 def table(rows: Sequence[Row], seconds: float, load: float) -> str:
