@@ -6,6 +6,7 @@ import math
 import os
 import platform
 import re
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,6 +56,18 @@ def machine(load: float) -> str:
     # The 15-minute load when the figures are written says whether the run shared the cores throughout.
     busy = f"15-minute load {os.getloadavg()[2]:.2f} at the end"
     return ", ".join([*parts, f"1-minute load {load:.2f} at the start", busy])
+
+
+def commit() -> str:
+    """The short hash of the checked-out commit the figures come from, with "+changes" when the tree differs."""
+    root = BENCHMARKS_PAGE.parents[1]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+    if head.returncode != 0:
+        return "unknown commit"
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True
+    )
+    return head.stdout.strip() + (" +changes" if dirty.stdout.strip() else "")
 
 
 def table(rows: Sequence[Row], seconds: float, load: float) -> str:
