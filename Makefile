@@ -73,7 +73,7 @@ bench-smoke: $(STAMP)
 	$(SMOKE) bench/mcp_tools.py --model gemma-3-270m --every 18 --no-docs
 	$(SMOKE) bench/tool_answers.py --limit 1 --model gemma-3-270m --no-docs
 	$(SMOKE) bench/ops.py --blocks 10 --warmup 2 --scrape-interval 0.2 --no-docs
-	$(SMOKE) bench/memory.py --facts 1 --no-docs
+	$(SMOKE) bench/memory.py --model gemma-3-270m --conversations 1 --questions 1 --filler 10 --no-docs
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/engine.py

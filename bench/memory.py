@@ -13,7 +13,7 @@ recital of the other facts. Memory off is the same with `[memory] summaries = fa
 lifts the flood limits ([limits]) so that every line starts its round, as spread-out chat would.
 
 Run from the repository root: python bench/memory.py [--parts dev,held_out] [--conversations N]
-[--filler N] [--memory both|on|off] [--no-docs]
+[--filler N] [--questions N] [--memory both|on|off] [--model gemma-3-270m] [--no-docs]
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from bench.scorers.text import mentions_any  # noqa: E402
 from bot.app import App, open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
 from bot.inbound import Inbound  # noqa: E402
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
 from personas import Persona  # noqa: E402
 
 PERSONA = "sage"
@@ -104,12 +105,15 @@ async def say(app: App, key: str, author: str, text: str, event: str) -> None:
     await app.service.wait_idle(key)
 
 
-async def play(app: App, port: AnswerPort, number: int, line: dict[str, Any], filler: int, side: Side) -> None:
+async def play(
+    app: App, port: AnswerPort, number: int, line: dict[str, Any], filler: int, asked: int, side: Side
+) -> None:
     """One conversation in its own channel, the filler, then its questions, each answer scored."""
     key = f"console:memory-{number}"
     user = app.config.settings.bot.console_user
     await app.service.handle(Inbound(key, user, user, f"/persona quiet {PERSONA}", tenant="console"))
     questions = [Question.of(q) for q in line["questions"]]
+    questions = questions[:asked] if asked else questions
     problems = label_problems(questions, await system_text(app, key))
     if problems:
         raise SystemExit("labels a memoryless answer would meet:\n" + "\n".join(problems))
@@ -142,7 +146,9 @@ async def play(app: App, port: AnswerPort, number: int, line: dict[str, Any], fi
             side.misses.append(f"{question.ask} -> {answer!r} ({verdict.why})")
 
 
-async def run(lines: list[dict[str, Any]], filler: int, data_dir: Path, memory_on: bool) -> Side:
+async def run(
+    model: str, lines: list[dict[str, Any]], filler: int, asked: int, data_dir: Path, memory_on: bool
+) -> Side:
     scratch = data_dir / ("on" if memory_on else "off")
     scratch.mkdir(parents=True)
     config = default_config(
@@ -150,6 +156,7 @@ async def run(lines: list[dict[str, Any]], filler: int, data_dir: Path, memory_o
         ROOT / "personas",
         **{
             'participants = ["nova", "sage", "rex"]': f'participants = ["{PERSONA}"]',
+            f'model = "{DEFAULT_LOCAL_MODEL}"': f'model = "{model}"',
             'cache_dir = ""': f'cache_dir = "{MODELS_DIR}"',
             "summaries = true": f"summaries = {'true' if memory_on else 'false'}",
             **NO_LIMITS,
@@ -159,7 +166,7 @@ async def run(lines: list[dict[str, Any]], filler: int, data_dir: Path, memory_o
     port = AnswerPort()
     async with open_app(config, port, environ={}) as app:
         for number, line in enumerate(lines):
-            await play(app, port, number, line, filler, side)
+            await play(app, port, number, line, filler, asked, side)
     return side
 
 
@@ -183,6 +190,8 @@ def main() -> None:
     parser.add_argument(
         "--memory", choices=("both", "on", "off"), default="both", help="one side alone leaves the docs alone"
     )
+    parser.add_argument("--questions", type=int, default=0, help="the first N questions of each conversation (0: all)")
+    parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL, choices=sorted(LOCAL_MODELS))
     parser.add_argument("--no-docs", action="store_true", help="print the figures, leave docs/benchmarks.md alone")
     args = parser.parse_args()
     parts: list[Part] = [p for p in PARTS if p in args.parts.split(",")]
@@ -204,18 +213,20 @@ def main() -> None:
         for part in parts:
             for memory_on in (True, False):
                 if args.memory != ("off" if memory_on else "on"):
-                    sides[part, memory_on] = asyncio.run(run(sized[part], args.filler, Path(scratch) / part, memory_on))
+                    sides[part, memory_on] = asyncio.run(
+                        run(args.model, sized[part], args.filler, args.questions, Path(scratch) / part, memory_on)
+                    )
     took = time.perf_counter() - started
     columns = [(part, on) for part in parts for on in (True, False)]
     size = "; ".join(
         f"{part}: {len(sized[part])} of {len(loaded[part])} conversations, "
-        f"{sum(len(line['questions']) for line in sized[part])} questions"
+        f"{sum(min(len(line['questions']), args.questions or 99) for line in sized[part])} questions"
         for part in parts
     )
     block = "\n".join(
         [
             f"Machine: {machine(load)}. Commit {commit()}. One run of each part ({size}); default config, embedded"
-            f" Qwen2.5-Coder-1.5B-Instruct, Sage alone and listening; each conversation then {args.filler} lines of"
+            f" {LOCAL_MODELS[args.model].title}, Sage alone and listening; each conversation then {args.filler} lines of"
             f" chat, then its questions to Sage through the round and the review; {took:.0f} s in all.",
             "",
             "| metric | " + " | ".join(f"{part}, memory {'on' if on else 'off'}" for part, on in columns) + " |",
