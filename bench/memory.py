@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -67,6 +69,7 @@ FILLER = (
     "That podcast you mentioned was great.",
     "Glad you liked it, the second season is even better.",
 )
+CLOCK = re.compile(r"It is \w+ \d{2} \w+ \d{4}, \d{2}:\d{2} \([^)]*\)\.")  # graph/prompt.py's clock line
 NO_LIMITS = {  # flood limits off: a scripted conversation arrives faster than people type
     "user_messages_per_minute = 12": "user_messages_per_minute = 1000000",
     "channel_rounds_per_minute = 20": "channel_rounds_per_minute = 1000000",
@@ -94,10 +97,12 @@ class Side:
     misses: list[str] = field(default_factory=list)
 
 
-async def system_text(app: App, key: str) -> str:
-    """Sage's prompt before any line: its system text, the persona and the clock line."""
+async def own_text(app: App, key: str) -> str:
+    """What Sage knows without the conversation: its persona file and its prompt before any line, the
+    clock line aside (today's date changes daily; a label holding it would say so on that day alone)."""
     prompt = await app.engine.prompt_for(key, PERSONA)
-    return " ".join(str(m.content) for m in prompt if not (m.id or "").startswith("line-"))
+    system = " ".join(str(m.content) for m in prompt if not (m.id or "").startswith("line-"))
+    return CLOCK.sub(" ", system) + " " + json.dumps(app.personas[PERSONA].model_dump(mode="json"))
 
 
 async def say(app: App, key: str, author: str, text: str, event: str) -> None:
@@ -111,10 +116,12 @@ async def play(
     """One conversation in its own channel, the filler, then its questions, each answer scored."""
     key = f"console:memory-{number}"
     user = app.config.settings.bot.console_user
-    await app.service.handle(Inbound(key, user, user, f"/persona quiet {PERSONA}", tenant="console"))
+    setup = await app.service.handle(Inbound(key, user, user, f"/persona quiet {PERSONA}", tenant="console"))
+    if setup is None or not setup.ok:
+        raise SystemExit(f"{key}: {setup.reply if setup else 'no reply'}")
     questions = [Question.of(q) for q in line["questions"]]
     questions = questions[:asked] if asked else questions
-    problems = label_problems(questions, await system_text(app, key))
+    problems = label_problems(questions, await own_text(app, key))
     if problems:
         raise SystemExit("labels a memoryless answer would meet:\n" + "\n".join(problems))
     authors = sorted({said["author"] for said in line["conversation"]})

@@ -118,7 +118,9 @@ async def run_pass(
     async with open_app(config, ConsolePort(transcript.append), environ={}) as app:
         for number, line in enumerate(lines):
             key, request = f"console:task-{number}", line["request"]
-            await app.service.handle(Inbound(key, user, user, "/approvals mode on-the-loop", tenant="console"))
+            setup = await app.service.handle(Inbound(key, user, user, "/approvals mode on-the-loop", tenant="console"))
+            if setup is None or not setup.ok:
+                raise SystemExit(f"{key}: {setup.reply if setup else 'no reply'}")
             before = len(transcript)
             started = time.perf_counter()
             await app.service.handle(Inbound(key, "u1", "Ana", f"/task {request}", event_id=f"task-{number}"))
