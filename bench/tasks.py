@@ -227,7 +227,10 @@ def main() -> None:
             print(f"  {r.run.status:10} {r.seconds:5.0f} s {r.run.request!r}: {'; '.join(r.verdict.why) or 'counts'}")
             for step in r.run.steps:
                 print(f"    step {step.id} {step.title!r} {step.status}: {r.step_problems[step.id] or 'shows work'}")
-    print("\nTranscript of the first task that counted:\n" + "\n".join(passes[0].transcript))
+    print(
+        "\nTranscript of the first task that counted (of the first task when none did):\n"
+        + "\n".join(passes[0].transcript)
+    )
     if not args.no_docs:
         rewrite_block(block, name="tasks")
         rewrite_block("```text\n" + "\n".join(passes[0].transcript) + "\n```", name="task-transcript")
