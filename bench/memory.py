@@ -71,8 +71,8 @@ FILLER = (
 )
 CLOCK = re.compile(r"It is \w+ \d{2} \w+ \d{4}, \d{2}:\d{2} \([^)]*\)\.")  # graph/prompt.py's clock line
 NO_LIMITS = {  # flood limits off: a scripted conversation arrives faster than people type
-    "user_messages_per_minute = 12": "user_messages_per_minute = 1000000",
-    "channel_rounds_per_minute = 20": "channel_rounds_per_minute = 1000000",
+    "user_messages_per_minute = 12": "user_messages_per_minute = 10000",
+    "channel_rounds_per_minute = 20": "channel_rounds_per_minute = 10000",
 }
 
 
@@ -192,7 +192,7 @@ def main() -> None:
     parser.add_argument("--parts", default="dev", help="comma-separated: dev, held_out (make bench: dev,held_out)")
     parser.add_argument("--conversations", type=int, default=0, help="the first N conversations of each part (0: all)")
     parser.add_argument(
-        "--filler", type=int, default=120, help="lines of chat between a conversation and its questions"
+        "--filler", type=int, default=160, help="lines of chat between a conversation and its questions"
     )
     parser.add_argument(
         "--memory", choices=("both", "on", "off"), default="both", help="one side alone leaves the docs alone"
