@@ -67,28 +67,28 @@ bench-smoke: $(STAMP)
 	$(SMOKE) bench/local_model.py --runs 1
 	$(SMOKE) bench/actions.py --model gemma-3-270m --every 40 --no-docs
 	$(SMOKE) bench/first_turn.py --channels 1 --no-docs
-	$(SMOKE) bench/quality.py --channels 1 --lines 1 --no-docs
+	$(SMOKE) bench/quality.py --setups default --channels 1 --lines 1 --no-docs
 	$(SMOKE) bench/moderator.py --rounds 1 --no-docs
 	$(SMOKE) bench/tasks.py --tasks 1 --model gemma-3-270m --no-docs
 	$(SMOKE) bench/scale.py --channels 3 --per-channel 1 --latency 0.05 --no-docs
 	$(SMOKE) bench/mcp_tools.py --model gemma-3-270m --every 18 --no-docs
 	$(SMOKE) bench/tool_answers.py --limit 1 --model gemma-3-270m --no-docs
 	$(SMOKE) bench/ops.py --blocks 10 --warmup 2 --scrape-interval 0.2 --no-docs
-	$(SMOKE) bench/memory.py --facts 1 --no-docs
+	$(SMOKE) bench/memory.py --model gemma-3-270m --conversations 1 --questions 1 --filler 10 --no-docs
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/actions.py --parts dev,held_out
-	$(BIN)/python bench/first_turn.py
-	$(BIN)/python bench/quality.py --setups default
-	$(BIN)/python bench/moderator.py
-	$(BIN)/python bench/tasks.py
+	$(BIN)/python bench/first_turn.py --parts dev,held_out
+	$(BIN)/python bench/quality.py --setups default --parts dev,held_out
+	$(BIN)/python bench/moderator.py --parts dev,held_out
+	$(BIN)/python bench/tasks.py --parts dev,held_out
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/mcp_tools.py --parts dev,held_out
 	$(BIN)/python bench/tool_answers.py --parts dev,held_out
 	$(BIN)/python bench/ops.py
-	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/memory.py --parts dev,held_out
 
 # Reply quality on every model setup side by side (the small embedded Gemma, the default Qwen in-process
 # and Qwen through llama.cpp's OpenAI-compatible server): about 100 minutes on 2 cores. make bench measures

@@ -12,7 +12,6 @@ import argparse
 import importlib.util
 import logging
 import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from bench.interleaved import run_medians, run_ratios, spread  # noqa: E402
 from bench.model_double import MODEL_COST  # noqa: E402
 from bench.pairings import Comparison, Pairing, comparison_phase  # noqa: E402
 from bench.phases import CallTally, growth_phase, load_phase, memory_phase  # noqa: E402
-from bench.report import Row, median, percentile, rewrite_block, table  # noqa: E402
+from bench.report import Row, commit, median, percentile, rewrite_block, table  # noqa: E402
 from bot.app import run  # noqa: E402
 
 MB = 1024 * 1024
@@ -181,13 +180,6 @@ def rows(r: Results, args: argparse.Namespace) -> list[Row]:
         memory_row(r, args),
         calls_row(r),
     ]
-
-
-def commit() -> str:
-    """The commit measured, marked when the work tree held changes it does not have."""
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True)
-    return (head.stdout.strip() or "unknown") + (" with uncommitted changes" if changed.stdout.strip() else "")
 
 
 def provenance(args: argparse.Namespace) -> str:

@@ -25,7 +25,6 @@ from bench.harness import MODELS_DIR, default_config  # noqa: E402
 from bench.lines import Part  # noqa: E402
 from bench.parts import (  # noqa: E402
     add_arguments,
-    chosen_parts,
     heading,
     load_parts,
     share,
@@ -78,7 +77,7 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=50, help="new channels of each part and run (0: one a line)")
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
     args = parser.parse_args()
-    parts = load_parts("first_turn", chosen_parts(args.parts))
+    parts = load_parts("first_turn", args.parts)
     load = os.getloadavg()[0]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:

@@ -1,173 +1,259 @@
-"""Recall with memory on and off, on the embedded default (Qwen2.5-Coder-1.5B-Instruct, default
-config): 20 facts, each stated once early in a long conversation, then asked about after 200+ other
-lines; and the seconds one summary update (graph/memory.py) takes.
+"""Recall with memory on and off, on the embedded default (Qwen2.5-Coder-1.5B-Instruct, default config):
+conversations of several people (bench/lines/{dev,held_out}/memory.jsonl) with facts that compete and
+facts corrected later, chit-chat between, then --filler more lines of chat so that the conversation has
+left Sage's window, then the questions, each asked of Sage in the channel.
 
-The conversation is stored line by line as the app stores it (a person's line, then a persona's), so
-the benchmark spends its time on what it measures: the summary updates, written by the model through
-the real memory keeper, and one answer per question from the persona's real prompt (`roundtable
-prompt`'s) with the question appended. An answer recalls a fact when it holds the fact's key word as
-a whole word (a plural or possessive counts: "peanuts", "Luigi's"). Memory off is the same
-conversation with `[memory] summaries = false`.
+Everything goes through the whole app (console port, the local provider): every line is a person's
+message handled by the service, as a platform would deliver it, in a channel where Sage alone takes
+part and listens (`/persona quiet sage`: it speaks only when named, so the conversation costs no
+replies), and the memory keeper folds what leaves the window in the background as it does after any
+round. Each question names Sage, so it gets a real round, with the review, and its posted answer is
+scored by bench/scorers/memory.py: the asked fact, none of the competing or corrected values, no
+recital of the other facts. Memory off is the same with `[memory] summaries = false`. The bench config
+lifts the flood limits ([limits]) so that every line starts its round, as spread-out chat would.
 
-Run from the repository root: python bench/memory.py [--facts N] [--filler N] [--no-docs]
+Run from the repository root: python bench/memory.py [--parts dev,held_out] [--conversations N]
+[--filler N] [--questions N] [--memory both|on|off] [--model gemma-3-270m] [--no-docs]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from langchain_core.messages import HumanMessage
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import MODELS_DIR, default_config  # noqa: E402
-from bench.report import machine, rewrite_block  # noqa: E402
-from bot.app import open_app  # noqa: E402
-from bot.command_values import ListPersonas  # noqa: E402
+from bench.lines import Part, labelled  # noqa: E402
+from bench.parts import parts_option  # noqa: E402
+from bench.report import commit, machine, rewrite_block  # noqa: E402
+from bench.scorers.memory import Question, label_problems, score  # noqa: E402
+from bench.scorers.text import mentions_any  # noqa: E402
+from bot.app import App, open_app  # noqa: E402
 from bot.console import ConsolePort  # noqa: E402
-from storage import history, memory  # noqa: E402
-from storage.records import LineKind  # noqa: E402
+from bot.inbound import Inbound  # noqa: E402
+from graph.models.gguf import DEFAULT_LOCAL_MODEL, LOCAL_MODELS  # noqa: E402
+from personas import Persona  # noqa: E402
 
-KEY = "console:memory-bench"
 PERSONA = "sage"
-FACTS = (  # (what Ana says early, the question asked later, the word an answer must hold)
-    ("The boat is called Marigold.", "What is the boat called?", "marigold"),
-    ("Our office cat is named Pepper.", "What is the office cat named?", "pepper"),
-    ("The launch is on a Thursday.", "Which day is the launch?", "thursday"),
-    ("The client is based in Lisbon.", "Where is the client based?", "lisbon"),
-    ("The budget is 40 thousand euros.", "How big is the budget, in thousands of euros?", "40"),
-    ("Bo is allergic to peanuts.", "What is Bo allergic to?", "peanut"),
-    ("The wifi password is tangerine.", "What is the wifi password?", "tangerine"),
-    ("The new logo is green.", "What colour is the new logo?", "green"),
-    ("Our server runs in Frankfurt.", "Where does our server run?", "frankfurt"),
-    ("The team dinner is at Luigi's.", "Where is the team dinner?", "luigi"),
-    ("Mia's favourite tea is jasmine.", "What is Mia's favourite tea?", "jasmine"),
-    ("The project code name is Falcon.", "What is the project code name?", "falcon"),
-    ("The retro is every Friday.", "When is the retro?", "friday"),
-    ("The printer is on the third floor.", "Which floor is the printer on?", "third"),
-    ("Leo drives a red van.", "What colour is Leo's van?", "red"),
-    ("The demo uses a violin recording.", "Which instrument is in the demo recording?", "violin"),
-    ("Our mascot is an owl.", "What animal is our mascot?", "owl"),
-    ("The deadline moved to March.", "Which month is the deadline?", "march"),
-    ("The meeting room is called Aurora.", "What is the meeting room called?", "aurora"),
-    ("Zoe speaks Portuguese.", "Which language does Zoe speak?", "portuguese"),
+# Chat after a conversation, before its questions: what moves the conversation out of the window. It
+# holds no labelled value (checked before a run), so it neither answers nor spoils a question.
+FILLER = (
+    "Has anyone seen the new plant in the kitchen?",
+    "It looks a bit thirsty, I watered it this morning.",
+    "The lift is slow again today.",
+    "I took the stairs, good exercise anyway.",
+    "Who left the radio on last night?",
+    "Guilty, sorry about that.",
+    "The cake in the fridge is free for all, by the way.",
+    "Thank you, that made my afternoon.",
+    "My train was twenty minutes late again.",
+    "Same here, the signals were down near the bridge.",
+    "Did the new chairs arrive?",
+    "Half of them did, the rest come next month.",
+    "I am trying that new running route along the canal.",
+    "Careful, it gets muddy after rain.",
+    "Anyone up for a quiz night soon?",
+    "Count me in, as long as there is no sports round.",
+    "The blinds in the corner office are stuck.",
+    "I will tell facilities when they pick up.",
+    "That podcast you mentioned was great.",
+    "Glad you liked it, the second season is even better.",
 )
-FILLER = (  # the weekly chat that follows, a person's line then Sage's: no fact's key word in it
-    "Ana: Let us keep going with the weekly notes.",
-    "Sage: Agreed, one thing at a time and calmly.",
-    "Ana: Has anyone looked at the open tickets today?",
-    "Sage: I skimmed them; nothing urgent stands out.",
-    "Ana: Good, then we can tidy the backlog a little.",
-    "Sage: Yes, small steps keep the list honest.",
-    "Ana: I will write up the minutes afterwards.",
-    "Sage: Thank you, that helps everyone catch up.",
-    "Ana: Anything else before we move on?",
-    "Sage: Nothing from me, let us continue.",
-)
+CLOCK = re.compile(r"It is \w+ \d{2} \w+ \d{4}, \d{2}:\d{2} \([^)]*\)\.")  # graph/prompt.py's clock line
+NO_LIMITS = {  # flood limits off: a scripted conversation arrives faster than people type
+    "user_messages_per_minute = 12": "user_messages_per_minute = 10000",
+    "channel_rounds_per_minute = 20": "channel_rounds_per_minute = 10000",
+}
 
 
-def recalls(answer: str, word: str) -> bool:
-    """The rule: the key word as a whole word of the answer, or its plural or possessive."""
-    return re.search(rf"\b{re.escape(word)}(s|'s|’s)?\b", answer.casefold()) is not None
+class AnswerPort(ConsolePort):
+    """The console port, keeping what each persona posted in each channel, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda _: None)
+        self.said: dict[str, list[tuple[str, str]]] = {}
+
+    async def post(self, channel_key: str, persona: Persona, text: str, thread: str | None) -> None:
+        self.said.setdefault(channel_key, []).append((persona.id, text))
+
+
+@dataclass
+class Side:
+    memory_on: bool
+    right: int = 0
+    asked: int = 0
+    in_window: int = 0  # questions whose conversation still had a line in Sage's window when asked
+    seconds: float = 0.0  # playing the lines, folds included
+    misses: list[str] = field(default_factory=list)
+
+
+async def own_text(app: App, key: str) -> str:
+    """What Sage knows without the conversation: its persona file and its prompt before any line, the
+    clock line aside (today's date changes daily; a label holding it would say so on that day alone)."""
+    prompt = await app.engine.prompt_for(key, PERSONA)
+    system = " ".join(str(m.content) for m in prompt if not (m.id or "").startswith("line-"))
+    return CLOCK.sub(" ", system) + " " + json.dumps(app.personas[PERSONA].model_dump(mode="json"))
+
+
+async def say(app: App, key: str, author: str, text: str, event: str) -> None:
+    await app.service.handle(Inbound(key, author.casefold(), author, text, event_id=event, tenant="console"))
+    await app.service.wait_idle(key)
+
+
+async def play(
+    app: App, port: AnswerPort, number: int, line: dict[str, Any], filler: int, asked: int, side: Side
+) -> None:
+    """One conversation in its own channel, the filler, then its questions, each answer scored."""
+    key = f"console:memory-{number}"
+    user = app.config.settings.bot.console_user
+    setup = await app.service.handle(Inbound(key, user, user, f"/persona quiet {PERSONA}", tenant="console"))
+    if setup is None or not setup.ok:
+        raise SystemExit(f"{key}: {setup.reply if setup else 'no reply'}")
+    questions = [Question.of(q) for q in line["questions"]]
+    questions = questions[:asked] if asked else questions
+    problems = label_problems(questions, await own_text(app, key))
+    if problems:
+        raise SystemExit("labels a memoryless answer would meet:\n" + "\n".join(problems))
+    authors = sorted({said["author"] for said in line["conversation"]})
+    started = time.perf_counter()
+    for index, said in enumerate(line["conversation"]):
+        await say(app, key, said["author"], said["text"], f"m{number}-{index}")
+    for index in range(filler):
+        await say(app, key, authors[index % len(authors)], FILLER[index % len(FILLER)], f"f{number}-{index}")
+    await app.engine.memory.idle(key)  # the folds the rounds started have finished
+    side.seconds += time.perf_counter() - started
+    window = " ".join(
+        str(m.content) for m in await app.engine.prompt_for(key, PERSONA) if (m.id or "").startswith("line-")
+    )
+    seen = any(said["text"] in window for said in line["conversation"])
+    answers = []
+    for index, question in enumerate(questions):
+        before = len(port.said.get(key, []))
+        await say(app, key, authors[0], question.ask, f"q{number}-{index}")
+        answers.append(" ".join(text for who, text in port.said.get(key, [])[before:] if who == PERSONA))
+    label = "memory on" if side.memory_on else "memory off"
+    for question, answer, verdict in zip(questions, answers, score(answers, questions), strict=True):
+        side.right += verdict.right
+        side.asked += 1
+        side.in_window += seen
+        print(
+            f"{label}: {'RIGHT' if verdict.right else 'wrong'} {question.ask} -> {answer!r} {verdict.why}", flush=True
+        )
+        if not verdict.right:
+            side.misses.append(f"{question.ask} -> {answer!r} ({verdict.why})")
 
 
 async def run(
-    facts: Sequence[tuple[str, str, str]], filler_lines: int, data_dir: Path, memory_on: bool
-) -> tuple[int, list[float], int]:
-    """(facts recalled, seconds per summary update, lines in the conversation before the questions)."""
+    model: str, lines: list[dict[str, Any]], filler: int, asked: int, data_dir: Path, memory_on: bool
+) -> Side:
     scratch = data_dir / ("on" if memory_on else "off")
-    scratch.mkdir()
+    scratch.mkdir(parents=True)
     config = default_config(
         scratch,
         ROOT / "personas",
         **{
-            'participants = ["nova", "sage", "rex"]': 'participants = ["sage"]',
+            'participants = ["nova", "sage", "rex"]': f'participants = ["{PERSONA}"]',
+            f'model = "{DEFAULT_LOCAL_MODEL}"': f'model = "{model}"',
             'cache_dir = ""': f'cache_dir = "{MODELS_DIR}"',
             "summaries = true": f"summaries = {'true' if memory_on else 'false'}",
+            **NO_LIMITS,
         },
     )
-    label = "memory on" if memory_on else "memory off"
-    async with open_app(config, ConsolePort(lambda _: None), environ={}) as app:
-        await app.service.run_command(KEY, ListPersonas())  # the channel, with Sage alone in it
-        db, persona = app.db, app.personas[PERSONA]
-        for fact, _, _ in facts:
-            await history.append_line(db, KEY, LineKind.HUMAN, "ana", "Ana", f"Sage, for the record: {fact}")
-        for number in range(filler_lines):
-            author, text = FILLER[number % len(FILLER)].split(": ", 1)
-            kind = LineKind.HUMAN if author == "Ana" else LineKind.PERSONA
-            await history.append_line(db, KEY, kind, author.lower(), author, text)
-        seconds: list[float] = []
-        if memory_on:
-            started = time.perf_counter()
-            updates = await app.engine.memory.update(KEY, persona)  # each folds up to 60 lines in
-            seconds = [(time.perf_counter() - started) / updates] * updates if updates else []
-            summary = await memory.summary(db, KEY, PERSONA)
-            print(f"{label}: {updates} summary updates; summary:", summary.text if summary else "(none)", flush=True)
-        prompt = await app.engine.prompt_for(KEY, PERSONA)
-        window = [message for message in prompt if message.id and message.id.startswith("line-")]
-        shown = " ".join(str(message.content) for message in window).casefold()
-        in_window = [word for fact, _, word in facts if fact.casefold() in shown]
-        print(
-            f"{label}: {len(window)} lines in the window; facts still in its window: {in_window or 'none'}", flush=True
-        )
-        recalled = 0
-        model = app.models.persona_model(persona, ["Ana"])
-        for _, question, word in facts:
-            reply = await model.ainvoke([*prompt, HumanMessage(content=f"Ana: Sage, {question}")])
-            answer = " ".join(str(reply.content).split())
-            hit = recalls(answer, word)
-            recalled += hit
-            print(f"{label}: {'RECALLED' if hit else 'missed  '} {word!r} <- {question} -> {answer!r}", flush=True)
-        return recalled, seconds, len(facts) + filler_lines
+    side = Side(memory_on)
+    port = AnswerPort()
+    async with open_app(config, port, environ={}) as app:
+        for number, line in enumerate(lines):
+            await play(app, port, number, line, filler, asked, side)
+    return side
 
 
-def ratio(recalled: int | None, asked: int) -> str:
-    return "not run" if recalled is None else f"{recalled}/{asked}"
+def cell(side: Side | None, what: str) -> str:
+    if side is None:
+        return "not run"
+    if what == "right":
+        return f"{side.right}/{side.asked}"
+    if what == "window":
+        return f"{side.in_window}/{side.asked}"
+    return f"{side.seconds:.0f} s"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--facts", type=int, default=len(FACTS), help=f"facts stated (at most {len(FACTS)})")
-    parser.add_argument("--filler", type=int, default=220, help="lines between the facts and the questions")
-    parser.add_argument("--no-docs", action="store_true", help="print the figures, leave docs/benchmarks.md alone")
+    parser.add_argument(
+        "--parts", type=parts_option, default=("dev",), help="comma list: dev, held_out (make bench: both)"
+    )
+    parser.add_argument("--conversations", type=int, default=0, help="the first N conversations of each part (0: all)")
+    parser.add_argument(
+        "--filler", type=int, default=160, help="lines of chat between a conversation and its questions"
+    )
     parser.add_argument(
         "--memory", choices=("both", "on", "off"), default="both", help="one side alone leaves the docs alone"
     )
+    parser.add_argument("--questions", type=int, default=0, help="the first N questions of each conversation (0: all)")
+    parser.add_argument("--model", default=DEFAULT_LOCAL_MODEL, choices=sorted(LOCAL_MODELS))
+    parser.add_argument("--no-docs", action="store_true", help="print the figures, leave docs/benchmarks.md alone")
     args = parser.parse_args()
-    facts = FACTS[: args.facts]
+    parts: tuple[Part, ...] = args.parts
+    # Every part's lines first: a missing held-out file stops the run before any model time is spent.
+    loaded = {part: labelled("memory", part) for part in parts}
+    sized = {part: lines[: args.conversations] if args.conversations else lines for part, lines in loaded.items()}
+    values = [
+        v for lines in loaded.values() for line in lines for q in line["questions"] for v in (*q["holds"], *q["lacks"])
+    ]
+    spoiled = [text for text in FILLER if mentions_any(text, values)]
+    if spoiled:
+        raise SystemExit(f"filler lines hold a labelled value: {spoiled}")
     load = os.getloadavg()[0]
     started = time.perf_counter()
+    sides: dict[tuple[Part, bool], Side] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        on = off = None
-        seconds: list[float] = []
-        if args.memory != "off":
-            on, seconds, _ = asyncio.run(run(facts, args.filler, Path(scratch), memory_on=True))
-        if args.memory != "on":
-            off, _, _ = asyncio.run(run(facts, args.filler, Path(scratch), memory_on=False))
+        for part in parts:
+            for memory_on in (True, False):
+                if args.memory != ("off" if memory_on else "on"):
+                    sides[part, memory_on] = asyncio.run(
+                        run(args.model, sized[part], args.filler, args.questions, Path(scratch) / part, memory_on)
+                    )
     took = time.perf_counter() - started
-    per_update = sum(seconds) / len(seconds) if seconds else 0.0
+    columns = [(part, on) for part in parts for on in (True, False)]
+    size = "; ".join(
+        f"{part}: {len(sized[part])} of {len(loaded[part])} conversations, "
+        f"{sum(min(len(line['questions']), args.questions or 99) for line in sized[part])} questions"
+        for part in parts
+    )
     block = "\n".join(
         [
-            f"Machine: {machine(load)}. Default config, embedded Qwen2.5-Coder-1.5B-Instruct; {len(facts)} facts "
-            f"stated once, then {args.filler} other lines ({len(facts) + args.filler} in all), then one question per fact to Sage; "
-            f"{took:.0f} s.",
+            f"Machine: {machine(load)}. Commit {commit()}. One run of each part ({size}); default config, embedded"
+            f" {LOCAL_MODELS[args.model].title}, Sage alone and listening; each conversation then {args.filler} lines of"
+            f" chat, then its questions to Sage through the round and the review; {took:.0f} s in all.",
             "",
-            "| metric | memory on | memory off |",
-            "| --- | --- | --- |",
-            f"| facts recalled | {ratio(on, len(facts))} | {ratio(off, len(facts))} |",
-            f"| summary updates | {len(seconds)}, {per_update:.1f} s each on average | none |",
+            "| metric | " + " | ".join(f"{part}, memory {'on' if on else 'off'}" for part, on in columns) + " |",
+            "| --- |" + " --- |" * len(columns),
+            "| answers right (the fact, no competing or old value, no recital) | "
+            + " | ".join(cell(sides.get(c), "right") for c in columns)
+            + " |",
+            "| questions asked while a conversation line was still in the window | "
+            + " | ".join(cell(sides.get(c), "window") for c in columns)
+            + " |",
+            "| seconds playing the lines (summary folds included) | "
+            + " | ".join(cell(sides.get(c), "seconds") for c in columns)
+            + " |",
         ]
     )
     print(block)
+    for (part, on), side in sides.items():
+        for miss in side.misses:
+            print(f"  {part}, memory {'on' if on else 'off'} missed: {miss}")
     if not args.no_docs and args.memory == "both":
         rewrite_block(block, name="memory")
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import MODELS_DIR  # noqa: E402
 from bench.lines import Part  # noqa: E402
-from bench.parts import add_arguments, chosen_parts, heading, load_parts, share, side_by_side, spread  # noqa: E402
+from bench.parts import add_arguments, heading, load_parts, share, side_by_side, spread  # noqa: E402
 from bench.report import rewrite_block  # noqa: E402
 from bench.scorers.moderator import RoundScore, score_round  # noqa: E402
 from bot.app import open_app, provider_config  # noqa: E402
@@ -201,7 +201,7 @@ def main() -> None:
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print the table only")
     parser.add_argument("--verbose", action="store_true", help="print every round's decisions")
     args = parser.parse_args()
-    parts = load_parts("moderator", chosen_parts(args.parts))
+    parts = load_parts("moderator", args.parts)
     load = os.getloadavg()[0]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:

@@ -6,28 +6,32 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.lines import PARTS, Part, labelled
-from bench.report import machine
+from bench.report import commit, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--parts", default="dev", help=f"comma list of the labelled parts to run: {', '.join(PARTS)}")
+    parser.add_argument(
+        "--parts",
+        type=parts_option,
+        default=("dev",),
+        help=f"comma list of the labelled parts to run: {', '.join(PARTS)}",
+    )
     parser.add_argument("--runs", type=int, default=1, help="runs of each part; figures are their median and spread")
 
 
-def chosen_parts(text: str) -> tuple[Part, ...]:
-    parts = tuple(p.strip() for p in text.split(",") if p.strip())
-    unknown = [p for p in parts if p not in PARTS]
-    if unknown or not parts:
-        raise SystemExit(f"--parts {text!r}: choose from {', '.join(PARTS)}")
-    return parts  # type: ignore[return-value]  # checked against PARTS above
+def parts_option(value: str) -> tuple[Part, ...]:
+    """`--parts dev,held_out` as the parts it names, in PARTS order: an unknown or empty one is refused."""
+    chosen = tuple(p.strip() for p in value.split(",") if p.strip())
+    if not chosen or any(p not in PARTS for p in chosen):
+        raise argparse.ArgumentTypeError(f"parts are {', '.join(PARTS)}; got {value!r}")
+    return tuple(part for part in PARTS if part in chosen)
 
 
 def load_parts(name: str, parts: Sequence[Part]) -> dict[Part, list[dict[str, Any]]]:
@@ -36,16 +40,6 @@ def load_parts(name: str, parts: Sequence[Part]) -> dict[Part, list[dict[str, An
         return {part: labelled(name, part) for part in parts}
     except FileNotFoundError as missing:
         raise SystemExit(f"cannot run {name}: {missing}") from missing
-
-
-def commit() -> str:
-    """The commit measured, marked when the work tree held changes the commit does not."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def heading(load: float, runs: int, size: str, seconds: float) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.lines import PARTS, Part, labelled
+from bench.parts import parts_option
 from bench.report import rewrite_block
 from bench.scorers.actions import NONE, Counts, Proposal, score, total
 from graph.actions import ActionCall
@@ -126,14 +127,6 @@ def run(measure: Measure, report: Report, name: str, set_name: str, args: argpar
         print(f"(docs/benchmarks.md left as it is: its block takes {' and '.join(PARTS)}, no --lines)")
         return
     rewrite_block(block, name=name)
-
-
-def parts_option(value: str) -> tuple[Part, ...]:
-    chosen = tuple(p.strip() for p in value.split(",") if p.strip())
-    unknown = [p for p in chosen if p not in PARTS]
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"parts are {', '.join(PARTS)}; got {value!r}")
-    return tuple(part for part in PARTS if part in chosen)
 
 
 def add_parts(parser: argparse.ArgumentParser) -> None:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench.harness import MODELS_DIR, default_config  # noqa: E402
 from bench.lines import Part  # noqa: E402
 from bench.llama_server import llama_server  # noqa: E402
-from bench.parts import add_arguments, chosen_parts, load_parts  # noqa: E402
+from bench.parts import add_arguments, load_parts  # noqa: E402
 from bench.quality_report import (  # noqa: E402
     HUMAN,
     Judged,
@@ -229,7 +229,7 @@ def main() -> None:
     chosen = SETUPS if args.setups == "all" else [s for s in SETUPS if s.name in names]
     if not chosen:
         parser.error(f"--setups {args.setups!r} names no setup; choose from: {', '.join(s.name for s in SETUPS)}")
-    parts = load_parts("quality", chosen_parts(args.parts))
+    parts = load_parts("quality", args.parts)
     channels: dict[str, list[dict[str, Any]]] = {}
     for part in parts:
         ours = [(name, lines) for name, lines in by_channel(parts).items() if name.startswith(f"{part}/")]

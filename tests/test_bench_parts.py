@@ -1,9 +1,11 @@
 """What the labelled-line benchmarks report: the median of their runs and the range, never the best one,
 and no run at all when a part they were asked for is missing."""
 
+import argparse
+
 import pytest
 
-from bench.parts import chosen_parts, load_parts, share, verdict
+from bench.parts import load_parts, parts_option, share, verdict
 
 
 def test_several_runs_give_the_median_and_the_range_not_the_best() -> None:
@@ -24,6 +26,6 @@ def test_a_target_is_met_by_the_median_run_not_the_best() -> None:
 def test_a_missing_or_unknown_part_stops_the_run() -> None:
     with pytest.raises(SystemExit, match="held_out/no_such_set.jsonl"):
         load_parts("no_such_set", ("held_out",))
-    with pytest.raises(SystemExit):
-        chosen_parts("dev,heldout")
-    assert chosen_parts("dev,held_out") == ("dev", "held_out")
+    with pytest.raises(argparse.ArgumentTypeError):
+        parts_option("dev,heldout")
+    assert parts_option("held_out,dev") == ("dev", "held_out")
