@@ -18,10 +18,10 @@ import aiohttp
 import discord
 
 from bot.avatars import TWEMOJI_BASE_URL, twemoji_url
-from bot.discord_bot.inbound import channel_id_of
+from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.discord_bot.look_back import LOOKBACK_LIMIT, WebhookSequence, pieces_created, read_after, through
 from bot.discord_bot.webhooks import ChannelWebhooks, webhook_username
-from bot.port import PostFailed, sending
+from bot.port import PostFailed, note_piece, sending
 from personas import Persona
 from storage.outbox import MARK_NEVER_NOTED
 
@@ -126,7 +126,11 @@ class Delivery:
                             thread=discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING,
                         )
                         self._sequence(where).confirm(message.id, _post_now())
-                        sent += 1
+                        sent += 1  # a reply in its thread: in the thread it is in, or one opened on it (same id)
+                        note_piece(
+                            f"discord:{message.id}",
+                            key_for_channel(where.channel_id if where.parent_id else message.id),
+                        )
                         if (outbox := sending()) is not None:
                             outbox.pieces_posted += 1
                 return
