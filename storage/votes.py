@@ -49,6 +49,13 @@ async def note_posted(db: Database, messages: Sequence[str], post: PersonaPost, 
         )
 
 
+async def forget_posts(db: Database, older_than_seconds: float) -> int:
+    """Which messages were which persona's posts, forgotten after that long: a reaction on one is no
+    vote any more (the votes given keep their persona and model)."""
+    async with db.transaction() as tx:
+        return await tx.execute("DELETE FROM persona_posts WHERE posted_at < ?", (time.time() - older_than_seconds,))
+
+
 async def post_of(db: Database, message: str) -> PersonaPost | None:
     """The persona's post a platform message is (a piece of); None for anything else."""
     row = await db.fetch_one(

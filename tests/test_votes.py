@@ -70,6 +70,10 @@ async def test_taking_a_reaction_back_removes_only_that_vote(open_db: Opener) ->
     assert await votes.post_of(db, "slack:C:1.6") == post
     assert await votes.post_of(db, "slack:C:9.9") is None
 
+    await votes.note_posted(db, ["slack:C:0.5"], votes.PersonaPost("outbox:0", "slack:T:C", "x", "rex", "q"), at=1.0)
+    assert await votes.forget_posts(db, 30 * 86400) == 1  # the month-old one: no vote any more
+    assert await votes.post_of(db, "slack:C:0.5") is None and await votes.post_of(db, "slack:C:1.5") == post
+
     await votes.vote(db, post, "U1", True)
     await votes.vote(db, post, "U1", False)
     assert not await votes.withdraw(db, "outbox:1", "U1", True)  # the 👍 is gone already
