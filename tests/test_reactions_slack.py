@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from storage import votes
-from tests.fakes.slack_payloads import CHANNEL, HUMAN, reaction
+from tests.fakes.slack_api import BOT_USER_ID
+from tests.fakes.slack_payloads import CHANNEL, HUMAN, message, reaction
 from tests.slack_harness import SlackHarness
 
 ASKED = "1700000001.000100"
@@ -117,3 +118,12 @@ async def test_usage_shows_each_personas_share_of_thumbs_up(slack: SlackHarness)
     [reply] = slack.replies_to_command()
     assert "- Sage: 67% 👍 (2 👍, 1 👎)" in reply["text"]
     assert "- Nova: 0% 👍 (0 👍, 1 👎)" in reply["text"]
+
+
+async def test_rate_typed_on_slack_points_to_the_reactions(slack: SlackHarness) -> None:
+    ts = await persona_post(slack)
+    assert await slack.send_event(message(f"<@{BOT_USER_ID}> /rate 1 up", "1700000007.000100"), "EvRateTyped") == 200
+    await slack.bot.wait_idle()
+    [answer] = slack.ephemerals()
+    assert "react to a persona's post with 👍 or 👎" in answer["text"]
+    assert await votes_on_message(slack, ts) == []

@@ -126,7 +126,8 @@ class Delivery:
                             thread=discord.Object(where.channel_id) if where.parent_id else discord.utils.MISSING,
                         )
                         self._sequence(where).confirm(message.id, _post_now())
-                        sent += 1  # a reply in its thread: in the thread it is in, or one opened on it (same id)
+                        sent += 1
+                        # A reply in its thread arrives in the thread it is in, or in one opened on it (the same id).
                         note_piece(
                             f"discord:{message.id}",
                             key_for_channel(where.channel_id if where.parent_id else message.id),
