@@ -26,6 +26,7 @@ from bot.service import ChannelDefaults, ChannelService
 from bot.slack.keys import channel_id_of
 from bot.timers import DurableTimers
 from bot.usage import TokenBook
+from bot.votes import Votes, persona_model
 from graph.actions import ACTIONS
 from graph.deps import EngineDeps
 from graph.engine import RoundEngine
@@ -56,6 +57,7 @@ class App:
     timers: DurableTimers
     readiness: Readiness  # what /readyz checks: storage and model here; platforms (and MCP) add theirs
     outbox: Outbox
+    votes: Votes
     mcp: McpServers | None = None
 
 
@@ -82,6 +84,13 @@ def provider_config(config: Config) -> ProviderConfig:
         local_cache_dir=cache_dir,
         local_seed=None if llm.local.seed < 0 else llm.local.seed,
     )
+
+
+def default_persona_model(config: Config, models: Models) -> str:
+    """The model a persona without its own writes with ([llm] model, or [llm.local] model embedded)."""
+    if not isinstance(models, ChatModels):
+        return type(models).__name__  # a scripted or test double
+    return config.settings.llm.local.model if models.provider == "local" else config.settings.llm.model
 
 
 def engine_settings(config: Config, models: Models) -> EngineSettings:
@@ -179,6 +188,8 @@ async def open_app(
             port = port(stored.db)
         # What is posted on Slack and Discord is stored, then sent (bot/outbox.py).
         outbox = Outbox(port, stored.db, personas, outbox_settings(config), platforms=platforms_sent_by(port))
+        votes = Votes(stored.db, personas, persona_model(default_persona_model(config, models)), clock)
+        outbox.sent_hooks.append(votes.note_sent)  # a persona's post is noted for the reactions it gets
         limits = config.settings.limits
         tokens = TokenBook(stored.db, limits.channel_tokens_per_day, clock)
         deps = EngineDeps(
@@ -220,6 +231,7 @@ async def open_app(
                 slack_managers=bool(config.settings.slack.managers),
             ),
             tokens=tokens,
+            votes=votes,
             mcp=servers,
             approvals_channel=partial(is_approvals_channel, config.settings.slack.approvals_channel),
         )
@@ -252,6 +264,7 @@ async def open_app(
                     timers=stored.timers,
                     readiness=readiness,
                     outbox=outbox,
+                    votes=votes,
                     mcp=servers,
                 )
                 await service.wait_idle()

@@ -51,6 +51,7 @@ from bot.outbox_report import outbox_report
 from bot.scoped_views import ONLY_EVERYWHERE
 from bot.tasks import TaskDesk
 from bot.usage import TokenBook
+from bot.votes import Votes
 from graph.engine import RoundEngine
 from personas import Persona
 from storage import channels, history, tool_grants
@@ -83,6 +84,8 @@ class CommandService(Protocol):
     def tasks(self) -> TaskDesk: ...
     @property
     def tokens(self) -> TokenBook | None: ...
+    @property
+    def votes(self) -> Votes | None: ...
     @property
     def mcp(self) -> ToolReport | None: ...
 
@@ -347,10 +350,13 @@ async def outbox(call: Call, command: ShowOutbox) -> CommandReply:
 
 
 async def usage(call: Call, command: ShowUsage) -> CommandReply:
-    """Model tokens in this channel, today and in the last 30 days, per persona and the moderator (bot/usage.py)."""
+    """Model tokens in this channel, today and in the last 30 days, per persona and the moderator (bot/usage.py);
+    each persona's share of 👍 here over 7 days (bot/votes.py)."""
     if call.service.tokens is None:
         return CommandReply("Token usage is not recorded here.", ok=False)
-    return CommandReply(await call.service.tokens.report(call.key, call.service.personas))
+    report = await call.service.tokens.report(call.key, call.service.personas)
+    votes = await call.service.votes.report(call.key) if call.service.votes is not None else ""
+    return CommandReply(f"{report}\n{votes}" if votes else report)
 
 
 async def task(call: Call, command: TaskCommand) -> CommandReply:

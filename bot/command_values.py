@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 from bot.command_errors import CommandError, UsageError
 from bot.memory_values import MemoryCommand, SetQuiet
 from bot.numbers import record_id, whole_number
+from bot.rate_values import Rate
 from bot.revisions import read_arguments
 from bot.settings import MODERATOR_PROMPT_LIMIT
 
@@ -343,6 +344,7 @@ Command = (
     | MemoryCommand
     | SetQuiet
     | ShowUsage
+    | Rate
     | ShowTools
     | ShowOutbox
     | StopRound

@@ -63,6 +63,8 @@ from bot.command_values import (
     parse_view,
 )
 from bot.memory_values import PERSONA_VERBS, MemoryCommand, SetQuiet, parse_memory
+from bot.rate_command import rate
+from bot.rate_values import Rate, parse_rate
 from bot.scoped_views import here_or_all
 
 Surface = Literal["console", "slack", "discord"]
@@ -269,9 +271,17 @@ COMMANDS: tuple[Spec, ...] = (
     Spec(
         "usage",
         "/usage",
-        "show this channel's model tokens per persona and the moderator's, today and in the last 30 days",
+        "show this channel's model tokens per persona, today and in 30 days, and each one's 👍 share in 7 days",
         no_words(ShowUsage()),
         {ShowUsage: run.usage},
+    ),
+    Spec(
+        "rate",
+        "/rate [N up|down [reason]]",
+        "list the personas' newest posts here (1 is the newest), or rate post N 👍 (up) or 👎 (down)",
+        parse_rate,
+        {Rate: rate},
+        places=TYPED,
     ),
     Spec(
         "mailbox",

@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager, suppress
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from bot.votes import refresh_vote_gauges
 from graph.models.base import Models
 from graph.observe import APPROVALS, LOOP_LAG, OUTBOX, QUEUE_DEPTH, QUEUED
 from storage import outbox, usage
@@ -106,7 +107,7 @@ class LoopWatch:
 
 async def refresh_gauges(db: Database) -> None:
     """The gauges storage knows best, whichever process changed it: approvals, waiting messages, and the
-    outbox's posts waiting to go out and failed for good."""
+    outbox's posts waiting to go out and failed for good, and each persona's share of 👍 (bot/votes.py)."""
     counts = await usage.approval_counts(db)
     for status in APPROVAL_STATUSES:
         APPROVALS.labels(status).set(counts.get(status, 0))
@@ -115,6 +116,7 @@ async def refresh_gauges(db: Database) -> None:
     QUEUE_DEPTH.set(max(depths, default=0))
     for status, count in (await outbox.counts(db, statuses=("waiting", "failed"))).items():
         OUTBOX.labels(status).set(count)
+    await refresh_vote_gauges(db)
 
 
 class StorageGauges:

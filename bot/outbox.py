@@ -1,16 +1,14 @@
 """The durable outbox: everything Roundtable posts on Slack and Discord is stored first, then sent.
 
-`Outbox` is the outbound port graph/ and the service see. A persona line, a notice, an approval
-request or decision, a moderator's reason or a plan message becomes an outbox entry (storage.outbox),
-written in the transaction of what it shows: inside a round's turn that is the turn's one
-transaction, so a line is posted exactly when it is stored. The sender (one per process; processes
-sharing PostgreSQL claim entries with a lease) sends each conversation's entries oldest first
-through the platform port, which raises `PostFailed` while it sends for the outbox. A failure is
-tried again with backoff (tenacity's exponential wait with jitter, or the platform's Retry-After),
-also after a restart, until `[outbox] give_up_after_minutes`; a post that cannot succeed
-(channel_not_found) fails at once. A failed entry is counted, listed by /outbox, and the
-approvers are told once. The console prints at once, once what it shows is committed (a turn cut by
-a crash and run again is never printed twice): its terminal goes down with the process.
+`Outbox` is the outbound port graph/ and the service see. A persona line, a notice, an approval request or decision, a
+moderator's reason or a plan message becomes an outbox entry (storage.outbox), written in the transaction of what it
+shows: inside a round's turn that is the turn's one transaction, so a line is posted exactly when it is stored. The
+sender (one per process; processes sharing PostgreSQL claim entries with a lease) sends each conversation's entries
+oldest first through the platform port, which raises `PostFailed` while it sends for the outbox. A failure is tried
+again with backoff (tenacity's exponential wait with jitter, or the platform's Retry-After), also after a restart,
+until `[outbox] give_up_after_minutes`; a post that cannot succeed (channel_not_found) fails at once. A failed entry
+is counted, listed by /outbox, and the approvers are told once. The console prints at once, once what it shows is
+committed (a turn cut by a crash and run again is never printed twice): its terminal goes down with the process.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -105,6 +103,7 @@ class Outbox:
         self._wake = asyncio.Event()
         self._sending: dict[int, asyncio.Task[None]] = {}
         self._loop: asyncio.Task[None] | None = None
+        self.sent_hooks: list[Callable[[stored.Entry, Sending], Awaitable[None]]] = []  # bot/votes.py: posts' places
 
     # -- the port: queue what is posted ---------------------------------------------------------
 
@@ -278,6 +277,8 @@ class Outbox:
         else:
             try:
                 await stored.mark_sent(self.db, entry.id, ref)
+                for hook in self.sent_hooks:
+                    await hook(entry, attempt)
             except Exception:  # posted, not recorded: the lease runs out, and the next attempt looks first
                 log.exception("outbox entry %s was sent but could not be marked", entry.id)
         finally:

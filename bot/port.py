@@ -51,6 +51,10 @@ class Sending:
     keep_mark: Callable[[int], Awaitable[None]] | None = None  # stores the mark with the entry
     found: dict[int, str] = field(default_factory=dict)  # piece -> the platform's id, of an earlier attempt
     pieces_posted: int = 0  # by this attempt: when a later piece fails, the next attempt looks first
+    # What a persona's post went out as, for the reactions people give it (bot/votes.py): the platform's
+    # message of each piece ("slack:<channel>:<ts>", "discord:<id>"), and where a reply in its thread arrives.
+    messages: list[str] = field(default_factory=list)
+    reply_place: str | None = None
 
 
 SENDING: ContextVar[Sending | None] = ContextVar("roundtable_outbox_sending", default=None)
@@ -59,6 +63,13 @@ SENDING: ContextVar[Sending | None] = ContextVar("roundtable_outbox_sending", de
 def sending() -> Sending | None:
     """The outbox entry this call sends, or None for a direct call (which logs failures, never raises)."""
     return SENDING.get()
+
+
+def note_piece(message: str, reply_place: str) -> None:
+    """A port's note of a piece the outbox entry it sends went out as (the first piece's reply place counts)."""
+    if (outbox := SENDING.get()) is not None:
+        outbox.messages.append(message)
+        outbox.reply_place = outbox.reply_place or reply_place
 
 
 class PlatformPorts:

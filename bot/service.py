@@ -29,6 +29,7 @@ from bot.pacing import RoundStarts
 from bot.permissions import Permissions
 from bot.tasks import RunTask, TaskDesk
 from bot.usage import TokenBook, budget_notice, budget_refusal
+from bot.votes import Votes
 from graph.engine import RoundEngine
 from graph.observe import MESSAGES, working_in
 from graph.port import OutboundPort
@@ -76,6 +77,7 @@ class ChannelService:
         auto_detect_tasks: bool = False,
         permissions: Permissions | None = None,
         tokens: TokenBook | None = None,
+        votes: Votes | None = None,
         mcp: McpServers | None = None,
         settled: Callable[[], Awaitable[None]] | None = None,
         approvals_channel: Callable[[str], bool] = lambda key: False,
@@ -83,6 +85,7 @@ class ChannelService:
     ) -> None:
         self.db = db
         self.tokens = tokens
+        self.votes = votes  # people's 👍 and 👎 (bot/votes.py): /rate, /usage
         self.mcp = mcp  # the configured MCP servers, for /tools; None when there are none
         self.engine = engine
         self.personas = personas

@@ -28,7 +28,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.base import STATE_PAUSED
 
 from graph.actions import ActionCall
-from storage import history, outbox
+from storage import history, outbox, votes
 from storage.database import Database
 from storage.locks import SETUP_LOCK, TIMERS_CLAIM
 
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 PROCESSED_EVENTS_KEPT_SECONDS = 24 * 3600
 SENT_POSTS_KEPT_SECONDS = 7 * 24 * 3600
+VOTABLE_POSTS_KEPT_SECONDS = 30 * 24 * 3600  # a persona's post takes votes this long (its votes stay)
 PRUNE_EVERY_SECONDS = 3600
 PRUNE_JOB = "forget-processed-events"
 
@@ -144,6 +145,7 @@ class DurableTimers:
         try:
             forgotten = await history.forget_processed_events(self._db, PROCESSED_EVENTS_KEPT_SECONDS)
             sent = await outbox.forget_sent(self._db, SENT_POSTS_KEPT_SECONDS)
+            await votes.forget_posts(self._db, VOTABLE_POSTS_KEPT_SECONDS)
         except Exception as exc:
             log.warning("pruning old records failed (%s); trying again in an hour", type(exc).__name__)
             return

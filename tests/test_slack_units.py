@@ -232,11 +232,12 @@ def test_manifest() -> None:
             "im:write",  # conversations.open: the approvers' direct messages
             "channels:read",  # conversations.list: [slack] approvals_channel given by name
             "groups:read",
+            "reactions:read",  # reaction_added and reaction_removed: 👍 and 👎 on personas' posts
         ]
     )
     settings = manifest["settings"]
     assert sorted(settings["event_subscriptions"]["bot_events"]) == sorted(
-        ["message.channels", "message.groups", "message.im", "app_mention"]
+        ["message.channels", "message.groups", "message.im", "app_mention", "reaction_added", "reaction_removed"]
     )
     commands = {c["command"]: c["url"] for c in manifest["features"]["slash_commands"]}
     assert set(commands) == {

@@ -13,6 +13,7 @@ from bot.command_values import CommandError, ListApprovals
 from bot.commands import parse_command
 from bot.discord_bot.approvals import ApprovalButton, ApprovalClicks, pending_list
 from bot.discord_bot.inbound import to_inbound
+from bot.discord_bot.reactions import keep_reason, take_reaction
 from bot.discord_bot.slash_commands import Render, add_slash_commands
 from bot.service import ChannelService
 from personas import Persona
@@ -30,6 +31,7 @@ def roundtable_intents() -> discord.Intents:
     intents.guilds = True
     intents.guild_messages = True
     intents.message_content = True  # privileged: switch it on in the Developer Portal too
+    intents.guild_reactions = True  # GUILD_MESSAGE_REACTIONS: 👍 and 👎 on personas' posts (reactions.py)
     return intents
 
 
@@ -112,8 +114,17 @@ class RoundtableClient(discord.AutoShardedClient):
                 reply = await self.service.handle(inbound)
             if reply is not None and not reply.announced:  # a flood limit's notice: a reply that pings nobody
                 await message.reply(reply.reply, mention_author=False)
+            if self.service.votes is not None:  # perhaps a 👎's reason
+                await keep_reason(self.service.votes, inbound)
         except Exception:
             log.exception("message %s in %s could not be handled", inbound.event_id, inbound.channel_key)
+
+    async def on_raw_reaction_add(self, reaction: discord.RawReactionActionEvent) -> None:
+        if self.service is not None and self.service.votes is not None and self.user is not None:
+            await take_reaction(self.service.votes, reaction, self.user.id)
+
+    async def on_raw_reaction_remove(self, reaction: discord.RawReactionActionEvent) -> None:
+        await self.on_raw_reaction_add(reaction)  # the event says which it is
 
 
 def _looks_like_command(text: str) -> bool:

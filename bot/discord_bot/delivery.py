@@ -18,10 +18,10 @@ import aiohttp
 import discord
 
 from bot.avatars import TWEMOJI_BASE_URL, twemoji_url
-from bot.discord_bot.inbound import channel_id_of
+from bot.discord_bot.inbound import channel_id_of, key_for_channel
 from bot.discord_bot.look_back import LOOKBACK_LIMIT, WebhookSequence, pieces_created, read_after, through
 from bot.discord_bot.webhooks import ChannelWebhooks, webhook_username
-from bot.port import PostFailed, sending
+from bot.port import PostFailed, note_piece, sending
 from personas import Persona
 from storage.outbox import MARK_NEVER_NOTED
 
@@ -127,6 +127,11 @@ class Delivery:
                         )
                         self._sequence(where).confirm(message.id, _post_now())
                         sent += 1
+                        # A reply in its thread arrives in the thread it is in, or in one opened on it (the same id).
+                        note_piece(
+                            f"discord:{message.id}",
+                            key_for_channel(where.channel_id if where.parent_id else message.id),
+                        )
                         if (outbox := sending()) is not None:
                             outbox.pieces_posted += 1
                 return

@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
 from bot.settings import SlackSection
-from bot.slack import approvals, commands, events
+from bot.slack import approvals, commands, events, reactions
 from bot.slack.http_server import SignedBolt
 from bot.slack.slack_bot import SlackBot, UserNames
 
@@ -46,6 +46,7 @@ def build_slack_app(
     events.register(bot)
     commands.register(bot)
     approvals.register(bot)
+    reactions.register(bot)
     return bot
 
 

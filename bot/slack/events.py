@@ -16,6 +16,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.inbound import Inbound
 from bot.slack.inbound import inbound_from_event, strip_mention
 from bot.slack.keys import channel_id_of, thread_ts_of
+from bot.slack.reactions import keep_reason
 from bot.slack.slack_bot import SlackBot, tell_privately
 from bot.slack.text import unescape_from_slack
 from graph.prompt import APP_AUTHOR_PREFIX, OUR_APP_AUTHOR
@@ -75,6 +76,8 @@ def register(bot: SlackBot) -> None:
             bot.seen.forget(inbound.event_id)  # not stored: Slack's retry must get through
             raise
         await ack()
+        if thread_ts_of(named.channel_key) is not None:  # perhaps a 👎's reason (bot/slack/reactions.py)
+            bot.work.start(keep_reason(bot, named), name=f"slack reason {body.get('event_id')}")
         if reply is not None and not reply.announced:
             bot.work.start(tell_author(bot, named, reply.reply), name=f"slack reply {body.get('event_id')}")
 

@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.avatars import slack_icon_emoji
 from bot.config import Config
 from bot.plan_message import fit_plan, plan_message_id, plan_message_place
-from bot.port import PostFailed, sending
+from bot.port import PostFailed, note_piece, sending
 from bot.request_places import Place, RequestPlaces
 from bot.settings import slack_approver
 from bot.slack.action_posts import action_metadata, posted_pieces
@@ -26,7 +26,7 @@ from bot.slack.action_targets import ActionFailed, is_user_id, target_of
 from bot.slack.approval_blocks import decision_blocks, outcome_text, request_blocks, request_text
 from bot.slack.delivery import failure_of, is_gone, outbox_metadata, posted_before, shows_already
 from bot.slack.inbound import message_of
-from bot.slack.keys import channel_id_of, thread_ts_of
+from bot.slack.keys import channel_id_of, channel_key_of, thread_ts_of
 from bot.slack.post_removal import PostNotFound, delete_post
 from bot.slack.slack_bot import UserNames
 from bot.slack.text import escape_clipped, escape_for_slack, slack_messages
@@ -341,6 +341,7 @@ class SlackPort:
         outbox = sending()
         if outbox is not None:
             if (earlier := await posted_before(self.client, outbox, channel, thread, piece)) is not None:
+                note_piece(f"slack:{channel}:{earlier}", f"{channel_key_of(channel_key)}:{thread or earlier}")
                 return Place(channel, earlier)
             arguments["metadata"] = outbox_metadata(outbox, piece)
         try:
@@ -351,9 +352,13 @@ class SlackPort:
             if outbox is not None:
                 raise failure_of(exc) from None
             return None
+        place = Place(str(response.get("channel") or channel), str(response.get("ts") or ""))
         if outbox is not None:
             outbox.pieces_posted += 1
-        return Place(str(response.get("channel") or channel), str(response.get("ts") or ""))
+            note_piece(
+                f"slack:{place.channel}:{place.message}", f"{channel_key_of(channel_key)}:{thread or place.message}"
+            )
+        return place
 
 
 def _describe(exc: BaseException) -> str:

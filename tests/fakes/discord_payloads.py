@@ -384,3 +384,34 @@ def interaction(
         "attachment_size_limit": 10 * 1024 * 1024,
         "data": data,
     }
+
+
+def reaction(
+    message_id: int,
+    emoji: str | None,
+    *,
+    removed: bool = False,
+    user_id: int = HUMAN_USER_ID,
+    channel_id: int = TEXT_CHANNEL_ID,
+    emoji_id: int | None = None,
+    message_author_id: int | None = None,
+) -> Payload:
+    """The data of MESSAGE_REACTION_ADD (or, `removed`, MESSAGE_REACTION_REMOVE), as
+    https://discord.com/developers/docs/topics/gateway-events#message-reaction-add lists it: user_id,
+    channel_id, message_id, guild_id (in a guild), emoji (a partial emoji: a unicode one has id null
+    and its character as name; a custom one its id, and a name that is null once deleted), burst and
+    type (0: a normal reaction); an ADD carries the reacting `member` in a guild and message_author_id."""
+    payload: Payload = {
+        "user_id": str(user_id),
+        "channel_id": str(channel_id),
+        "message_id": str(message_id),
+        "guild_id": str(guild_of(channel_id)),
+        "emoji": {"id": None if emoji_id is None else str(emoji_id), "name": emoji},
+        "burst": False,
+        "type": 0,
+    }
+    if not removed:
+        payload["member"] = member(user(user_id, "Ana"), [])
+        if message_author_id is not None:
+            payload["message_author_id"] = str(message_author_id)
+    return payload

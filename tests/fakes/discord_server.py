@@ -280,6 +280,17 @@ class FakeDiscord(LoopbackServer):
         await self._dispatch("MESSAGE_CREATE", message)
         return int(message["id"])
 
+    async def send_reaction(self, message_id: int, emoji: str | None, **fields: Any) -> bool:
+        """A person's reaction on a message (p.reaction's fields: removed=True for MESSAGE_REACTION_REMOVE).
+        Sent only to a client that identified with the GUILD_MESSAGE_REACTIONS intent (1 << 10), as
+        Discord sends an event only to the intents asked for
+        (https://discord.com/developers/docs/events/gateway#gateway-intents). Whether it was sent."""
+        data = p.reaction(message_id, emoji, **fields)
+        if not self.identify_payloads or not int(self.identify_payloads[-1].get("intents", 0)) & (1 << 10):
+            return False
+        await self._dispatch("MESSAGE_REACTION_REMOVE" if fields.get("removed") else "MESSAGE_REACTION_ADD", data)
+        return True
+
     async def send_slash_command(
         self,
         name: str,

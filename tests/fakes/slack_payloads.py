@@ -27,12 +27,29 @@ def message(text: str, ts: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def reaction(emoji: str, ts: str, *, removed: bool = False, **extra: Any) -> dict[str, Any]:
+    """A person's reaction_added (or, `removed`, reaction_removed) on the message `ts` in #general, as
+    https://docs.slack.dev/reference/events/reaction_added shows it: `user` reacted with `reaction`
+    (the emoji's name, without colons) on `item` ({"type": "message", "channel", "ts"}) written by
+    `item_user` (here the bot user, who posts as every persona); `channel=`, `user=`, `item_user=` override."""
+    channel = extra.pop("channel", CHANNEL)
+    return {
+        "type": "reaction_removed" if removed else "reaction_added",
+        "user": HUMAN,
+        "reaction": emoji,
+        "item_user": BOT_USER_ID,
+        "item": {"type": "message", "channel": channel, "ts": ts},
+        "event_ts": f"{time.time():.6f}",
+        **extra,
+    }
+
+
 def envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
     return {
         "token": "legacy-verification-token",
         "team_id": TEAM_ID,
         "api_app_id": APP_ID,
-        "event": {**event, "event_ts": event.get("ts", "1")},
+        "event": {"event_ts": event.get("ts", "1"), **event},
         "type": "event_callback",
         "event_id": event_id,
         "event_time": int(time.time()),
