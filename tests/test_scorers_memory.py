@@ -19,7 +19,8 @@ SUMMARY = (
 def test_the_fact_alone_counts_with_its_number_written_any_way() -> None:
     assert recall("The boat is called Marigold.", BOAT, CONVERSATION).right
     assert recall("It is 4,500 euros for the whole group.", BUDGET, CONVERSATION).right
-    assert recall("The budget is 4 500 euros.", BUDGET, CONVERSATION).right
+    assert recall("The budget is 4\u00a0500 euros.", BUDGET, CONVERSATION).right  # a no-break space, as typeset
+    assert not recall("The budget is 4 500 euros.", BUDGET, CONVERSATION).right  # a plain space joins no number
 
 
 def test_a_recital_of_the_whole_summary_fails_a_recall_question() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.scorers.tool_answers import ToolCall, holds, score
+from bench.scorers.text import mentions as holds
+from bench.scorers.tool_answers import ToolCall, score
 
 CLOCK = ["It is Friday 27 November 2026, 10:00 (UTC)."]
 

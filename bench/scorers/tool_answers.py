@@ -12,50 +12,13 @@ verdict out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.scorers.text import mentions
+
 TOOL = "notes.read_note"  # SERVER.TOOL, as the app names an MCP tool
-
-_NUMBER_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-        "sixteen seventeen eighteen nineteen twenty".split()
-    )
-}
-# A thousands separator between digits ("12,000", "12 000" with a no-break or narrow space, "12'000");
-# a plain space is not one, or "spot 3 100" would read as 3100.
-_THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f'’](?=\d{3}(?!\d))")
-# "8am" is "8 am"; "otter-42" stays one word (the hyphen joins it).
-_LETTER_DIGIT = re.compile(r"(?<=\d)(?=[^\W\d_])|(?<=[^\W\d_])(?=\d)")
-# A word, with what joins its parts inside it: "otter-42", "2.4", "12:30", "rosa's"; never a
-# trailing full stop.
-_WORD = re.compile(r"[^\W_]+(?:[-.:/'’][^\W_]+)*")
-
-
-def words(text: str) -> tuple[str, ...]:
-    """The text as normalised words: case-folded, numbers without thousands separators, number words
-    up to twenty as digits, a possessive 's dropped."""
-    text = _LETTER_DIGIT.sub(" ", _THOUSANDS.sub("", text.casefold()))
-    found = []
-    for word in _WORD.findall(text):
-        word = word.replace("’", "'")
-        if word.endswith("'s"):
-            word = word[:-2]
-        found.append(_NUMBER_WORDS.get(word, word))
-    return tuple(found)
-
-
-def holds(text: str, fact: str) -> bool:
-    """Whether `text` holds the whole of `fact` as consecutive words (never inside a longer word)."""
-    wanted, seen = words(fact), words(text)
-    if not wanted:
-        return False
-    width = len(wanted)
-    return any(seen[start : start + width] == wanted for start in range(len(seen) - width + 1))
 
 
 @dataclass(frozen=True)
@@ -89,6 +52,6 @@ def score(line: Mapping[str, Any], said: Sequence[str], calls: Sequence[ToolCall
     the turn's prompts carried."""
     fact = str(line["answer"])
     called = any(call.name == TOOL and _title(call.args.get("title", "")) == _title(line["note"]) for call in calls)
-    stated = any(holds(text, fact) for text in said)
-    given = any(holds(text, fact) for text in [str(line["text"]), *clock])
+    stated = any(mentions(text, fact) for text in said)
+    given = any(mentions(text, fact) for text in [str(line["text"]), *clock])
     return Verdict(called=called, stated=stated, given=given)
