@@ -170,7 +170,7 @@ class RoundNodes:
         text = cut_impersonation(draft.text, persona.display_name, others)
         text = first_sentences(text, self.deps.settings.max_sentences)  # a chat line's length
         acting_silently = not text and bool(draft.tool_calls)
-        # "Level 3, spot 17" answers the person who asked; "What?" right after the tool does not.
+        # A short answer that quotes the tool (a code, a place) answers the person who asked; "What?" does not.
         min_chars = 1 if passes_on(text, draft.tool_answer) else self.deps.settings.min_chars
         # Echoes, copies, leaks and another's voice are never posted; a draft that is only short or
         # stiff is, once the retries are spent.
