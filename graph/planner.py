@@ -124,7 +124,7 @@ _EXAMPLES: tuple[tuple[str, str, list[tuple[str, str, tuple[int, ...]]]], ...] =
         ],
     ),
     (
-        "Mia: Compare two bike routes, pick the safer one and describe it for the newsletter",
+        "Mia: Compare two bike routes, pick the safer one and write it up for the newsletter",
         "research",
         [
             ("Compare two bike routes", "{0}", ()),
@@ -287,7 +287,7 @@ COORDINATOR_SYSTEM = (
     "review, design, plan). Anything else is chat: questions, opinions, greetings, small requests "
     'for one answer. Reply with JSON only: {"task": true} or {"task": false}.\n\nExamples:\n'
     f'Leo: Research three venues, draft an invitation and review it before Friday\n{DECISION_CUE} {{"task":true}}\n'
-    f'Leo: What do you all think of the new logo?\n{DECISION_CUE} {{"task":false}}\n'
+    f'Leo: How do you all feel about the new colours?\n{DECISION_CUE} {{"task":false}}\n'
     f'Mia: Write a launch announcement and have someone check it for risks\n{DECISION_CUE} {{"task":true}}\n'
     f'Mia: Good morning everyone!\n{DECISION_CUE} {{"task":false}}'
 )

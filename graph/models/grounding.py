@@ -79,7 +79,7 @@ def grounded(args: dict[str, Any], line: str) -> bool:
 
 
 def sent_by_the_addressee(args: dict[str, Any], line: str, speaker: str) -> bool:
-    """Whether a note comes from the persona the line speaks to. "Sage, send Rex a note that..."
+    """Whether a note comes from the persona the line speaks to. "Sage, pass Rex word that..."
     names Rex too, so Rex is asked as well, and the model then proposes a note from Rex to Sage
     that is just as grounded: the speaker must be named before the note's recipient."""
     if "persona" not in args or not speaker:

@@ -63,8 +63,8 @@ _EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("Leo: {name}, what a nice day.", {"action": NO_ACTION}),
     # note_to goes to another persona present: Juno, Otto, Kai and Ivy stand for them here.
     (
-        "Mia: {name}, send Juno a note that the venue changed",
-        {"action": "note_to", "persona": "Juno", "text": "The venue changed", "confidence": 0.9},
+        "Mia: {name}, send Juno a note that the train is late",
+        {"action": "note_to", "persona": "Juno", "text": "The train is late", "confidence": 0.9},
     ),
     ("Leo: {name}, did Juno read your note?", {"action": NO_ACTION}),
     (
