@@ -39,17 +39,19 @@ def message_reacted_to(event: Mapping[str, Any]) -> tuple[str, str, str] | None:
 
 def register(bot: SlackBot) -> None:
     async def on_reaction(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
-        await ack()  # a vote is stored or not: nothing for Slack to deliver again
         event = body.get("event")
         found = message_reacted_to(event) if isinstance(event, Mapping) else None
         if found is None or found[1] == context.bot_user_id:
+            await ack()
             return
         message, voter, emoji = found
         added = event.get("type") == "reaction_added" if isinstance(event, Mapping) else False
         try:
             await bot.roundtable.votes.react(message, voter, emoji, added=added)
-        except Exception:  # the database is away: this reaction is not counted, the bot goes on
+        except Exception:  # the database is away: unacked, Slack delivers the event again
             log.exception("a Slack reaction on %s could not be stored", message)
+            return
+        await ack()  # only once stored: a vote acked and then lost to a crash would be a person's act lost
 
     bot.bolt.event("reaction_added")(on_reaction)
     bot.bolt.event("reaction_removed")(on_reaction)
