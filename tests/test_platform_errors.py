@@ -454,8 +454,8 @@ async def test_slack_outbox_waits_out_a_retry_after_the_sdk_did_not_absorb(
     calls = fake_slack.calls_to("chat.postMessage")
     assert [c.status for c in calls] == [429] * (RATE_LIMIT_RETRIES + 1) + [200]
     unabsorbed, posted = calls[-2], calls[-1]
-    # Not before the Retry-After it was given. The outbox schedules on the wall clock and the fake stamps
-    # on the event loop's: a millisecond between the two clocks is not an early retry.
+    # Not before the Retry-After it was given. The outbox schedules on time.time() and the fake stamps
+    # time.monotonic(): a millisecond between the two clocks is not an early retry.
     assert posted.received_at >= unabsorbed.answered_at + 2 - 0.01
     assert fake_slack.texts_in("C0GENERAL") == ["after the rate limit"]
 
