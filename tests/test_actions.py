@@ -119,14 +119,16 @@ def test_proposals_not_found_in_the_line_are_dropped() -> None:
     assert grounded({"to": "Ana", "text": "The build is green"}, "Ben: Nova, DM Ana that the build is green")
 
 
-def test_a_line_that_asks_for_words_gets_words_not_an_action() -> None:
-    # The embedded model proposed exactly this in the quality bench: every value is in the line,
-    # but nothing in it asks for a post.
+def test_a_channel_is_found_only_where_the_line_names_a_channel() -> None:
+    # The embedded model proposed exactly this in the quality bench: every word is in the line,
+    # but "the launch" is no channel.
     headline = "Ana: Nova, give me a one-line headline for the launch."
     decision = json.dumps({"action": "publish_post", "channel": "launch", "text": "Launch", "confidence": 0.9})
     assert tool_call_from(decision, headline) is None
-    asked = "Ana: Nova, post 'Launch' in #launch"
-    assert tool_call_from(decision, asked) is not None
+    assert tool_call_from(decision, "Ana: Nova, post 'Launch' in #launch") is not None
+    assert tool_call_from(decision, "Ana: Nova, post 'Launch' in <#C0LAUNCH|launch>") is not None
+    hashed = json.dumps({"action": "publish_post", "channel": "#launch", "text": "Launch", "confidence": 0.9})
+    assert tool_call_from(hashed, "Ana: Nova, post 'Launch' in #launch") is not None
 
 
 def test_snapping_keeps_the_persons_own_punctuation() -> None:

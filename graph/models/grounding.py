@@ -1,6 +1,10 @@
 """Whether a call the embedded model proposed is grounded in the person's line that asked for it:
-the line asks for that action, and what the call would send or post is found in the line (a small
-model invents arguments when nobody asked for anything). Pure functions of the call and the line."""
+what the call would send or post, and where, is found in the line (a small model invents arguments
+when nobody asked for anything). Pure functions of the call and the line.
+
+No list of the words that ask for each action stands here: one written from the actions bench's
+lines missed requests worded otherwise ("queue up", "drop a message", a typo) on its held-out lines
+(docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -47,25 +51,10 @@ def snap_to_quote(text: str, line: str) -> str:
 _QUOTED = re.compile(r"'([^']+)'(?=\W|$)|\"([^\"]+)\"")
 
 
-# The words a request for each built-in action uses. A line that asks for words ("give me a
-# headline for the launch") names none of them, whatever the model proposes from it.
-ASKED_BY = {
-    "publish_post": frozenset({"post", "publish", "announce", "share", "put"}),
-    "schedule_post": frozenset({"schedule", "post", "publish"}),
-    "send_message": frozenset({"send", "dm", "message", "tell", "write"}),
-    "note_to": frozenset({"note", "tell", "send", "pass", "leave"}),
-    "remember": frozenset({"remember", "note", "forget", "don't", "memorize"}),
-}
-
-
-def asks_for(action: str, line: str) -> bool:
-    """Whether the person's line uses a word that asks for this built-in action."""
-    return bool(ASKED_BY.get(action, frozenset()) & set(_words(line.split(":", 1)[-1]).split()))
-
-
 def grounded(args: dict[str, Any], line: str) -> bool:
     """Whether the person's line holds what the model proposes: the text to send (and not merely
-    the whole line echoed back), the channel and the recipient (a person, or a persona for a note).
+    the whole line echoed back), the channel named as one, and the recipient (a person, or a
+    persona for a note).
 
     A 270M base model asked for arguments invents them when nobody asked for anything (a post
     "Good morning" from "Nova, good morning!", a channel copied from an example), so a proposal
@@ -75,7 +64,16 @@ def grounded(args: dict[str, Any], line: str) -> bool:
     text = _words(str(args.get("text", "")))
     if not text or text not in said or said.endswith(text) and len(text) >= len(said) - _ADDRESS_SLACK:
         return False
-    return all(_words(str(args[key])) in said for key in ("channel", "to", "persona") if key in args)
+    if "channel" in args and not names_channel(line, str(args["channel"])):
+        return False
+    return all(_words(str(args[key])) in said for key in ("to", "persona") if key in args)
+
+
+def names_channel(line: str, channel: str) -> bool:
+    """Whether the line names the channel as a channel: "#launch", or Slack's mention
+    "<#C0123|launch>". The word alone is not a channel ("a headline for the launch")."""
+    name = _words(channel).lstrip("#")
+    return bool(name) and (f"#{name}" in _words(line) or f"|{name}>" in line.casefold())
 
 
 def sent_by_the_addressee(args: dict[str, Any], line: str, speaker: str) -> bool:

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from graph.actions import ACTIONS, CONFIDENCE
 from graph.mcp import McpTool
-from graph.models.grounding import asks_for, grounded, grounded_values, sent_by_the_addressee, snap_to_quote
+from graph.models.grounding import grounded, grounded_values, sent_by_the_addressee, snap_to_quote
 
 NO_ACTION = "none"
 DECISION_CUE = "Action (JSON):"
@@ -272,12 +272,7 @@ def tool_call_from(decision_text: str, line: str, speaker: str = "") -> dict[str
     name = decision.pop("action", NO_ACTION) if isinstance(decision, dict) else NO_ACTION
     if name != NO_ACTION and name not in ACTIONS:  # an MCP tool: every text it would send is in the line
         return _call(name, decision) if grounded_values(decision, line) else None
-    if (
-        name == NO_ACTION
-        or not asks_for(name, line)
-        or not grounded(decision, line)
-        or not sent_by_the_addressee(decision, line, speaker)
-    ):
+    if name == NO_ACTION or not grounded(decision, line) or not sent_by_the_addressee(decision, line, speaker):
         return None
     if isinstance(decision.get("text"), str):
         decision["text"] = snap_to_quote(decision["text"], line)
