@@ -61,7 +61,8 @@ def machine(load: float) -> str:
 
 def commit() -> str:
     """The commit the figures were measured on (`git rev-parse --short HEAD`), "+changes" when the
-    work tree differs from it: a figure names the code it measured."""
+    work tree differs from it outside docs/ (where the benchmarks write their blocks, so one run of
+    `make bench` after another still names its commit): a figure names the code it measured."""
     root = Path(__file__).resolve().parents[1]
 
     def git(*args: str) -> str:
@@ -69,7 +70,7 @@ def commit() -> str:
 
     try:
         head = git("rev-parse", "--short", "HEAD")
-        changed = git("status", "--porcelain", "--untracked-files=no")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs")
     except (OSError, subprocess.CalledProcessError):
         return "unknown commit"
     return f"{head}+changes" if changed else head
