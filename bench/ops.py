@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.harness import MODERATOR, BenchApp, BenchModels, bench_app  # noqa: E402
 from bench.phases import MODERATED, CallTally, moderated_round  # noqa: E402
-from bench.report import Row, median, percentile, rewrite_block, table  # noqa: E402
+from bench.report import Row, commit, median, percentile, rewrite_block, table  # noqa: E402
 from bot.ops import serving_ops  # noqa: E402
 from graph.models.base import ChatRunnable  # noqa: E402
 from graph.observe import ModelCall, ModelCallWatcher  # noqa: E402
@@ -188,6 +188,7 @@ def main() -> None:
     block = table(rows(plain, watched, scrapes, calls, args), time.perf_counter() - start, load).replace(
         "The engine benchmark", "The ops benchmark"
     )
+    block += f"\n\nCommit {commit()}, 1 run of {args.blocks} alternating blocks."
     print(block)
     if not args.no_docs:
         rewrite_block(block, "ops")

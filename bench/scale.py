@@ -33,7 +33,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.report import rewrite_block  # noqa: E402
+from bench.report import commit, rewrite_block  # noqa: E402
 from bot.settings import StorageSection  # noqa: E402
 from tests.chaos import MAX_CONNECTIONS  # noqa: E402
 from tests.cluster import BotProcess, LoadBalancer, SlowModel, bot_processes  # noqa: E402
@@ -208,7 +208,7 @@ def table(rows: list[Measured], latency: float, load: str) -> str:
     lines = [
         f"Machine: {platform.processor() or platform.machine()}, {CORES} cores, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, 1-minute load {load} at the start (shared machine). "
-        f"Model latency {latency} s.",
+        f"Model latency {latency} s. Commit {commit()}, 1 run.",
         "",
         "| processes | answered/s | ratio to 1 | CPU per bot process | PostgreSQL CPU | harness CPU | model calls in flight (peak) | PostgreSQL connections (peak) | limit |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
