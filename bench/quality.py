@@ -267,6 +267,9 @@ def main() -> None:
         print(table)
         if setup == SETUPS[1]:
             blocks["quality"] = table + (f"\n\n{blocks.pop('judge')}" if "judge" in blocks else "")
+            if "quality-transcript" in blocks:  # opened by the stamp of the run it is from
+                stamp_line = table.partition("\n")[0]
+                blocks["quality-transcript"] = f"{stamp_line}\n\n{blocks['quality-transcript']}"
     comparison = comparison_table(measured, time.perf_counter() - started, load, args.runs)
     print(comparison, blocks.get("quality-transcript", ""), sep="\n\n")
     if failed:

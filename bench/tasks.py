@@ -234,7 +234,10 @@ def main() -> None:
     )
     if not args.no_docs:
         rewrite_block(block, name="tasks")
-        rewrite_block("```text\n" + "\n".join(passes[0].transcript) + "\n```", name="task-transcript")
+        # Opened by the run's own stamp: the transcript is of the run the tasks block measured.
+        stamp_line = block.partition("\n")[0]
+        transcript = "\n".join(passes[0].transcript)
+        rewrite_block(f"{stamp_line}\n\n```text\n{transcript}\n```", name="task-transcript")
 
 
 if __name__ == "__main__":
