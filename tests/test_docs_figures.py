@@ -25,13 +25,12 @@ BENCHMARKS_MAX_LINES = 400  # a reference: method, current blocks, how to reprod
 
 # Blocks that no run of their current benchmark has written yet, with the fields each may still lack.
 # models-quality needs `make bench-models` (every model setup in turn) and says so in words, with no
-# figure; tool_answers writes its block only from a run of every line of both parts; the task transcript
-# holds no figure and is from a run of bench/tasks.py made before transcripts opened with their run's
-# stamp. A block leaves this list when its benchmark rewrites it (a stale entry fails the test below).
+# figure; the task transcript holds no figure and is from a run of bench/tasks.py made before transcripts
+# opened with their run's stamp. A block leaves this list when its benchmark rewrites it (a stale entry
+# fails the test below).
 PENDING_BLOCKS: dict[str, frozenset[str]] = {
     "models-quality": frozenset({"date", "commit", "machine", "load", "runs"}),
     "task-transcript": frozenset({"date", "commit", "machine", "load", "runs"}),
-    "tool_answers": frozenset({"date", "commit", "machine", "load", "runs"}),
 }
 
 # A marker stands on a line of its own (as rewrite_block writes it); one quoted in prose does not.
