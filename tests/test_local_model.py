@@ -313,7 +313,7 @@ async def test_another_channels_round_completes_while_a_local_generation_runs(mo
         assert port.speakers() == ["sage"]  # channel b answered while Nova's generation was still running
         await app.service.wait_idle()
     # Then Nova's turn ends: her line, or, should the review find nothing usable in it, her skip notice.
-    skipped = any(notice.startswith("Nova could not answer") for notice in port.notices())
+    skipped = any(notice.startswith("[system] Nova could not answer") for notice in port.notices())
     assert port.speakers() == (["sage"] if skipped else ["sage", "nova"])
 
 
