@@ -4,7 +4,10 @@ setups: the embedded gemma-3-270m, the embedded qwen2.5-coder-1.5b (the default)
 qwen2.5-coder-1.5b served by a real llama.cpp OpenAI-compatible server (bench/llama_server.py) that
 the `openai` provider reaches. bench/scorers/quality.py checks every reply for echoes, copies, copies of
 the persona's examples, chat-template junk, leaks, wrong speakers, cut-off or system-looking text, and
-every line for false actions, skipped turns, silence and who answered first. Then, unless --no-judge, the
+every line for false actions, skipped turns, silence and who answered first; and since issue #55 whether a
+reply is worth reading (it addresses the wrong person, restates the line, answers a line nobody said, or talks
+about its own role). It counts the turns that passed (posted nothing) from graph.observe.TURNS in-process,
+and the review's machinery notices in one-line (unmoderated) rounds. Then, unless --no-judge, the
 judge (graph/judge.py, on the same model) grades a sample of the default's replies, and of echoes and
 copies made from the same lines. Prints the tables; after a finished run rewrites the comparison, the
 default's table and one channel's transcript in docs/benchmarks.md.
@@ -55,6 +58,7 @@ from bot.inbound import Inbound  # noqa: E402
 from graph.judge import JUDGE_SCHEMA, judge_draft  # noqa: E402
 from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL  # noqa: E402
 from graph.models.gguf import DEFAULT_LOCAL_MODEL, SMALL_LOCAL_MODEL, ensure_gguf  # noqa: E402
+from graph.observe import TURNS  # noqa: E402
 from personas import load_personas  # noqa: E402
 
 USER = "you"  # the console's user: a channel manager, who may switch moderation on
@@ -73,6 +77,16 @@ SETUPS = (
     Setup(DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_MODEL),
     Setup(f"{DEFAULT_LOCAL_MODEL} via llama.cpp server", DEFAULT_LOCAL_MODEL, served=True),
 )
+
+
+def turns_taken() -> dict[str, float]:
+    """graph.observe.TURNS as this process has counted it, by outcome ("spoke", "skipped", "passed")."""
+    return {
+        sample.labels["outcome"]: sample.value
+        for metric in TURNS.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    }
 
 
 def by_channel(parts: dict[Part, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
@@ -145,10 +159,12 @@ async def _play(
             results[channel] = []
             for number, line in enumerate(lines):
                 before = len(out)
+                counted = turns_taken()
                 started = time.perf_counter()
                 await app.service.handle(Inbound(key, USER, HUMAN, line["text"], event_id=f"{key}-{number}"))
                 await app.service.wait_idle(key)
                 seconds = time.perf_counter() - started
+                taken = {k: v - counted.get(k, 0.0) for k, v in turns_taken().items()}
                 said = out[before:]
                 shown += [f"{HUMAN}: {line['text']}", *said]
                 replies: list[Reply] = []
@@ -171,6 +187,8 @@ async def _play(
                     replies=replies,
                     approvals=sum(1 for e in said if e.startswith("[approval")),
                     notices=[e for e in said if e.startswith("[system]")],
+                    turns=round(sum(taken.values())),
+                    passes=round(taken.get("passed", 0.0)),
                 )
                 score_played(played, names, examples)
                 results[channel].append(played)
