@@ -13,7 +13,8 @@ copies made from the same lines. Prints the tables; after a finished run rewrite
 default's table and one channel's transcript in docs/benchmarks.md.
 
 Run from the repository root: python bench/quality.py [--parts dev,held_out] [--runs N] [--setups all|NAME,...]
-[--channels N] [--lines N] [--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs]. A setup that fails
+[--channels N] [--lines N] [--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs] [--replies-out PATH].
+A setup that fails
 (a server that did not start) leaves the others' rows, writes nothing and makes the run exit 1 at the end.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import sys
@@ -242,6 +244,12 @@ def main() -> None:
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
     parser.add_argument("--no-examples", action="store_true", help="the personas without their example lines")
     parser.add_argument("--no-judge", action="store_true", help="skip the judge's sample")
+    parser.add_argument(
+        "--replies-out",
+        type=Path,
+        default=None,
+        help="also write every reply of every run as JSON to PATH (run, channel, line, asker, speaker, reply)",
+    )
     args = parser.parse_args()
     names = [DEFAULT_LOCAL_MODEL if name == "default" else name for name in args.setups.split(",")]
     chosen = SETUPS if args.setups == "all" else [s for s in SETUPS if s.name in names]
@@ -257,6 +265,7 @@ def main() -> None:
     measured: list[tuple[str, dict[Part, list[Results]]]] = []
     blocks: dict[str, str] = {}
     failed: list[str] = []
+    replies_out: list[dict[str, Any]] = []
     for setup in chosen:
         print(f"{setup.name}:", flush=True)
         setup_started = time.perf_counter()
@@ -271,6 +280,9 @@ def main() -> None:
                 for part in parts:
                     runs[part].append(split(results, part))
                     report_problems(runs[part][-1], part)
+                if args.replies_out is not None:  # written after every run, so a stopped run keeps the ones before
+                    replies_out += replies_of(results, run + 1, setup.name if len(chosen) > 1 else "")
+                    write_replies(args.replies_out, replies_out)
                 if judge:
                     blocks["judge"] = judge_table(judged)
                     print(blocks["judge"])
@@ -298,6 +310,28 @@ def main() -> None:
                 rewrite_block(blocks[name], name=name)
         if len(measured) == len(SETUPS):
             rewrite_block(comparison, name="models-quality")
+
+
+def replies_of(results: Results, run: int, setup: str = "") -> list[dict[str, Any]]:
+    """Every reply of one run, with the human line it answered and who said that line."""
+    return [
+        {
+            "run": run,
+            **({"setup": setup} if setup else {}),
+            "channel": channel,
+            "line": played.text,
+            "asker": HUMAN,
+            "speaker": reply.speaker,
+            "reply": reply.text,
+        }
+        for channel, lines in results.items()
+        for played in lines
+        for reply in played.replies
+    ]
+
+
+def write_replies(path: Path, replies: list[dict[str, Any]]) -> None:
+    path.write_text(json.dumps(replies, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
 def transcript_block(transcripts: list[str], channel: str) -> str:
