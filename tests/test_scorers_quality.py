@@ -183,6 +183,7 @@ def test_a_reply_to_a_line_nobody_said_fails() -> None:
     assert UNSAID in nova("It's your turn now, and I say hire.")
     assert UNSAID in nova("Fine, I will write it again: a designer pays off.")
     assert unsaid_line('What do you mean by "the review rejected it"?', SELL) == "the review rejected it"
+    assert UNSAID in nova('"Sage\'s draft was withheld" - I am not sure what that means.')
 
 
 def test_quoting_a_line_that_was_said_or_a_short_phrase_is_no_unsaid_line() -> None:
@@ -190,6 +191,11 @@ def test_quoting_a_line_that_was_said_or_a_short_phrase_is_no_unsaid_line() -> N
     assert nova('Sage says "the budget is tight", but a designer pays for herself.', window=window) == []
     assert nova('You asked me to "sell you on the designer", so: she makes the app feel finished.') == []
     assert nova('Call it a "soft launch" and hire the designer after.') == []
+    # A name or a title the reply puts forward in quotes is its own words (the before run's podcast names).
+    podcast = "Nova, give me a name for it that isn't a pun."
+    assert nova('Let\'s name it "Podcasting Unveiled: Exploring the Future of Podcasts".', podcast) == []
+    assert nova('Podcastology: "The Future of Podcasting: How to Create an Unforgettable Podcast"', podcast) == []
+    assert nova('It\'s not "a real plan" yet, but it is close.') == []
     assert nova("I'm not sure what you mean, Ana. Which designer?") == []
     # The review's words are fair when someone in the chat said them.
     posted = ("Ana: The job ad was not posted yet, by the way.",)

@@ -208,6 +208,15 @@ def restates(reply: str, line: str, names: Sequence[str] = ()) -> bool:
 # graph/nodes.py, the local models' turn cue); a reply that answers them answers a line nobody said.
 REVIEW_MACHINERY = ("not posted", "last draft", "was skipped", "your turn", "write it again")
 QUOTED_WORDS = 3  # a quotation this many words long, found nowhere in the chat, quotes a line nobody said
+# A quotation is taken as something said only when words of saying or meaning frame it ("what you mean by
+# "…"", "you keep saying "…""): a name or a title the reply puts forward in quotes ("Let's name it "…"")
+# is its own words, not a line it answers.
+_SAYING = frozenset(
+    "mean means meant meaning say says said saying tell tells told telling wrote write writes written mention "
+    "mentions mentioned ask asks asked note noted quote quoted quoting refer refers referring regarding claim "
+    "claimed claims suggest suggested".split()
+)
+FRAME_WORDS = 8  # words either side of a quotation where a word of saying frames it
 _QUOTED = re.compile(r"\"([^\"\n]+)\"|“([^”\n]+)”|‘([^’\n]+)’|(?<![\w'])'([^'\n]+)'(?![\w'])")
 
 
@@ -224,13 +233,16 @@ def _paraphrased(quoted: str, lines: Sequence[str]) -> bool:
 
 
 def unsaid_line(reply: str, answered: str, window: Sequence[str] = ()) -> str | None:
-    """What the reply answers that nobody said: a quotation of QUOTED_WORDS or more words found in no
-    window line and not in the answered line (word for word, or all its content words in one line), or the
-    review's machinery (REVIEW_MACHINERY) that no line used."""
+    """What the reply answers that nobody said: a quotation of QUOTED_WORDS or more words, framed as said
+    or meant (_SAYING), found in no window line and not in the answered line (word for word, or all its
+    content words in one line), or the review's machinery (REVIEW_MACHINERY) that no line used."""
     said = [answered, *window]
     for match in _QUOTED.finditer(reply):
         quoted = next(g for g in match.groups() if g is not None)
-        if len(words(quoted)) >= QUOTED_WORDS and not _said_in(quoted, said) and not _paraphrased(quoted, said):
+        framing = words(reply[: match.start()])[-FRAME_WORDS:] + words(reply[match.end() :])[:FRAME_WORDS]
+        if len(words(quoted)) < QUOTED_WORDS or not _SAYING.intersection(framing):
+            continue
+        if not _said_in(quoted, said) and not _paraphrased(quoted, said):
             return quoted
     return next((p for p in REVIEW_MACHINERY if _said_in(p, [reply]) and not _said_in(p, said)), None)
 
