@@ -4,13 +4,17 @@ setups: the embedded gemma-3-270m, the embedded qwen2.5-coder-1.5b (the default)
 qwen2.5-coder-1.5b served by a real llama.cpp OpenAI-compatible server (bench/llama_server.py) that
 the `openai` provider reaches. bench/scorers/quality.py checks every reply for echoes, copies, copies of
 the persona's examples, chat-template junk, leaks, wrong speakers, cut-off or system-looking text, and
-every line for false actions, skipped turns, silence and who answered first. Then, unless --no-judge, the
+every line for false actions, skipped turns, silence and who answered first; and since issue #55 whether a
+reply is worth reading (it addresses the wrong person, restates the line, answers a line nobody said, or talks
+about its own role). It counts the turns that passed (posted nothing) from graph.observe.TURNS in-process,
+and the review's machinery notices in one-line (unmoderated) rounds. Then, unless --no-judge, the
 judge (graph/judge.py, on the same model) grades a sample of the default's replies, and of echoes and
 copies made from the same lines. Prints the tables; after a finished run rewrites the comparison, the
 default's table and one channel's transcript in docs/benchmarks.md.
 
 Run from the repository root: python bench/quality.py [--parts dev,held_out] [--runs N] [--setups all|NAME,...]
-[--channels N] [--lines N] [--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs]. A setup that fails
+[--channels N] [--lines N] [--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs] [--replies-out PATH].
+A setup that fails
 (a server that did not start) leaves the others' rows, writes nothing and makes the run exit 1 at the end.
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import sys
@@ -55,6 +60,7 @@ from bot.inbound import Inbound  # noqa: E402
 from graph.judge import JUDGE_SCHEMA, judge_draft  # noqa: E402
 from graph.models.factory import DEFAULT_MODEL, DEFAULT_MODERATOR_MODEL  # noqa: E402
 from graph.models.gguf import DEFAULT_LOCAL_MODEL, SMALL_LOCAL_MODEL, ensure_gguf  # noqa: E402
+from graph.observe import TURNS  # noqa: E402
 from personas import load_personas  # noqa: E402
 
 USER = "you"  # the console's user: a channel manager, who may switch moderation on
@@ -73,6 +79,16 @@ SETUPS = (
     Setup(DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_MODEL),
     Setup(f"{DEFAULT_LOCAL_MODEL} via llama.cpp server", DEFAULT_LOCAL_MODEL, served=True),
 )
+
+
+def turns_taken() -> dict[str, float]:
+    """graph.observe.TURNS as this process has counted it, by outcome ("spoke", "skipped", "passed")."""
+    return {
+        sample.labels["outcome"]: sample.value
+        for metric in TURNS.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    }
 
 
 def by_channel(parts: dict[Part, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
@@ -145,10 +161,12 @@ async def _play(
             results[channel] = []
             for number, line in enumerate(lines):
                 before = len(out)
+                counted = turns_taken()
                 started = time.perf_counter()
                 await app.service.handle(Inbound(key, USER, HUMAN, line["text"], event_id=f"{key}-{number}"))
                 await app.service.wait_idle(key)
                 seconds = time.perf_counter() - started
+                taken = {k: v - counted.get(k, 0.0) for k, v in turns_taken().items()}
                 said = out[before:]
                 shown += [f"{HUMAN}: {line['text']}", *said]
                 replies: list[Reply] = []
@@ -171,6 +189,8 @@ async def _play(
                     replies=replies,
                     approvals=sum(1 for e in said if e.startswith("[approval")),
                     notices=[e for e in said if e.startswith("[system]")],
+                    turns=round(sum(taken.values())),
+                    passes=round(taken.get("passed", 0.0)),
                 )
                 score_played(played, names, examples)
                 results[channel].append(played)
@@ -224,6 +244,12 @@ def main() -> None:
     parser.add_argument("--no-docs", "--no-readme", dest="no_docs", action="store_true", help="print only")
     parser.add_argument("--no-examples", action="store_true", help="the personas without their example lines")
     parser.add_argument("--no-judge", action="store_true", help="skip the judge's sample")
+    parser.add_argument(
+        "--replies-out",
+        type=Path,
+        default=None,
+        help="also write every reply of every run as JSON to PATH (run, channel, line, asker, speaker, reply)",
+    )
     args = parser.parse_args()
     names = [DEFAULT_LOCAL_MODEL if name == "default" else name for name in args.setups.split(",")]
     chosen = SETUPS if args.setups == "all" else [s for s in SETUPS if s.name in names]
@@ -239,6 +265,7 @@ def main() -> None:
     measured: list[tuple[str, dict[Part, list[Results]]]] = []
     blocks: dict[str, str] = {}
     failed: list[str] = []
+    replies_out: list[dict[str, Any]] = []
     for setup in chosen:
         print(f"{setup.name}:", flush=True)
         setup_started = time.perf_counter()
@@ -253,6 +280,9 @@ def main() -> None:
                 for part in parts:
                     runs[part].append(split(results, part))
                     report_problems(runs[part][-1], part)
+                if args.replies_out is not None:  # written after every run, so a stopped run keeps the ones before
+                    replies_out += replies_of(results, run + 1, setup.name if len(chosen) > 1 else "")
+                    write_replies(args.replies_out, replies_out)
                 if judge:
                     blocks["judge"] = judge_table(judged)
                     print(blocks["judge"])
@@ -280,6 +310,28 @@ def main() -> None:
                 rewrite_block(blocks[name], name=name)
         if len(measured) == len(SETUPS):
             rewrite_block(comparison, name="models-quality")
+
+
+def replies_of(results: Results, run: int, setup: str = "") -> list[dict[str, Any]]:
+    """Every reply of one run, with the human line it answered and who said that line."""
+    return [
+        {
+            "run": run,
+            **({"setup": setup} if setup else {}),
+            "channel": channel,
+            "line": played.text,
+            "asker": HUMAN,
+            "speaker": reply.speaker,
+            "reply": reply.text,
+        }
+        for channel, lines in results.items()
+        for played in lines
+        for reply in played.replies
+    ]
+
+
+def write_replies(path: Path, replies: list[dict[str, Any]]) -> None:
+    path.write_text(json.dumps(replies, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
 def transcript_block(transcripts: list[str], channel: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from bench.lines import Part
 from bench.parts import heading, share, side_by_side, spread, verdict
 from bench.scorers import quality
-from bench.scorers.quality import CHECKS, LineScore, score_line
+from bench.scorers.quality import CHECKS, NEW_CHECKS, LineScore, machinery_notice, new_check_problems, score_line
 
 HUMAN = "Ana"  # who says every labelled line
 
@@ -47,6 +47,8 @@ class Played:
     approvals: int
     notices: list[str]
     score: LineScore | None = None
+    turns: int = 0  # persona turns the line took (graph.observe.TURNS: spoke, skipped and passed)
+    passes: int = 0  # of them, passes: a persona that chose to post nothing (TURNS "passed")
 
 
 Results = dict[str, list[Played]]  # by channel, in order
@@ -55,7 +57,8 @@ Results = dict[str, list[Played]]  # by channel, in order
 def score_played(played: Played, names: dict[str, str], examples: dict[str, tuple[str, ...]]) -> None:
     """The scorer's verdict on a played line, and each reply's problems."""
     replies = [
-        quality.Reply(r.speaker, r.text, r.answered, r.window, examples.get(r.persona, ())) for r in played.replies
+        quality.Reply(r.speaker, r.text, r.answered, r.window, examples.get(r.persona, ()), asker=HUMAN)
+        for r in played.replies
     ]
     addressed = [names[i] for i in played.addressed if i in names]
     played.score = score_line(replies, addressed, played.notices, played.approvals, [*names.values(), HUMAN])
@@ -106,6 +109,11 @@ def _figures(runs: Sequence[Results]) -> dict[str, list[tuple[int, int]]]:
         counts = Counter(check for p in problems for check in p)
         for check in CHECKS:
             add(check, counts[check], len(problems))
+        add("new checks", sum(new_check_problems(p) for p in problems), len(problems))
+        lines = _lines(results)
+        add("passes", sum(p.passes for p in lines), sum(p.turns for p in lines))
+        one_line = [p for p in lines if not p.moderated]
+        add("machinery notices", sum(any(map(machinery_notice, p.notices)) for p in one_line), len(one_line))
         add("false action", sum(s.false_action for s in scores), len(scores))
         add("skipped", sum(s.skipped for s in scores), len(scores))
         add("unanswered", sum(s.unanswered for s in scores), len(scores))
@@ -129,6 +137,14 @@ def _few(rate: float) -> bool:
 
 ROWS: tuple[tuple[str, str, str, Callable[[float], bool]], ...] = (
     *((check, f"{check} replies", "0", _none) for check in CHECKS),
+    ("new checks", f"replies the new checks flag ({', '.join(NEW_CHECKS)}; issue #55)", "0", _none),
+    (
+        "machinery notices",
+        'machinery notices in one-line rounds (unmoderated lines with a notice of "could not answer", '
+        '"Round stopped" or "was skipped")',
+        "0",
+        _none,
+    ),
     ("false action", "false actions (a proposal on a line asking for words)", "0", _none),
     ("skipped", "lines with a turn skipped (a [system] notice)", "0", _none),
     ("unanswered", "unanswered human lines", "≤ 5%", _few),
@@ -147,6 +163,7 @@ def quality_table(parts: dict[Part, list[Results]], seconds: float, load: float,
         p: spread([sum(r.seconds for r in _replies(res)) / max(len(_replies(res)), 1) for res in rs], " s")
         for p, rs in parts.items()
     }
+    rows.append(["passes (turns that posted nothing, of all turns)", *(share(figures[p]["passes"]) for p in parts), ""])
     rows.append(["seconds per reply", *per_reply.values(), ""])
     sizes = ", ".join(
         f"{p} {len(_lines(rs[0]))} human lines in {len(rs[0])} new console channels "
@@ -180,7 +197,20 @@ def comparison_table(
 ) -> str:
     """One row per setup and part: each check's replies, unanswered and addressed-first lines, the lines that
     pass every check, and the wall seconds per reply (moderator decisions and review rewrites included)."""
-    labels = ("echoes", "copies", "example copies", "template junk", "leaks", "wrong speakers", "cut-offs")
+    labels = (
+        "echoes",
+        "copies",
+        "example copies",
+        "template junk",
+        "leaks",
+        "wrong speakers",
+        "cut-offs",
+        "wrong addressees",
+        "restatements",
+        "unsaid lines",
+        "role talk",
+    )
+    assert len(labels) == len(CHECKS), "a column for every check"
     head = ["setup", "part", *labels, "unanswered", "addressed first", "lines ok", "s per reply"]
     rows = []
     for name, parts in setups:
