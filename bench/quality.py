@@ -10,7 +10,7 @@ about its own role). It counts the turns that passed (posted nothing) from graph
 and the review's machinery notices in one-line (unmoderated) rounds. Then, unless --no-judge, the
 judge (graph/judge.py, on the same model) grades a sample of the default's replies, and of echoes and
 copies made from the same lines. Prints the tables; after a finished run rewrites the comparison, the
-default's table and one channel's transcript in docs/benchmarks.md.
+default's table and one channel's transcript in docs/quality.md.
 
 Run from the repository root: python bench/quality.py [--parts dev,held_out] [--runs N] [--setups all|NAME,...]
 [--channels N] [--lines N] [--transcript CHANNEL] [--no-examples] [--no-judge] [--no-docs] [--replies-out PATH].
