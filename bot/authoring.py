@@ -58,7 +58,7 @@ def check_files(paths: Sequence[Path], known_tools: KnownTools | None = None) ->
     for one in checked:
         if one.persona is not None and not one.problems:
             print(f"{one.path}: ok ({one.persona.id}, {one.persona.display_name})")
-        for line in one.lines():
+        for line in [*one.lines(), *one.warning_lines()]:
             print(line)
     return EXIT_PROBLEMS if any(one.problems for one in checked) else 0
 

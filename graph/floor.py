@@ -228,14 +228,15 @@ class Chair:
     # -- after each turn ------------------------------------------------------------------------
 
     async def turn_over(
-        self, round_input: RoundInput, floor: Floor, channel: Channel | None, spoke: str | None
+        self, round_input: RoundInput, floor: Floor, channel: Channel | None, spoke: str | None, passed: bool = False
     ) -> Floor:
-        """The floor once the speaker's turn is over (delivered when `spoke`, else skipped), with a
-        /stop or a /next that came during the turn taken. `channel` is read after the turn."""
+        """The floor once the speaker's turn is over (delivered when `spoke`, passed when `passed`, else
+        skipped), with a /stop or a /next that came during the turn taken. `channel` is read after
+        the turn. A pass is no failure, and the persona has had its turn as one skipped has."""
         key = round_input.channel_key
         after: dict[str, Any] = {
             "turns_taken": floor.turns_taken + 1,
-            "failures": floor.failures + (0 if spoke else 1),
+            "failures": floor.failures + (0 if spoke or passed else 1),
             "moderated_now": bool(channel and channel.moderated),
         }
         if channel and channel.stop_requested and await channels.take_stop_request(self.deps.db, key):

@@ -13,11 +13,10 @@ from dataclasses import replace
 from itertools import takewhile
 from typing import Any
 
-from langchain_core.messages import HumanMessage
 from langgraph.graph import END
 from langgraph.types import Command
 
-from graph import routing, tracing
+from graph import routing, tracing, turn_rules
 from graph.action_runner import ActionRunner
 from graph.actions import tool_calls_of
 from graph.deps import EngineDeps
@@ -29,7 +28,6 @@ from graph.observe import TURNS
 from graph.prompt import INSTRUCTION_PHRASES
 from graph.prompt_pages import PromptPages
 from graph.review import (
-    RETRY_NOTE,
     cut_impersonation,
     first_sentences,
     last_full_sentence,
@@ -41,6 +39,7 @@ from graph.review import (
 )
 from graph.state import Floor, RoundInput, RoundState, TurnResult
 from graph.tool_steps import Draft, Steps, ToolSteps
+from graph.turn_text import TURN_PHRASES, TurnAsk, question_tokens_at_most, turn_message
 from personas import Persona
 from storage import channels, history, rounds
 from storage.database import one_transaction
@@ -52,6 +51,8 @@ Update = dict[str, Any]
 
 TOKEN_LIMIT = {"length", "MAX_TOKENS", "max_tokens"}  # finish reasons of a reply cut by its token limit
 REVIEW_WINDOW = 50  # the newest lines of a persona's prompt its draft must not repeat
+LEAK_PHRASES = (*INSTRUCTION_PHRASES, *TURN_PHRASES)  # the words of its instructions and of its turn's question
+MUST_ANSWER = "you were asked by name, so answer the question instead of passing"
 
 
 class RoundNodes:
@@ -92,17 +93,22 @@ class RoundNodes:
         spans inside it. A task's step or answer is no turn `of_round`: the channel's running round
         (one a crash cut short waits there for the recovery that runs tasks first) keeps its progress."""
         speaker = floor.speaker or ""
+        heard = tuple(self.chair.name(spoke) or spoke for spoke in floor.spoken_since_human)
+        round_input = replace(round_input, heard=heard)
         with tracing.agent_span(self.chair.name(speaker) or speaker, round_input.channel_key, speaker):
             steps = await self.tool_steps.run(round_input, speaker)
-            TURNS.labels("skipped" if steps.draft.failed else "spoke").inc()
+            draft = steps.draft
+            TURNS.labels("skipped" if draft.failed else "passed" if draft.passed else "spoke").inc()
             # The turn's last line, its posts (the outbox) and the round's progress commit together: a
             # round cut by a crash goes on after its last committed turn, and says nothing twice. Its
             # tool steps committed their calls and results before, each action outside a transaction.
             async with one_transaction(self.deps.db):
-                if not steps.draft.failed:
+                if draft.passed:
+                    floor, result = await self.pass_turn(round_input, floor)
+                elif not draft.failed:
                     floor, result = await self.deliver(round_input, floor, steps)
                 else:
-                    floor, result = await self.skip(round_input, floor, steps.draft)
+                    floor, result = await self.skip(round_input, floor, draft, of_round=of_round)
                 if of_round:
                     await rounds.save_turn(self.deps.db, round_input.channel_key, floor.saved(), result.batch)
             if floor.moderated and floor.moderated_now:
@@ -127,15 +133,33 @@ class RoundNodes:
     async def persona(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
         persona = self.deps.personas[speaker]
         key = round_input.channel_key
-        messages, speakers = await self.prompts.prompt_and_speakers(key, persona)
+        ask = TurnAsk(
+            speaker=persona.display_name,
+            asker=round_input.author_name,
+            line=round_input.text,
+            addressed=False,
+            stance=persona.stance,
+            answered_by=round_input.heard,
+            retry_reason=draft.review_note,
+        )
+        messages, speakers = await self.prompts.prompt_and_speakers(key, persona, question_tokens_at_most(ask))
         # A tool's result is not a line said in the conversation: relaying it is the point of asking.
         window = tuple(str(m.content) for m in messages[-REVIEW_WINDOW:] if m.type not in ("system", "tool"))
         answers = list(takewhile(lambda m: m.type == "tool", reversed(messages)))  # the newest, system first
         tool_answer = "\n".join(str(m.content) for m in reversed(answers))
-        if draft.review_note:
-            messages.append(HumanMessage(content=RETRY_NOTE.format(reason=draft.review_note)))
         others = [s.name for s in speakers if s.id != persona.id]
         was_addressed = persona.id in routing.addressed(round_input.text, round_input.mentions, speakers)
+        by_person = was_addressed and bool(round_input.author_name)
+        ask = replace(
+            ask,
+            addressed=was_addressed,
+            may_pass=turn_rules.may_pass(
+                addressed_by_person=by_person, task_step=round_input.task is not None, relay=bool(answers)
+            ),
+            relay=bool(answers),
+        )
+        # The question, and a retry's note with it, go after the history as an instruction: never stored.
+        messages.append(turn_message(ask, [s.name for s in speakers]))
         names = [*others, round_input.author_name] if round_input.author_name else others  # none in a follow-up
         model = self.deps.models.persona_model(persona, names, addressed=was_addressed)
         settings = self.deps.settings
@@ -146,7 +170,9 @@ class RoundNodes:
                 )
         except Exception as exc:
             log.warning("persona %s failed in %s: %s", persona.id, key, type(exc).__name__)
-            return replace(draft, failed=True, failure="model error", text="", tool_calls=(), signature=None)
+            return replace(
+                draft, failed=True, failure="model error", text="", tool_calls=(), signature=None, addressed=by_person
+            )
         if self.runner.mailbox is not None:
             await self.runner.mailbox.mark_read(key, persona.id, messages)
         text = str(reply.text)
@@ -160,10 +186,19 @@ class RoundNodes:
             window=window,
             tool_answer=tool_answer,
             signature=text_signature(reply),
+            addressed=by_person,
+            passed=False,
+            may_pass=ask.may_pass,
         )
 
     async def review(self, round_input: RoundInput, speaker: str, draft: Draft) -> Draft:
         persona = self.deps.personas[speaker]
+        if not draft.tool_calls and turn_rules.is_pass(draft.text):
+            if draft.may_pass:
+                return replace(draft, text="", review_note="", passed=True, failed=False, failure="")
+            if draft.review_attempts < self.deps.settings.max_review_retries:
+                return replace(draft, text="", review_note=MUST_ANSWER, review_attempts=draft.review_attempts + 1)
+            return replace(draft, text="", review_note="", failed=True, failure="it passed on a question put to it")
         others = [p.display_name for p in self.deps.personas.values() if p.id != persona.id]
         if round_input.author_name:  # none in a follow-up
             others.append(round_input.author_name)
@@ -182,7 +217,7 @@ class RoundNodes:
                 answered=round_input.text,
                 own_name=persona.display_name,
                 other_names=others,
-                leak_phrases=INSTRUCTION_PHRASES,
+                leak_phrases=LEAK_PHRASES,
                 examples=persona.examples,
                 note=draft.review_note,
             )
@@ -226,15 +261,33 @@ class RoundNodes:
         after = await self.chair.turn_over(round_input, floor, channel, spoke=persona.id)
         return after, TurnResult(persona.id, delivered=True, batch=steps.batch)
 
-    async def skip(self, round_input: RoundInput, floor: Floor, draft: Draft) -> tuple[Floor, TurnResult]:
+    async def pass_turn(self, round_input: RoundInput, floor: Floor) -> tuple[Floor, TurnResult]:
+        """The persona had nothing new to add: it posts nothing, and the round goes on as after a turn."""
+        log.info("persona %s passed in %s", floor.speaker, round_input.channel_key)
+        channel = await channels.get_channel(self.deps.db, round_input.channel_key)
+        after = await self.chair.turn_over(round_input, floor, channel, spoke=None, passed=True)
+        return after, TurnResult(floor.speaker or "", delivered=False, passed=True)
+
+    async def skip(
+        self, round_input: RoundInput, floor: Floor, draft: Draft, *, of_round: bool = True
+    ) -> tuple[Floor, TurnResult]:
+        """A turn without a usable reply. A task's step says why in its channel (the task reports
+        on it); a chat round tells only the person who named the persona, in a short line, and
+        "Round stopped" only in a moderated round (graph.turn_rules)."""
         key, thread = round_input.channel_key, round_input.thread
-        name = self.chair.name(floor.speaker)
+        name = self.chair.name(floor.speaker) or floor.speaker or "someone"
         why = draft.failure or "model error"
-        await self.deps.port.notice(key, f"{name} could not answer ({why}) and was skipped.", thread)
+        log.info("persona %s was skipped in %s: %s", floor.speaker, key, why)
+        if not of_round:
+            await self.deps.port.notice(key, f"{name} could not answer ({why}) and was skipped.", thread)
+        elif notice := turn_rules.skip_notice(name, addressed_by_person=draft.addressed):
+            await self.deps.port.notice(key, notice, thread)
         channel = await channels.get_channel(self.deps.db, key)
         after = await self.chair.turn_over(round_input, floor, channel, spoke=None)
-        if routing.too_many_failures(after.failures, floor.planned_turns):
-            await self.deps.port.notice(key, "Round stopped: more than half of its turns failed.", thread)
+        if turn_rules.says_round_stopped(
+            moderated=floor.moderated, failures=after.failures, planned_turns=floor.planned_turns
+        ):
+            await self.deps.port.notice(key, turn_rules.ROUND_STOPPED, thread)
         # Stored with the channel: a restart, or another process's next round, goes on counting.
         in_a_row = await channels.count_failure(self.deps.db, key)
         if in_a_row == self.deps.settings.failures_before_pause:

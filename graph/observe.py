@@ -30,7 +30,7 @@ ROLES = ("persona", "moderator", "judge", "planner", "summary")
 
 MESSAGES = Counter("roundtable_messages_received", "Human messages received and stored", ["platform"])
 ROUNDS = Counter("roundtable_rounds", "Rounds run")
-TURNS = Counter("roundtable_turns", "Persona turns taken, by outcome (spoke or skipped)", ["outcome"])
+TURNS = Counter("roundtable_turns", "Persona turns taken, by outcome (spoke, passed or skipped)", ["outcome"])
 TOOL_STEP_LIMITS = Counter("roundtable_tool_step_limits", "Persona turns stopped at [actions] max_steps model calls")
 MODEL_SECONDS = Histogram(
     "roundtable_model_call_seconds",

@@ -28,6 +28,7 @@ from graph.prompt import (
     system_text,
 )
 from graph.routing import Speaker
+from graph.turn_text import any_question, question_tokens_at_most
 from personas import Persona
 from storage import channels, history, memory
 
@@ -50,7 +51,11 @@ class PromptPages:
         messages, _ = await self.prompt_and_speakers(channel_key, persona)
         return messages
 
-    async def prompt_and_speakers(self, channel_key: str, persona: Persona) -> tuple[list[BaseMessage], list[Speaker]]:
+    async def prompt_and_speakers(
+        self, channel_key: str, persona: Persona, question_tokens: int | None = None
+    ) -> tuple[list[BaseMessage], list[Speaker]]:
+        """The persona's prompt, leaving `question_tokens` of the budget for the turn's question that
+        follows it (graph/turn_text.py; by default room for the longest), and who is present."""
         channel = await channels.get_channel(self.deps.db, channel_key)
         speakers = await present_speakers(self.deps, channel_key)
         others = [s.name for s in speakers if s.id != persona.id]
@@ -70,7 +75,9 @@ class PromptPages:
             memory_share(budget),
             here=channel_key,
         )
-        head = head_tokens(system, recall)
+        if question_tokens is None:
+            question_tokens = question_tokens_at_most(any_question(persona.display_name, persona.stance))
+        head = head_tokens(system, recall) + question_tokens  # the budget holds the question too
         newest_first = await self._messages_within_budget(channel_key, persona.id, head, budget)
         if (oldest := oldest_line_id(newest_first)) is not None:
             _remember(self._window_starts, (channel_key, persona.id), oldest)

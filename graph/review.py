@@ -22,6 +22,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 
 from graph.template_text import template_syntax
+from graph.turn_text import RETRY_NOTE
 
 _REFUSAL = re.compile(  # ' or ’: models write either apostrophe
     r"\b(as an ai\b|as a language model|i(?:['’]m| am) (?:sorry|afraid),? but i (?:can(?:not|['’]t)|won['’]t)|"
@@ -33,7 +34,6 @@ _ERROR = re.compile(
     r"\brate limit(?:ed)?\b|\bapi error\b|\bquota exceeded\b)",
     re.IGNORECASE | re.MULTILINE,
 )
-RETRY_NOTE = "[system] Your last draft was not posted: {reason}. Write it again."
 SIMILAR = 0.8  # normalised similarity at or above which a draft repeats a line
 _MIN_CONTAINED_WORDS = 4  # a line of at least this many words found whole inside the other also repeats it
 _MOSTLY = 0.6  # ... and makes at least this share of the text

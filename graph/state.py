@@ -26,6 +26,9 @@ class RoundInput:
     thread: str | None = None
     task: TaskStep | None = None  # the task step this turn is (graph/task_flow.py): its actions' requests name it
     gathers: tuple[str, ...] = ()  # results the reply may repeat: a task's answer gathers its steps' (graph/review.py)
+    # The personas (display names) who spoke since the line, as one turn begins: the round sets it
+    # on the copy it gives each turn, and the turn's question names them (graph/turn_text.py).
+    heard: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +42,7 @@ class Floor:
     speaker: str | None = None
     last_speaker: str | None = None
     spoken_since_human: tuple[str, ...] = ()
-    skipped: tuple[str, ...] = ()  # personas whose turn failed this round: they had their turn too
+    skipped: tuple[str, ...] = ()  # personas whose turn failed or passed this round: they had their turn too
     turns_taken: int = 0
     planned_turns: int = 0
     failures: int = 0
@@ -53,12 +56,13 @@ class Floor:
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    """How one persona's turn ended: delivered (with the actions it left waiting), or skipped and why."""
+    """How one persona's turn ended: delivered (with the actions it left waiting), passed, or skipped and why."""
 
     speaker: str
     delivered: bool
     failure: str = ""  # why a skipped turn failed, as its notice says
     batch: Batch | None = None
+    passed: bool = False  # the persona had nothing new to add and posted nothing: no failure
 
 
 class RoundState(TypedDict):

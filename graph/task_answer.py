@@ -139,10 +139,10 @@ def answer_note(
             lines.append(f"- step {step.id}, {step.title} ({step.status}{why})")
     # Asked last, as the requester: a small model answers a request far more often than it follows a note.
     ask = (
-        f"{author_name}: {names.get(integrator_id, 'you')}, give me the task's answer: the result itself, "
+        f"{names.get(integrator_id, 'you')}, give me the task's answer: the result itself, "
         "what was done and anything that failed."
     )
-    return "\n".join([*lines, ask]), ask
+    return "\n".join([*lines, f"{author_name}: {ask}"]), ask
 
 
 class TaskAnswer:

@@ -40,6 +40,9 @@ class Draft:
     failure: str = ""  # why the turn failed, for the notice
     window: tuple[str, ...] = ()  # the prompt's lines the draft was written from: it must not repeat them
     tool_answer: str = ""  # what its tools just answered, if it is written right after: a short reply may pass it on
+    addressed: bool = False  # a person's line named the persona: it may not pass, and a skip is said to them
+    may_pass: bool = False  # the turn's question offered the pass word (graph/turn_rules.py)
+    passed: bool = False  # the persona passed: nothing to post, and no failure
 
 
 @dataclass(frozen=True, slots=True)

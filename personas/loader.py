@@ -48,6 +48,11 @@ class Persona(BaseModel):
         default=(),
         description="Kinds of task step this persona takes on (research, writing...): task plans assign by them.",
     )
+    stance: str = Field(
+        default="",
+        description='How this persona answers, as what it does ("pokes holes and asks for numbers"), never a '
+        'role noun it could quote back ("as a skeptic"): each turn\'s question carries it.',
+    )
     catchphrase: str = Field(
         default="",
         description="A signature phrase the scripted test double uses to reply in this persona's voice.",
@@ -82,9 +87,13 @@ class CheckedFile:
     path: Path
     persona: Persona | None
     problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # what a valid persona would do better with ("stance: ...")
 
     def lines(self) -> list[str]:
         return [f"{self.path}: {problem}" for problem in self.problems]
+
+    def warning_lines(self) -> list[str]:
+        return [f"{self.path}: warning: {warning}" for warning in self.warnings]
 
 
 def _describe(error: ErrorDetails) -> str:
@@ -136,7 +145,20 @@ def check_persona_file(
         problems += [
             problem for entry in tools if isinstance(entry, str) and (problem := _tool_problem(entry, known_tools))
         ]
-    return CheckedFile(path, None if problems else persona, tuple(problems))
+    if problems or persona is None:
+        return CheckedFile(path, None, tuple(problems))
+    return CheckedFile(path, persona, warnings=tuple(persona_warnings(persona)))
+
+
+NO_STANCE = (
+    'stance: none; one line of what this persona does when it answers ("pokes holes and asks for numbers") '
+    "keeps its replies its own"
+)
+
+
+def persona_warnings(persona: Persona) -> list[str]:
+    """What a valid persona lacks that its replies would show."""
+    return [] if persona.stance.strip() else [NO_STANCE]
 
 
 def _tool_problem(entry: str, known_tools: KnownTools) -> str | None:

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from bot.approval_desk import Actor
 from bot.command_values import Revise
 from bot.inbound import Inbound
+from graph.turn_text import split_turn
 from storage import approvals
 from storage.database import open_database
 from storage.records import ApprovalStatus
@@ -35,8 +36,9 @@ def publishing_nova() -> FakeModels:
     """Nova asks to publish ASKED once, then says back whatever tool result it hears."""
 
     async def reply(speaker: str, messages: list[BaseMessage]) -> str | AIMessage:
-        if isinstance(messages[-1], ToolMessage):
-            return f"Noted: {messages[-1].content}"
+        history, _ = split_turn(messages)  # the turn's question follows the tool's result
+        if isinstance(history[-1], ToolMessage):
+            return f"Noted: {history[-1].content}"
         call = {"name": "publish_post", "args": ASKED, "id": "call-1", "type": "tool_call"}
         return AIMessage(content="Posting it once someone approves.", tool_calls=[call])
 
@@ -139,7 +141,7 @@ async def test_a_revised_approval_runs_once_with_the_edit_and_the_persona_hears_
     if revised.ok:
         assert port.executed == [("nova", "publish_post", EDITED)]
         assert (done.args, done.original_args, done.decided_by) == (EDITED, ASKED, "you")
-        assert models.calls[-1][1][-1].content == (
+        assert split_turn(models.calls[-1][1])[0][-1].content == (
             f"Approved by you, executed: did publish_post (you edited the arguments before approving: "
             f"{json.dumps(EDITED)})"
         )

@@ -322,7 +322,7 @@ def test_a_call_the_embedded_gemma_is_unsure_of_waits_saying_its_confidence(tmp_
     else:
         assert not any(line.startswith("[approval") for line in lines)  # a sure call, or none: nothing waits
         assert approved[0] == "[system] There is no approval #1."
-        assert answer.startswith(("[Nova", "[action 1] ", "[system] Nova could not answer ("))
+        assert answer.startswith(("[Nova", "[action 1] ", "[system] Nova has no answer to that right now."))
 
 
 # -- the reason on Slack's and Discord's requests ---------------------------------------------------

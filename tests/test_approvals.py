@@ -11,6 +11,7 @@ from bot.approval_desk import Actor, ResumeApprovals
 from bot.command_values import Decide, SetApprovalMode
 from bot.inbound import Inbound
 from graph.policy import PolicySettings, Trust, Verdict, verdict
+from graph.turn_text import split_turn
 from storage import approvals
 from storage.records import ApprovalMode, ApprovalStatus
 from tests.fake_models import FakeModels
@@ -89,8 +90,9 @@ def publishing_persona(text: str = "BUY NOW!!!"):
     """A model that asks to publish once, then answers whatever tool result it gets in plain words."""
 
     async def reply(speaker: str, messages: list[BaseMessage]) -> str | AIMessage:
-        if isinstance(messages[-1], ToolMessage):
-            return f"Noted: {messages[-1].content}"
+        history, _ = split_turn(messages)  # the turn's question follows the tool's result
+        if isinstance(history[-1], ToolMessage):
+            return f"Noted: {history[-1].content}"
         call = {"name": "publish_post", "args": {"channel": "news", "text": text}, "id": "call-1", "type": "tool_call"}
         return AIMessage(content="Posting the launch note right away.", tool_calls=[call])
 
@@ -105,7 +107,7 @@ async def test_rejection_feedback_reaches_the_persona_as_a_tool_result(open_test
         reply = await app.service.run_command(KEY, Decide(pending.id, approve=False, comment="too salesy"), actor=YOU)
         await app.service.wait_idle()
     assert reply.ok
-    follow_up = models.calls[-1][1]
+    follow_up, _ = split_turn(models.calls[-1][1])
     assert isinstance(follow_up[-1], ToolMessage) and follow_up[-1].content == "Rejected by you: too salesy"
     assert follow_up[-1].tool_call_id == "call-1"
     assert port.executed == []

@@ -47,13 +47,16 @@ def said_by(port: RecordingPort, persona: str) -> list[str]:
 
 
 def retry_notes(provider: Provider) -> list[str]:
-    """The review's notes the persona was sent, in the order of the requests."""
-    return [
-        text
+    """The review's notes the persona was sent, in the order of the requests: each in the request's
+    last message, the turn's question, as an instruction (never a "[system]" line of the chat)."""
+    notes = [
+        text[text.index("Your last draft was not posted") :]
         for body in provider.bodies
         for text in provider.texts(body)[-1:]
-        if text.startswith("[system] Your last draft was not posted")
+        if "Your last draft was not posted" in text
     ]
+    assert not [text for body in provider.bodies for text in provider.texts(body) if "[system] Your last" in text]
+    return notes
 
 
 async def ask(provider: Provider, open_test_app, text: str, sections: dict | None = None) -> None:

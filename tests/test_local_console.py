@@ -13,9 +13,9 @@ SCRIPT = "Hello Nova, what should we launch next?\n/moderate on 2\nLet's plan th
 
 
 def had_her_turn(line: str) -> bool:
-    """Nova answered the line, or the review found nothing usable in what the model wrote, twice, and
-    her turn was skipped with a notice: either way the line was not left unanswered."""
-    return line.startswith("[Nova] ") or line.startswith("[system] Nova could not answer (")
+    """Nova answered the line that named her, or the review found nothing usable in what the model
+    wrote, twice, and she said she has no answer: either way the line was not left unanswered."""
+    return line.startswith("[Nova] ") or line == "[system] Nova has no answer to that right now."
 
 
 def test_the_seed_set_in_llm_local_reaches_the_embedded_model_and_minus_one_draws_at_random(tmp_path: Path):
@@ -47,8 +47,8 @@ def test_console_replies_on_the_default_model_and_the_moderated_round_ends(tmp_p
     moderated = lines[lines.index("[you] Let's plan the launch party.") + 1 :]
     decisions = [line for line in moderated if line.startswith("[moderator] next:")]
     replies = [line for line in moderated if not line.startswith("[moderator]")]
-    assert 1 <= len(replies) <= 2  # max_turns 2, or FINISH sooner
-    assert len(decisions) in (len(replies), len(replies) + 1)
+    # max_turns 2, or FINISH sooner; a persona nobody named may pass, or be skipped silently.
+    assert len(replies) <= 2 and 1 <= len(decisions) <= 3
     # A decision the model botches twice falls back to the order, said as such: the round still ends
     # within max_turns. How often Qwen's decisions parse is a figure for the bench, not this test.
 

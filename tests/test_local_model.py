@@ -23,7 +23,7 @@ from graph.models.factory import ProviderConfig, ProviderError, build_models
 from graph.models.gguf import LOCAL_MODELS, LocalModel, Part, WeightsError, ensure_gguf
 from graph.models.llama_text import persona_chat, relay_cue, render_prompt, render_turns, turn_cue
 from graph.models.local import LocalLlamaChatModel, bounded_schema
-from graph.review import RETRY_NOTE
+from graph.turn_text import TurnAsk, turn_message
 from tests.conftest import EMBEDDED_SEED, EMBEDDED_THREADS, TEST_MODELS_DIR, write_config
 
 CACHE_DIR = TEST_MODELS_DIR
@@ -250,7 +250,8 @@ async def test_a_seeded_model_writes_a_reviewed_draft_again_the_same_way_every_t
     # The review sent Nova's draft back: the base model gets a fresh, warmer sample of the same turn, whose
     # seed derives from the model's seed 7. The first call fills llama.cpp's prompt cache; the next two
     # read it alike, so only their seeds could tell them apart.
-    again = [*CHAT, HumanMessage(content=RETRY_NOTE.format(reason="it repeated a line already said"))]
+    ask = TurnAsk(speaker="Nova", asker="Ana", line="", addressed=False, retry_reason="it repeated a line already said")
+    again = [*CHAT, turn_message(ask)]
     rewrite = model.bind(speaker="Nova", temperature=1.0)
     drafts = [(await rewrite.ainvoke(again)).text for _ in range(3)]
     assert drafts[1] == drafts[2]
@@ -313,7 +314,7 @@ async def test_another_channels_round_completes_while_a_local_generation_runs(mo
         assert port.speakers() == ["sage"]  # channel b answered while Nova's generation was still running
         await app.service.wait_idle()
     # Then Nova's turn ends: her line, or, should the review find nothing usable in it, her skip notice.
-    skipped = any(notice.startswith("[system] Nova could not answer") for notice in port.notices())
+    skipped = "[system] Nova has no answer to that right now." in port.notices()
     assert port.speakers() == (["sage"] if skipped else ["sage", "nova"])
 
 

@@ -85,7 +85,7 @@ def test_a_note_the_embedded_gemma_sends_reaches_only_its_recipient(tmp_path: Pa
     lines = run_console(config, "Sage, send Rex a note that the deadline moved to Friday\n/mailbox\n", timeout=300)
     transcript = lines.splitlines()
     asked = transcript.index("[you] Sage, send Rex a note that the deadline moved to Friday")
-    assert transcript[asked + 1].startswith(("[Sage] ", "[system] Sage could not answer ("))
+    assert transcript[asked + 1].startswith(("[Sage] ", "[system] Sage has no answer to that right now."))
     names = {"nova": "Nova", "sage": "Sage", "rex": "Rex"}
     notes = [NOTE_LINE.fullmatch(line) for line in transcript[transcript.index("[you] /mailbox") + 1 :]]
     sent = [(m["sender"], m["recipient"], m["text"]) for m in notes if m and m["sender"] in names.values()]

@@ -113,7 +113,7 @@ async def test_a_moderator_that_never_finishes_is_stopped_after_the_follow_up_tu
 async def test_an_addressed_persona_that_fails_has_had_its_turn_and_the_round_goes_on(app, port):
     await app.service.run_command(KEY, Moderate("on"))
     await run(app, "Rex, what now? !!fail 1")  # Rex's model call fails
-    assert "[system] Rex could not answer (model error) and was skipped." in port.notices()
+    assert "[system] Rex has no answer to that right now." in port.notices()
     assert traces(port) == [
         "[moderator] next: Rex (Rex was addressed)",
         "[moderator] next: Nova (Nova has not spoken since the last human message)",

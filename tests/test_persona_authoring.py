@@ -152,3 +152,16 @@ def test_check_names_what_is_wrong_with_a_personas_examples(tmp_path: Path) -> N
         f"{tagged}: examples: example 1 ({shown!r}) is a line alone, without a name tag such as 'Nova:' in front",
         f"{many}: examples: at most 6 (got 9)",
     ]
+
+
+def test_check_warns_about_a_persona_without_a_stance_and_still_passes_it(tmp_path: Path) -> None:
+    sage = (REPO / "personas" / "sage.toml").read_text(encoding="utf-8")
+    plain = tmp_path / "plain.toml"
+    plain.write_text(re.sub(r'(?m)^stance = ".*"\n', "", sage), encoding="utf-8")
+    result = run_bot("persona", "check", str(plain))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        f"{plain}: ok (sage, Sage)",
+        f"{plain}: warning: stance: none; one line of what this persona does when it answers "
+        '("pokes holes and asks for numbers") keeps its replies its own',
+    ]

@@ -37,7 +37,7 @@ async def test_exact_role_separated_messages_with_a_late_joiner(app):
     assert "Never write lines for other participants" in system
     assert (
         system.index("You are Nova")
-        < system.index("upbeat product visionary")
+        < system.index("launches, stories and big bets")
         < system.index("What you remember")
         < system.index("A launch retro.")
     )

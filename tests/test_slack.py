@@ -16,6 +16,7 @@ from bot.slack.app import build_slack_app, make_web_client
 from bot.slack.port import SlackPort
 from bot.slack.runner import connected_socket_mode
 from bot.slack.slack_bot import RecentlySeen
+from graph.turn_text import split_turn
 from storage import approvals, channels
 from storage.records import Approval, ApprovalMode, ApprovalStatus
 from tests.fake_models import FakeModels
@@ -244,8 +245,9 @@ def publishing_nova() -> FakeModels:
     """A model that asks to publish once, then says back whatever tool result it hears."""
 
     async def reply(speaker: str, messages: list[BaseMessage]) -> str | AIMessage:
-        if isinstance(messages[-1], ToolMessage):
-            return f"Noted: {messages[-1].content}"
+        history, _ = split_turn(messages)  # the turn's question follows the tool's result
+        if isinstance(history[-1], ToolMessage):
+            return f"Noted: {history[-1].content}"
         call = {
             "name": "publish_post",
             "args": {"channel": "news", "text": "BUY NOW!!!"},

@@ -178,9 +178,9 @@ def test_the_answer_note_holds_the_request_every_whole_result_and_what_failed() 
         "What did not get done:",
         "- step 2, step 2 (failed: model error)",
         "- step 3, step 3 (skipped: skipped (optional): approval #7)",
-        ask,
+        f"Ana: {ask}",
     ]
-    assert ask == "Ana: Sage, give me the task's answer: the result itself, what was done and anything that failed."
+    assert ask == "Sage, give me the task's answer: the result itself, what was done and anything that failed."
 
 
 def test_results_share_half_the_prompts_token_budget_and_each_one_over_its_share_is_cut() -> None:

@@ -129,9 +129,11 @@ async def test_a_whole_task_runs_through_the_provider_and_ends_with_its_answer(
     )
     assert f"- step 1, Facts (Sage): {FACTS}" in answer_prompt
     assert "- step 2, Draft (Nova): We launch on May 5 at the same price. Come and see!" in answer_prompt
-    assert answer_prompt.rstrip().endswith(
-        "Ana: Nova, give me the task's answer: the result itself, what was done and anything that failed."
+    assert "Ana: Nova, give me the task's answer: the result itself, what was done and anything that failed." in (
+        answer_prompt
     )
+    asked = provider.texts(provider.bodies[-1])[-1]  # the turn's question: Ana's ask, to Nova
+    assert asked.startswith("Ana asked you, Nova: «Nova, give me the task's answer: the result itself")
 
 
 BEFORE_THE_TOOL = "Let me leave Nova a note before I answer."
@@ -202,7 +204,7 @@ async def test_three_long_results_are_cut_to_fit_the_prompt_of_the_step_after_th
     for result in results[:2]:
         assert result[:200] in review_note and result not in review_note
     # The integrator's note holds all three, each cut, with the request and the ask; the prompt
-    # keeps the conversation too (the newest step's post).
+    # ends with the turn's question (the budget holds it, so the steps' whole posts may not fit).
     answer_texts = provider.texts(provider.bodies[4])
     [answer_note] = [text for text in answer_texts if "What was done:" in text]
     assert answer_note.count("[cut at ") == 3
@@ -212,7 +214,7 @@ async def test_three_long_results_are_cut_to_fit_the_prompt_of_the_step_after_th
     assert answer_note.rstrip().endswith(
         "Ana: Rex, give me the task's answer: the result itself, what was done and anything that failed."
     )
-    assert any(results[2] in text for text in answer_texts if text != answer_note)
+    assert answer_texts[-1].startswith("Ana asked you, Rex: «Rex, give me the task's answer")
 
 
 async def test_an_answer_that_gives_a_steps_result_word_for_word_is_the_tasks_answer(

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from graph.moderator import DECISION_CUE
 from graph.prompt import EXAMPLES_HEADING
+from graph.turn_text import split_turn
 
 T = TypeVar("T")
 
@@ -70,13 +71,20 @@ def render_turns(messages: Sequence[BaseMessage], speaker: str) -> tuple[str, li
 
 def persona_chat(messages: Sequence[BaseMessage], speaker: str) -> tuple[str, list[Turn]]:
     """The system prompt and turns a persona's reply is asked for with on the chat-template path.
-    The newest turn ends by telling the persona it is its turn: without it, a small instruct model
+    The newest turn ends with the turn's question when the prompt has one, else by telling the
+    persona it is its turn: without it, a small instruct model
     often goes on with the transcript as someone else ("You: Great idea!", "[Nova] ..."). A reply
     written just after the persona's tools answered is told to pass their answer on: the model
     otherwise reads the result as someone's news and thanks them for it."""
-    system, turns = render_turns(messages, speaker)
-    spoken = [m for m in messages if not isinstance(m, SystemMessage) and m.text.strip()]
-    cue = relay_cue(speaker) if spoken and isinstance(spoken[-1], ToolMessage) else turn_cue(speaker)
+    history, asked = split_turn(messages)
+    system, turns = render_turns(history, speaker)
+    spoken = [m for m in history if not isinstance(m, SystemMessage) and m.text.strip()]
+    if asked is not None:  # the turn's question (graph/turn_text.py) says whose turn it is
+        cue = " ".join(asked.text.split())
+    elif spoken and isinstance(spoken[-1], ToolMessage):
+        cue = relay_cue(speaker)
+    else:
+        cue = turn_cue(speaker)
     if turns and turns[-1][0] == "user":
         turns[-1] = ("user", f"{turns[-1][1]}\n{cue}")
     else:

@@ -44,7 +44,7 @@ from graph.models.local_actions import (
     tool_call_from,
 )
 from graph.models.seeds import attempt_seed
-from graph.review import RETRY_NOTE
+from graph.turn_text import RETRY_MESSAGE_ID, split_turn
 
 log = logging.getLogger(__name__)
 # Characters a token holds at the least in these models' vocabularies for English text (about 3.4
@@ -59,7 +59,6 @@ _NO_ESCAPES = '^[^"\\\\\\x00-\\x1f]*$'
 _CONTEXT_RETRIES = 3
 EMPTY_REPLY_RETRIES = 2
 RETRY_WARMTH = 0.2  # added to the temperature when a draft is written again after review
-_RETRY_OPENING = RETRY_NOTE.split("{", 1)[0]
 # An instruct model of 1.5B answers a chat line with a paragraph unless told; every token is model
 # time on a CPU, so the persona's system prompt ends with this on the chat-template path.
 
@@ -143,6 +142,9 @@ class LocalLlamaChatModel(BaseChatModel):
         speaker: str | None = kwargs.get("speaker")
         if schema is None and not speaker:
             raise ValueError("LocalLlamaChatModel needs a `speaker` kwarg, e.g. model.bind(speaker='Nova')")
+        # The turn's question (graph/turn_text.py) is no line of the conversation: the action step reads
+        # the person's line itself, and only a chat template's last user turn takes the question.
+        messages, turn = split_turn(messages)
         actions: Sequence[str] = kwargs.get("actions") or ()
         tools: OfferedTools = kwargs.get("mcp_tools") or ()
         if schema is None and (actions or tools) and speaker:
@@ -165,15 +167,16 @@ class LocalLlamaChatModel(BaseChatModel):
             request["json_schema"] = bounded_schema(schema)
         else:
             request["stop"] = ["\n", *(stop or [])]
-        if schema is None and messages and _is_retry_note(messages[-1]) and not self.chat_template:
+        if schema is None and turn is not None and turn.id == RETRY_MESSAGE_ID and not self.chat_template:
             # A base model reads the review's note as more chat to continue, and answers it ("you've
             # sent your draft"): it gets the same transcript again and a fresh, warmer sample instead.
             # An instruct model reads the note as the instruction it is.
             request["seed"] = attempt_seed(self.seed, "rewrite after review:" + _attempt_input(messages))
-            messages = messages[:-1]
             request["temperature"] += RETRY_WARMTH
-        turn = self._chat_turn if self.chat_template else self._transcript_turn
-        result = turn(request, messages, speaker)
+        if self.chat_template and turn is not None:
+            messages = [*messages, turn]  # persona_chat makes it the last user turn
+        speak = self._chat_turn if self.chat_template else self._transcript_turn
+        result = speak(request, messages, speaker)
         for nudge in range(EMPTY_REPLY_RETRIES if schema is None else 0):
             if reply_text(result, speaker):
                 break
@@ -184,7 +187,7 @@ class LocalLlamaChatModel(BaseChatModel):
                 "temperature": request["temperature"] + 0.2 * (nudge + 1),
                 "seed": attempt_seed(self.seed, f"nudge {nudge + 1} after seed {request.get('seed')}"),
             }
-            result = turn(warmer, messages, speaker)
+            result = speak(warmer, messages, speaker)
 
         choice = result["choices"][0]
         text = reply_text(result, speaker if schema is None else None)
@@ -324,10 +327,6 @@ def reply_text(result: Result, speaker: str | None = None) -> str:
 def _attempt_input(messages: Sequence[BaseMessage]) -> str:
     """What an attempt answers, for its seed: the same conversation gets the same seed."""
     return "\n".join(f"{m.type}:{m.text}" for m in messages)
-
-
-def _is_retry_note(message: BaseMessage) -> bool:
-    return message.type == "human" and message.text.startswith(_RETRY_OPENING)
 
 
 def _start_server(model_path: str, n_threads: int, n_ctx: int) -> xlc.Server:

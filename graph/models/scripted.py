@@ -49,6 +49,7 @@ from graph.moderator import CAN_ANSWER, read_facts
 from graph.planner import RECHECK_CUE
 from graph.review import repeats
 from graph.routing import EVERYONE_SPOKE, FINISH, HAS_NOT_SPOKEN
+from graph.turn_text import split_turn
 from personas import Persona
 
 CLOSINGS = (
@@ -218,6 +219,9 @@ class ScriptedPersonaModel(_ScriptedModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        # The turn's question (graph/turn_text.py) is the product's instruction, not a line: the
+        # double answers the conversation itself, as it always has.
+        messages, _ = split_turn(messages)
         self.directives.absorb(messages)
         self.directives.pass_gate()
         return super()._generate(messages, stop, run_manager, **kwargs)
