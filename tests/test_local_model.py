@@ -23,7 +23,7 @@ from graph.models.factory import ProviderConfig, ProviderError, build_models
 from graph.models.gguf import LOCAL_MODELS, LocalModel, Part, WeightsError, ensure_gguf
 from graph.models.llama_text import persona_chat, relay_cue, render_prompt, render_turns, turn_cue
 from graph.models.local import LocalLlamaChatModel, bounded_schema
-from graph.turn_text import TurnAsk, turn_message
+from graph.turn_text import TurnAsk, question, turn_message
 from tests.conftest import EMBEDDED_SEED, EMBEDDED_THREADS, TEST_MODELS_DIR, write_config
 
 CACHE_DIR = TEST_MODELS_DIR
@@ -222,6 +222,19 @@ def test_chat_turns_separate_the_personas_own_lines_from_the_rest() -> None:
             ("user", "[system] Sage joined\nAna: Nova, a name?"),
         ],
     )
+
+
+def test_the_turns_question_is_the_chat_templates_last_user_turn() -> None:
+    """What Qwen's template gets (llama.cpp's chat completions): the history, then the question as the
+    end of the last user turn, instead of the plain cue; after the persona's own line, a user turn of its own."""
+    ask = TurnAsk(speaker="Sage", asker="Ana", line="Sage, any book recommendations?", addressed=True)
+    history = [SystemMessage(content="You are Sage."), HumanMessage(content="Ana: Sage, any book recommendations?")]
+    system, turns = persona_chat([*history, turn_message(ask)], "Sage")
+    assert system.startswith("You are Sage.")
+    assert turns == [("user", f"Ana: Sage, any book recommendations?\n{question(ask)}")]
+    assert turn_cue("Sage") not in turns[-1][1]
+    after_own = [*history, AIMessage(content="Try the Stoics."), turn_message(ask)]
+    assert persona_chat(after_own, "Sage")[1][-1] == ("user", question(ask))
 
 
 def test_a_reply_just_after_a_tool_answered_is_told_to_pass_the_answer_on() -> None:
