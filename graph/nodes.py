@@ -154,7 +154,10 @@ class RoundNodes:
             ask,
             addressed=was_addressed,
             may_pass=turn_rules.may_pass(
-                addressed_by_person=by_person, task_step=round_input.task is not None, relay=bool(answers)
+                heard_already=bool(round_input.heard),
+                addressed_by_person=by_person,
+                task_step=round_input.task is not None,
+                relay=bool(answers),
             ),
             relay=bool(answers),
         )

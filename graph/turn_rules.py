@@ -1,7 +1,8 @@
 """What a persona's turn may do and what the channel is told about it: pure decisions, each made here.
 
-- may_pass: a persona may pass (post nothing) when it has nothing new to add, except on a line a
-  person addressed to it by name, a task's step, or its tools' answer, which someone waits for.
+- may_pass: a persona may pass (post nothing) when it has nothing new to add to what another persona
+  answered already, except on a line a person addressed to it by name, a task's step, or its tools'
+  answer, which someone waits for: a line is never left without an answer by a pass.
 - is_pass: whether a draft is the pass word (graph.turn_text.PASS_WORD), on every provider alike.
 - skip_notice: a persona skipped after its retries is shown at most as a short, calm notice, and only
   when a person named it: the review's reason is for the log, never for the channel.
@@ -19,8 +20,10 @@ ROUND_STOPPED = "Round stopped: more than half of its turns failed."
 _MARKS = re.compile(r"[\s*_`~.!,:;\-–—()\[\]\"'“”]+")
 
 
-def may_pass(*, addressed_by_person: bool, task_step: bool, relay: bool) -> bool:
-    return not (addressed_by_person or task_step or relay)
+def may_pass(*, heard_already: bool, addressed_by_person: bool, task_step: bool, relay: bool) -> bool:
+    """Only a later turn may pass, once another persona has answered the line: the first answer to a
+    line (the one natural pick of an unmoderated round, the moderator's first) is never left unsaid."""
+    return heard_already and not (addressed_by_person or task_step or relay)
 
 
 def is_pass(text: str) -> bool:

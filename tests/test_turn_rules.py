@@ -73,10 +73,11 @@ def test_a_follow_up_without_a_line_is_just_the_turn():
 
 
 def test_who_may_pass():
-    assert may_pass(addressed_by_person=False, task_step=False, relay=False)
-    assert not may_pass(addressed_by_person=True, task_step=False, relay=False)
-    assert not may_pass(addressed_by_person=False, task_step=True, relay=False)
-    assert not may_pass(addressed_by_person=False, task_step=False, relay=True)
+    assert may_pass(heard_already=True, addressed_by_person=False, task_step=False, relay=False)
+    assert not may_pass(heard_already=False, addressed_by_person=False, task_step=False, relay=False)  # the first
+    assert not may_pass(heard_already=True, addressed_by_person=True, task_step=False, relay=False)
+    assert not may_pass(heard_already=True, addressed_by_person=False, task_step=True, relay=False)
+    assert not may_pass(heard_already=True, addressed_by_person=False, task_step=False, relay=True)
 
 
 def test_what_is_a_pass():

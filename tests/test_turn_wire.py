@@ -5,6 +5,7 @@ question cannot be passed; a skipped turn of a one-line round gives at most a sh
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -88,16 +89,35 @@ async def test_a_retry_note_is_an_instruction_and_in_no_history(
 async def test_a_pass_posts_nothing_and_is_no_failure(
     open_test_app: Any, port: RecordingPort, provider: Provider
 ) -> None:
-    provider.server.queue("PASS")
+    """A moderated round to nobody: Sage answers first (never offered the pass), then Rex passes."""
+    for reply in (
+        json.dumps({"next_speaker": "Sage", "reason": "x"}),
+        GOOD,
+        json.dumps({"next_speaker": "Rex", "reason": "x"}),
+        "PASS",
+    ):
+        provider.server.queue(reply)
     before = passes()
-    async with open_test_app(models=provider.models) as app:
-        await say(app, "Quiet in here today.")  # to nobody: one natural pick, offered the pass
-        offered = last_user_text(provider, persona_bodies(provider)[-1])
+    async with open_test_app({"moderation": {"enabled": True, "max_turns": 2}}, models=provider.models) as app:
+        await say(app, "Quiet in here today. Anything to read?")
         channel = await channels.get_channel(app.db, KEY)
-    assert "You were picked to answer it" in offered and "reply with the single word PASS" in offered
-    assert port.posts == [] and port.notices() == []
+    first, second = (last_user_text(provider, body) for body in persona_bodies(provider))
+    assert "You were picked to answer it, Sage." in first and "PASS" not in first
+    assert "Sage answered already: add only what they did not say." in second
+    assert "reply with the single word PASS" in second
+    assert [(who, text) for _, who, text, _ in port.posts] == [("sage", GOOD)] and port.notices() == []
     assert passes() == before + 1
     assert channel is not None and channel.failures_in_a_row == 0
+
+
+async def test_the_one_answer_to_a_line_to_nobody_is_never_offered_the_pass(
+    open_test_app: Any, port: RecordingPort, provider: Provider
+) -> None:
+    async with open_test_app(models=provider.models) as app:
+        await say(app, "Quiet in here today. Anything to read?")  # moderation off: one natural pick
+    asked = last_user_text(provider, persona_bodies(provider)[-1])
+    assert "You were picked to answer it" in asked and "PASS" not in asked
+    assert len(port.posts) == 1
 
 
 async def test_a_person_s_direct_question_cannot_be_passed(
