@@ -300,11 +300,12 @@ def prompt_from(system: str, newest_first: Sequence[BaseMessage], memory: str = 
 
 
 def assemble_prompt(
-    system: str, newest_first: Iterable[Line], persona_id: str, budget: int, memory: str = ""
+    system: str, newest_first: Iterable[Line], persona_id: str, budget: int, memory: str = "", reserve: int = 0
 ) -> list[BaseMessage]:
-    """System message, the memory block, then as many of the newest lines as fit the token budget,
-    oldest first, with every tool call directly followed by its result."""
-    head = head_tokens(system, memory)
+    """System message, the memory block, then as many of the newest lines as fit the token budget
+    less `reserve` (what follows the window: the turn's question), oldest first, with every tool call
+    directly followed by its result."""
+    head = head_tokens(system, memory) + reserve
     kept, _ = messages_within(head, newest_first, budget, lambda line: rendered(line, persona_id))
     return prompt_from(system, kept, memory)
 

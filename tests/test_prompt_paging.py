@@ -6,6 +6,7 @@ import re
 import pytest
 
 from graph.prompt import MEMORY_MESSAGE_ID, assemble_prompt, max_lines_within
+from graph.turn_text import any_question, question_tokens_at_most
 from storage import channels, history
 from storage.records import LineKind, ToolCall
 
@@ -52,7 +53,15 @@ async def reference(app, persona_id: str, prompt: list) -> list:
     system message and memory block."""
     everything = await history.recent_lines_for(app.db, KEY, persona_id, limit=10**9)
     budget = app.config.settings.history.token_budget
-    return assemble_prompt(str(prompt[0].content), everything, persona_id, budget, memory_of(prompt))
+    return assemble_prompt(
+        str(prompt[0].content), everything, persona_id, budget, memory_of(prompt), question_room(app, persona_id)
+    )
+
+
+def question_room(app, persona_id: str) -> int:
+    """What a prompt leaves of its budget for the turn's question that follows it (graph/turn_text.py)."""
+    persona = app.personas[persona_id]
+    return question_tokens_at_most(any_question(persona.display_name, persona.stance))
 
 
 async def settled(app) -> None:
@@ -77,7 +86,8 @@ async def test_paged_prompt_is_the_whole_history_prompt_before_and_after_a_resta
             assert without_clock(again) == without_clock(first)
             assert first == await reference(app, persona_id, first)
             old_way = await history.recent_lines_for(app.db, KEY, persona_id, limit=max_lines_within(budget))
-            assert first == assemble_prompt(str(first[0].content), old_way, persona_id, budget, memory_of(first))
+            room = question_room(app, persona_id)
+            assert first == assemble_prompt(str(first[0].content), old_way, persona_id, budget, memory_of(first), room)
             before[persona_id] = first
         if count > 100:
             assert len(before["nova"]) < count  # the budget cuts the history
